@@ -1,0 +1,96 @@
+// c10d error hierarchy.
+//
+// Every failure c10d reports is one of these types (or derived from them):
+//   Error            base class; anything unexpected (a failed syscall, a broken invariant)
+//   InvalidArgument  the caller passed something wrong; raised before any communication
+//   TimeoutError     a blocking call ran past its timeout; names op / key / sequence number
+//   CommError        a peer died or a connection was lost; names the peer where known
+//
+// Messages are written for the person reading a log of 8 ranks: they name the rank, the op, the
+// sequence number, the key or the sizes involved. The C10D_CHECK* macros print both values of a
+// failed comparison plus file:line, in the spirit of Gloo's GLOO_ENFORCE.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace c10d {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+class InvalidArgument : public Error {
+ public:
+  explicit InvalidArgument(const std::string& msg) : Error(msg) {}
+};
+
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& msg) : Error(msg) {}
+};
+
+class CommError : public Error {
+ public:
+  explicit CommError(const std::string& msg) : Error(msg) {}
+};
+
+namespace detail {
+
+// Concatenates any streamable arguments into one string.
+template <typename... Args>
+std::string str(const Args&... args) {
+  std::ostringstream ss;
+  (ss << ... << args);
+  return ss.str();
+}
+
+// Describes errno `err` as "ENAME (message)"-ish text: strerror plus the number.
+std::string errnoString(int err);
+
+}  // namespace detail
+
+}  // namespace c10d
+
+// Throws `Exc` with the streamed message and the source location.
+#define C10D_THROW(Exc, ...) \
+  throw Exc(::c10d::detail::str(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"))
+
+// Throws InvalidArgument unless `cond` holds.
+#define C10D_CHECK_ARG(cond, ...)                                   \
+  do {                                                              \
+    if (!(cond)) C10D_THROW(::c10d::InvalidArgument, __VA_ARGS__); \
+  } while (0)
+
+// Throws Error unless `cond` holds (an internal invariant).
+#define C10D_CHECK(cond, ...)                                                          \
+  do {                                                                                 \
+    if (!(cond)) C10D_THROW(::c10d::Error, "check failed: " #cond ": ", ##__VA_ARGS__); \
+  } while (0)
+
+// Throws Error naming both operands unless `a op b`.
+#define C10D_CHECK_OP(a, op, b, ...)                                                       \
+  do {                                                                                     \
+    const auto& c10d_a_ = (a);                                                             \
+    const auto& c10d_b_ = (b);                                                             \
+    if (!(c10d_a_ op c10d_b_))                                                             \
+      C10D_THROW(::c10d::Error, "check failed: " #a " " #op " " #b " (", c10d_a_, " vs ", \
+                 c10d_b_, ") ", ##__VA_ARGS__);                                            \
+  } while (0)
+#define C10D_CHECK_EQ(a, b, ...) C10D_CHECK_OP(a, ==, b, ##__VA_ARGS__)
+#define C10D_CHECK_NE(a, b, ...) C10D_CHECK_OP(a, !=, b, ##__VA_ARGS__)
+#define C10D_CHECK_LT(a, b, ...) C10D_CHECK_OP(a, <, b, ##__VA_ARGS__)
+#define C10D_CHECK_LE(a, b, ...) C10D_CHECK_OP(a, <=, b, ##__VA_ARGS__)
+#define C10D_CHECK_GE(a, b, ...) C10D_CHECK_OP(a, >=, b, ##__VA_ARGS__)
+
+// Throws Error naming the failed syscall and errno if `expr` returns -1.
+#define C10D_SYSCHECK(expr, ...)                                                             \
+  do {                                                                                       \
+    if ((expr) == -1) {                                                                      \
+      int c10d_err_ = errno;                                                                 \
+      C10D_THROW(::c10d::Error, #expr " failed: ", ::c10d::detail::errnoString(c10d_err_), \
+                 " ", ##__VA_ARGS__);                                                        \
+    }                                                                                        \
+  } while (0)

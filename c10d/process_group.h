@@ -1,0 +1,235 @@
+// ProcessGroup: the abstract collective-communication group every backend implements.
+//
+// Shape (non-virtual interface)
+//   The public collectives are non-virtual. Each one validates its arguments on this rank (null
+//   data with a non-zero count, root out of range, sizes, dtype mismatches, an (op, dtype, device)
+//   the backend does not support), raising InvalidArgument *before any communication*, assigns the
+//   op the group's next sequence number, resolves its timeout (kUnsetTimeout -> the group's), and
+//   only then calls the backend's protected do*() method. A backend therefore implements each
+//   collective once, on arguments it can trust, and reports what it supports through supports().
+//
+// Threads and ordering
+//   ProcessGroup itself starts no threads. Ops must be issued in the same order on every rank of
+//   the group (as in every collective library); a backend completes the returned Work from its own
+//   threads. All methods may be called from one thread at a time per group (ops issued from
+//   several threads concurrently must be ordered by the caller, as in torch).
+//
+// Errors
+//   The first asynchronous error a backend sees (a dead peer, a timeout) is delivered to every
+//   pending Work, and the group is then broken: every later call throws that error's type (e.g.
+//   CommError) with a message saying the group is unusable and why.
+//
+// Sub-groups
+//   newGroup(ranks) and split(color, key) are collective over this group (every rank calls them,
+//   in the same order with the same arguments for newGroup). Each sub-group gets its own PrefixStore
+//   over this group's store and its own backend instance (createSubgroup()); ranks outside it get
+//   nullptr.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "c10d/error.h"
+#include "c10d/options.h"
+#include "c10d/reduce_op.h"
+#include "c10d/types.h"
+#include "c10d/work.h"
+
+namespace c10d {
+
+class Store;
+
+class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
+ public:
+  struct Options {
+    // Default timeout of every op of the group (and of its rendezvous).
+    Milliseconds timeout = kDefaultTimeout;
+    // Name used in messages: "<backend>:<groupName>".
+    std::string groupName = "world";
+    // Backend-specific settings, by name (each backend documents its table).
+    std::map<std::string, std::string> config;
+  };
+
+  // Returned by split() to ranks that pass this color: they join no group.
+  static constexpr int kNoColor = -1;
+
+  ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options);
+  virtual ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual std::string backendName() const = 0;
+  // "<backend>:<groupName>", used in every message about this group.
+  std::string name() const;
+  const Options& options() const { return options_; }
+  const std::shared_ptr<Store>& store() const { return store_; }
+
+  // Whether the backend can run a reduction `op` on `dtype` tensors on `device`.
+  virtual bool supports(ReduceOp::Kind op, DataType dtype, Device device) const = 0;
+  // Whether the backend can move tensors on `device` at all.
+  virtual bool supportsDevice(Device device) const = 0;
+
+  // ---- collectives ----
+  // In-place: every rank ends with root's `tensor`.
+  std::shared_ptr<Work> broadcast(Tensor tensor, const BroadcastOptions& opts = {});
+  // In-place: every rank ends with the reduction of all ranks' `tensor`.
+  std::shared_ptr<Work> allreduce(Tensor tensor, const AllreduceOptions& opts = {});
+  // allreduce of each tensor (all one dtype and device), in one op.
+  std::shared_ptr<Work> allreduceCoalesced(const std::vector<Tensor>& tensors,
+                                           const AllreduceCoalescedOptions& opts = {});
+  // In-place on root only; other ranks' `tensor` is left as it was.
+  std::shared_ptr<Work> reduce(Tensor tensor, const ReduceOptions& opts = {});
+  // outputs[i] (size() tensors, each input.numel) receives rank i's input.
+  std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, Tensor input,
+                                  const AllgatherOptions& opts = {});
+  // output (size() * input.numel) receives the inputs concatenated in rank order.
+  std::shared_ptr<Work> allgatherIntoTensor(Tensor output, Tensor input,
+                                            const AllgatherOptions& opts = {});
+  // On root, outputs[i] receives rank i's input; other ranks pass no outputs.
+  std::shared_ptr<Work> gather(const std::vector<Tensor>& outputs, Tensor input,
+                               const GatherOptions& opts = {});
+  // Rank i's output receives root's inputs[i]; other ranks pass no inputs.
+  std::shared_ptr<Work> scatter(Tensor output, const std::vector<Tensor>& inputs,
+                                const ScatterOptions& opts = {});
+  // output = reduction over ranks of their inputs[rank()] (size() inputs, each output.numel).
+  std::shared_ptr<Work> reduceScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                      const ReduceScatterOptions& opts = {});
+  // input (size() * output.numel): output = reduction of every rank's rank()-th chunk.
+  std::shared_ptr<Work> reduceScatterTensor(Tensor output, Tensor input,
+                                            const ReduceScatterOptions& opts = {});
+  // outputs[i] receives rank i's inputs[rank()]; tensors may differ in size per peer.
+  std::shared_ptr<Work> alltoall(const std::vector<Tensor>& outputs,
+                                 const std::vector<Tensor>& inputs,
+                                 const AllToAllOptions& opts = {});
+  // One flat tensor each way, cut by splits (element counts per peer). Empty splits mean equal
+  // chunks (numel divisible by size()).
+  std::shared_ptr<Work> alltoallSingle(Tensor output, Tensor input,
+                                       const std::vector<size_t>& outputSplits,
+                                       const std::vector<size_t>& inputSplits,
+                                       const AllToAllOptions& opts = {});
+  std::shared_ptr<Work> barrier(const BarrierOptions& opts = {});
+  std::shared_ptr<Work> send(Tensor tensor, int dstRank, const SendRecvOptions& opts = {});
+  std::shared_ptr<Work> recv(Tensor tensor, int srcRank, const SendRecvOptions& opts = {});
+  // Receives from whichever rank sends with this tag first; Work::sourceRank() says which.
+  std::shared_ptr<Work> recvAnySource(Tensor tensor, const SendRecvOptions& opts = {});
+
+  // Between these two calls, ops are collected; endCoalescing() returns one Work that completes
+  // when all of them do (backends may fuse them, e.g. ncclGroupStart/End). Ops issued while
+  // coalescing return Works of their own too, but only the returned one may be waited on with
+  // meaning for fused backends.
+  void startCoalescing();
+  std::shared_ptr<Work> endCoalescing();
+  bool isCoalescing() const { return coalescing_; }
+
+  // A barrier through the Store that names missing ranks: rank 0 waits for every other rank up to
+  // `timeout` and throws TimeoutError listing, by rank number, the ranks that did not arrive
+  // (the first one only, unless waitAllRanks); other ranks wait for rank 0's release and throw
+  // TimeoutError if it never comes. Collective over this group.
+  void monitoredBarrier(Milliseconds timeout = kUnsetTimeout, bool waitAllRanks = false);
+
+  // ---- sub-groups ----
+  std::shared_ptr<ProcessGroup> newGroup(const std::vector<int>& ranks, Options options);
+  std::shared_ptr<ProcessGroup> newGroup(const std::vector<int>& ranks);
+  std::shared_ptr<ProcessGroup> split(int color, int key, Options options);
+  std::shared_ptr<ProcessGroup> split(int color, int key);
+
+  // Stops the backend: pending Works are completed (or failed with an Error saying the group shut
+  // down) and the backend's threads are joined. Idempotent; the destructor of a backend calls it.
+  virtual void shutdown() {}
+
+  // The error that broke this group, if any (see header comment).
+  std::exception_ptr brokenError() const;
+
+  // Number of ops issued so far (the next op's sequence number).
+  uint64_t sequenceNumber() const { return seq_.load(); }
+
+ protected:
+  // Backends mark the group broken with the first asynchronous error.
+  void setBroken(std::exception_ptr error);
+
+  // Called after validation with the timeout already resolved; `seq` is the op's sequence number.
+  virtual std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
+                                            uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doAllreduce(Tensor tensor, const AllreduceOptions& opts,
+                                            uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doAllreduceCoalesced(const std::vector<Tensor>& tensors,
+                                                     const AllreduceCoalescedOptions& opts,
+                                                     uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts,
+                                         uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
+                                            const AllgatherOptions& opts, uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,
+                                                      const AllgatherOptions& opts,
+                                                      uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doGather(const std::vector<Tensor>& outputs, Tensor input,
+                                         const GatherOptions& opts, uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                          const ScatterOptions& opts, uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doReduceScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                                const ReduceScatterOptions& opts,
+                                                uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doReduceScatterTensor(Tensor output, Tensor input,
+                                                      const ReduceScatterOptions& opts,
+                                                      uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doAlltoall(const std::vector<Tensor>& outputs,
+                                           const std::vector<Tensor>& inputs,
+                                           const AllToAllOptions& opts, uint64_t seq) = 0;
+  // Splits are always filled in (equal chunks already expanded).
+  virtual std::shared_ptr<Work> doAlltoallSingle(Tensor output, Tensor input,
+                                                 const std::vector<size_t>& outputSplits,
+                                                 const std::vector<size_t>& inputSplits,
+                                                 const AllToAllOptions& opts, uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doBarrier(const BarrierOptions& opts, uint64_t seq) = 0;
+  virtual std::shared_ptr<Work> doSend(Tensor tensor, int dstRank, const SendRecvOptions& opts,
+                                       uint64_t seq) = 0;
+  // srcRank == -1: any source.
+  virtual std::shared_ptr<Work> doRecv(Tensor tensor, int srcRank, const SendRecvOptions& opts,
+                                       uint64_t seq) = 0;
+
+  // Coalescing hooks. The default collects the Works and returns a composite Work.
+  virtual void doStartCoalescing() {}
+  virtual std::shared_ptr<Work> doEndCoalescing(std::vector<std::shared_ptr<Work>> works,
+                                                uint64_t seq);
+
+  // Builds a group of the same backend over `store`. The default goes through the registry by
+  // backendName(); backends override it to share resources with the parent (e.g. ncclCommSplit).
+  virtual std::shared_ptr<ProcessGroup> createSubgroup(std::shared_ptr<Store> store, int rank,
+                                                       int size, Options options);
+
+  // The op's timeout: `t` unless it is kUnsetTimeout, else the group's.
+  Milliseconds resolveTimeout(Milliseconds t) const {
+    return t == kUnsetTimeout ? options_.timeout : t;
+  }
+
+ private:
+  // Validation and bookkeeping shared by every public collective; returns the op's seq.
+  uint64_t beginOp(OpType op);
+  std::shared_ptr<Work> track(std::shared_ptr<Work> work);
+  std::shared_ptr<ProcessGroup> makeSubgroup(const std::string& tag,
+                                             const std::vector<int>& members, Options options);
+
+  const std::shared_ptr<Store> store_;
+  const int rank_;
+  const int size_;
+  const Options options_;
+  std::atomic<uint64_t> seq_{0};
+  uint64_t subgroupCounter_ = 0;  // number of newGroup/split calls so far
+  uint64_t barrierCounter_ = 0;   // number of monitoredBarrier calls so far
+
+  bool coalescing_ = false;
+  uint64_t coalescingSeq_ = 0;
+  std::vector<std::shared_ptr<Work>> coalesced_;
+
+  mutable std::mutex brokenMu_;
+  std::exception_ptr broken_;  // guarded by brokenMu_
+};
+
+}  // namespace c10d

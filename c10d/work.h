@@ -1,0 +1,141 @@
+// Work: the handle every collective returns.
+//
+// Ownership and threads
+//   A Work is shared between the caller and the backend that completes it. The backend finishes it
+//   exactly once, from any thread (its I/O loop, worker pool or watchdog), by calling finish().
+//   Everything here is thread-safe. Work starts no threads.
+//
+// States
+//   pending -> completed successfully, or completed with an exception (the op's error, a peer's
+//   failure delivered to every pending Work, a timeout raised by the backend, or abort()).
+//
+// wait(timeout)
+//   Blocks until the Work completes or `timeout` passes. kUnsetTimeout (the default) means the
+//   op's own timeout (from its options, or the group's default); nothing ever waits forever.
+//   - completed successfully: returns.
+//   - completed with an error: rethrows that error (CommError naming the peer for a dead peer,
+//     TimeoutError if the backend timed the op out, Error otherwise).
+//   - timeout passes first: throws TimeoutError naming op, sequence number, group and the
+//     timeout. The Work itself stays pending (the backend may still complete or fail it; its
+//     watchdog is what fails a stuck op for every waiter).
+//
+// Callbacks
+//   then(cb) runs cb exactly once after completion: on the completing thread, or at once on the
+//   caller's thread if the Work is already complete. Callbacks must not throw (an exception
+//   escaping one is swallowed and reported to stderr) and must not block for long.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "c10d/types.h"
+
+namespace c10d {
+
+enum class OpType : uint8_t {
+  kBroadcast,
+  kAllreduce,
+  kAllreduceCoalesced,
+  kReduce,
+  kAllgather,
+  kAllgatherIntoTensor,
+  kGather,
+  kScatter,
+  kReduceScatter,
+  kReduceScatterTensor,
+  kAlltoall,
+  kAlltoallSingle,
+  kBarrier,
+  kSend,
+  kRecv,
+  kRecvAnySource,
+  kCoalesced,
+  kUnknown,
+};
+const char* toString(OpType op);
+
+class Work : public std::enable_shared_from_this<Work> {
+ public:
+  using Callback = std::function<void(Work&)>;
+
+  // `group` names the process group in messages (e.g. "gloo:world" or "gloo:group1").
+  Work(OpType op = OpType::kUnknown, uint64_t seq = 0, std::string group = "",
+       Milliseconds timeout = kDefaultTimeout);
+  virtual ~Work();
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  OpType opType() const { return op_; }
+  uint64_t sequenceNumber() const { return seq_; }
+  const std::string& groupName() const { return group_; }
+  Milliseconds timeout() const { return timeout_; }
+
+  bool isCompleted() const;
+  // True when completed without an error.
+  bool isSuccess() const;
+  // The error it completed with; null while pending or on success.
+  std::exception_ptr exception() const;
+
+  // See the header comment. Returns true (kept for torch's signature).
+  virtual bool wait(Milliseconds timeout = kUnsetTimeout);
+  // For device work: make the caller's current stream wait for the op. CPU: no-op.
+  virtual void synchronize() {}
+  // Gives up on the op: completes the Work with an Error ("aborted") if still pending, and lets
+  // the backend cancel what it can (onAbort()).
+  virtual void abort();
+
+  // Runs `cb` once after completion (see header comment).
+  void then(Callback cb);
+  // A future that becomes ready (or holds the error) on completion.
+  std::shared_future<void> future();
+
+  // For recv from any source: the rank the message came from; -1 otherwise or while pending.
+  int sourceRank() const { return sourceRank_.load(); }
+
+  // ---- backend side ----
+  // Completes the Work; the first call wins, later ones are ignored. Returns whether this call
+  // completed it. Runs callbacks on the calling thread after releasing the lock.
+  bool finish(std::exception_ptr error = nullptr);
+  void setSourceRank(int r) { sourceRank_.store(r); }
+
+  // A message prefix naming the op: "allreduce #12 in group gloo:world".
+  std::string describe() const;
+
+ protected:
+  // Called once by abort() while the Work is still pending; backends override to cancel.
+  virtual void onAbort() {}
+
+ private:
+  const OpType op_;
+  const uint64_t seq_;
+  const std::string group_;
+  const Milliseconds timeout_;
+  std::atomic<int> sourceRank_{-1};
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool completed_ = false;            // guarded by mu_
+  std::exception_ptr error_;          // guarded by mu_
+  std::vector<Callback> callbacks_;   // guarded by mu_
+  std::unique_ptr<std::promise<void>> promise_;  // guarded by mu_
+  std::shared_future<void> future_;   // guarded by mu_
+};
+
+// A Work that completes when all of `parts` complete; its error is the first part's error (in
+// order). Used for startCoalescing()/endCoalescing() and for ops built from several sub-ops.
+std::shared_ptr<Work> makeCompositeWork(std::vector<std::shared_ptr<Work>> parts, OpType op,
+                                        uint64_t seq, std::string group, Milliseconds timeout);
+
+// A Work already completed (successfully when `error` is null).
+std::shared_ptr<Work> makeCompletedWork(OpType op, uint64_t seq, std::string group,
+                                        std::exception_ptr error = nullptr);
+
+}  // namespace c10d

@@ -1,0 +1,1 @@
+#include "store/hash_store.h"

@@ -1,0 +1,1 @@
+#include "store/prefix_store.h"

@@ -1,0 +1,1 @@
+#include "store/tcp_store.h"

@@ -1,0 +1,65 @@
+// TCPStore: a Store served over TCP by one event-loop thread.
+//
+// The server runs on a thread inside the process that constructs the TCPStore with
+// isServer = true (rank 0, as in torch), or standalone through TCPStoreServer. One epoll loop
+// serves every client; `wait` and `get` on a missing key are answered by the server when the key
+// is set (pushed, never polled). Clients connect with retry and exponential backoff until their
+// timeout, then throw TimeoutError naming host and port.
+//
+// Threads: the server owns one thread ("c10d-tcpstore"); a client owns none. Each client object
+// holds one connection, used under a mutex (so it is safe from several threads, one request at a
+// time). Destroying a server-owning TCPStore stops and joins the server thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+
+namespace c10d {
+
+class TCPStoreServer;
+
+struct TCPStoreOptions {
+  std::string host = "127.0.0.1";  // where clients connect (and what the server binds, see below)
+  uint16_t port = 29500;           // 0 with isServer: pick a free port (see TCPStore::port())
+  bool isServer = false;
+  // The server binds this address; "" = all interfaces ("0.0.0.0" / "::").
+  std::string bindAddress;
+  // When set on the server side with waitForWorkers, the constructor waits until this many
+  // clients (the server's own included) have connected, or the timeout.
+  int numWorkers = -1;
+  bool waitForWorkers = false;
+  Milliseconds timeout = kDefaultStoreTimeout;
+};
+
+class TCPStore : public Store {
+ public:
+  explicit TCPStore(TCPStoreOptions options);
+  ~TCPStore() override;
+
+  void set(const std::string& key, const Bytes& value) override;
+  Bytes get(const std::string& key) override;
+  int64_t add(const std::string& key, int64_t delta) override;
+  Bytes compareSet(const std::string& key, const Bytes& expected, const Bytes& desired) override;
+  bool check(const std::vector<std::string>& keys) override;
+  bool deleteKey(const std::string& key) override;
+  int64_t getNumKeys() override;
+  void wait(const std::vector<std::string>& keys, Milliseconds timeout) override;
+  void append(const std::string& key, const Bytes& value) override;
+  std::vector<Bytes> multiGet(const std::vector<std::string>& keys) override;
+  void multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
+  using Store::wait;
+  using Store::set;
+
+  // The port the server listens on (the chosen one when constructed with port 0).
+  uint16_t port() const;
+  const std::string& host() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace c10d

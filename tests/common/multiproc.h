@@ -1,0 +1,47 @@
+// Test helper: runs a function in N real, forked processes (one per rank) and reports how each
+// ended. Used by every multi-process test (stores, backends, tools).
+//
+// The child runs `fn(rank, size)`; it exits 0 when fn returns without a GoogleTest failure, 1 when
+// an assertion failed, 2 when fn threw (the exception's message is printed with the rank). The
+// parent waits for all children up to `timeout`, then SIGKILLs the rest and reports them as hung:
+// a test can never hang the suite.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace c10d {
+namespace test {
+
+struct RankResult {
+  int rank = -1;
+  bool exited = false;   // exited normally (else: killed by a signal)
+  int exitCode = -1;     // when exited
+  int signal = 0;        // when killed
+  bool timedOut = false; // still running at the deadline, killed by the harness
+  bool ok() const { return exited && exitCode == 0 && !timedOut; }
+  std::string describe() const;
+};
+
+struct MultiProcOptions {
+  std::chrono::milliseconds timeout{60000};
+  // Called in the parent after all children are forked (e.g. to kill one of them); receives the
+  // children's pids by rank.
+  std::function<void(const std::vector<int>& pids)> afterFork;
+};
+
+// Forks `size` children running fn(rank, size) and waits for them (see above).
+std::vector<RankResult> runRanks(int size, const std::function<void(int rank, int size)>& fn,
+                                 const MultiProcOptions& options = {});
+
+// runRanks, then a GoogleTest failure for every rank that did not end ok.
+void expectAllRanksOk(int size, const std::function<void(int rank, int size)>& fn,
+                      const MultiProcOptions& options = {});
+
+// A fresh path under the temp dir, unique per process and call ("/tmp/c10d-test-<pid>-<n>-tag").
+std::string uniqueTempPath(const std::string& tag);
+
+}  // namespace test
+}  // namespace c10d
