@@ -1,1 +1,27 @@
-# Installation: headers under include/c10d/, the library, tools, a CMake package and pkg-config.
+# Installation: headers under <prefix>/include/c10d/{c10d,store,backends}/, the library, the tools,
+# a CMake package (find_package(c10d CONFIG) -> c10d::c10d) and a pkg-config file (c10d.pc).
+include(CMakePackageConfigHelpers)
+
+install(TARGETS c10d EXPORT c10dTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+set(C10D_INCLUDE_ROOT ${CMAKE_INSTALL_INCLUDEDIR}/c10d)
+foreach(dir c10d store backends)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${C10D_INCLUDE_ROOT}/${dir}
+          FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(FILES ${CMAKE_BINARY_DIR}/generated/c10d/config.h DESTINATION ${C10D_INCLUDE_ROOT}/c10d)
+
+set(C10D_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/c10d)
+install(EXPORT c10dTargets NAMESPACE c10d:: DESTINATION ${C10D_CMAKE_DIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/c10dConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/c10dConfig.cmake INSTALL_DESTINATION ${C10D_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/c10dConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/c10dConfig.cmake ${CMAKE_BINARY_DIR}/c10dConfigVersion.cmake
+        DESTINATION ${C10D_CMAKE_DIR})
+
+configure_file(${CMAKE_SOURCE_DIR}/cmake/c10d.pc.in ${CMAKE_BINARY_DIR}/c10d.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/c10d.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

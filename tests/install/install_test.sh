@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the build tree into a temporary prefix, then builds a tiny outside project against it
+# twice: with find_package(c10d CONFIG) and with pkg-config. Fails on any error.
+set -euo pipefail
+build_dir=$1
+src_dir=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /tmp/c10d-install-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log"
+test -f "$work/prefix/include/c10d/c10d/process_group.h"
+test -f "$work/prefix/include/c10d/c10d/config.h"
+test -f "$work/prefix/include/c10d/store/tcp_store.h"
+libdir=$(ls -d "$work"/prefix/lib*/ | head -n1)
+
+# 1. CMake package.
+cmake -S "$src_dir/consumer" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  > "$work/configure.log"
+cmake --build "$work/consumer-build" > "$work/build.log"
+LD_LIBRARY_PATH="$libdir" "$work/consumer-build/consumer"
+
+# 2. pkg-config.
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+# shellcheck disable=SC2046
+c++ "$src_dir/consumer/main.cc" -o "$work/consumer-pc" $(pkg-config --cflags --libs c10d)
+LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
+echo "install test: OK"
