@@ -1,1 +1,18 @@
 #include "store/store.h"
+
+namespace c10d {
+
+std::vector<Bytes> Store::multiGet(const std::vector<std::string>& keys) {
+  std::vector<Bytes> values;
+  values.reserve(keys.size());
+  for (const auto& key : keys) values.push_back(get(key));
+  return values;
+}
+
+void Store::multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
+  C10D_CHECK_ARG(keys.size() == values.size(), "multiSet: ", keys.size(), " keys but ",
+                 values.size(), " values");
+  for (size_t i = 0; i < keys.size(); ++i) set(keys[i], values[i]);
+}
+
+}  // namespace c10d
