@@ -1,1 +1,166 @@
-// TODO: implemented by the core helper
+// ProcessGroup bookkeeping: construction, sequence numbers, the broken state, coalescing and the
+// store-based monitoredBarrier. The collectives are in process_group_collectives.cc, sub-groups in
+// process_group_subgroups.cc.
+#include "c10d/process_group.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "store/store.h"
+
+namespace c10d {
+
+ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options)
+    : store_(std::move(store)), rank_(rank), size_(size), options_(std::move(options)) {
+  C10D_CHECK_ARG(size_ >= 1, "ProcessGroup: group size ", size_, " (must be >= 1) for group ",
+                 options_.groupName);
+  C10D_CHECK_ARG(rank_ >= 0 && rank_ < size_, "ProcessGroup: rank ", rank_, " is out of range [0, ",
+                 size_, ") for group ", options_.groupName);
+  C10D_CHECK_ARG(options_.timeout >= Milliseconds::zero(), "ProcessGroup: timeout ",
+                 options_.timeout.count(), " ms is negative for group ", options_.groupName);
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+std::string ProcessGroup::name() const {
+  return backendName() + ":" + options_.groupName;
+}
+
+std::exception_ptr ProcessGroup::brokenError() const {
+  std::lock_guard<std::mutex> lock(brokenMu_);
+  return broken_;
+}
+
+void ProcessGroup::setBroken(std::exception_ptr error) {
+  if (!error) return;
+  std::lock_guard<std::mutex> lock(brokenMu_);
+  if (!broken_) broken_ = std::move(error);
+}
+
+uint64_t ProcessGroup::beginOp(OpType op) {
+  if (std::exception_ptr e = brokenError()) {
+    const std::string prefix = detail::str(toString(op), ": process group ", name(),
+                                           " is unusable after an earlier error: ");
+    try {
+      std::rethrow_exception(e);
+    } catch (const CommError& err) {
+      throw CommError(prefix + err.what());
+    } catch (const TimeoutError& err) {
+      throw TimeoutError(prefix + err.what());
+    } catch (const std::exception& err) {
+      throw Error(prefix + err.what());
+    } catch (...) {
+      throw Error(prefix + "(an exception not derived from std::exception)");
+    }
+  }
+  return seq_.fetch_add(1);
+}
+
+std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work) {
+  C10D_CHECK(work != nullptr, "backend ", backendName(), " returned no Work in group ", name());
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
+}
+
+void ProcessGroup::startCoalescing() {
+  C10D_CHECK_ARG(!coalescing_, "startCoalescing: rank ", rank_, " of group ", name(),
+                 " is already coalescing (call endCoalescing first)");
+  coalescing_ = true;
+  coalescingSeq_ = seq_.load();
+  coalesced_.clear();
+  try {
+    doStartCoalescing();
+  } catch (...) {
+    coalescing_ = false;
+    throw;
+  }
+}
+
+std::shared_ptr<Work> ProcessGroup::endCoalescing() {
+  C10D_CHECK_ARG(coalescing_, "endCoalescing: rank ", rank_, " of group ", name(),
+                 " is not coalescing (call startCoalescing first)");
+  coalescing_ = false;
+  std::vector<std::shared_ptr<Work>> works;
+  works.swap(coalesced_);
+  const uint64_t seq = seq_.fetch_add(1);
+  auto work = doEndCoalescing(std::move(works), seq);
+  C10D_CHECK(work != nullptr, "backend ", backendName(), " returned no Work from endCoalescing");
+  return work;
+}
+
+std::shared_ptr<Work> ProcessGroup::doEndCoalescing(std::vector<std::shared_ptr<Work>> works,
+                                                    uint64_t seq) {
+  return makeCompositeWork(std::move(works), OpType::kCoalesced, seq, name(), options_.timeout);
+}
+
+namespace {
+
+std::string joinRanks(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+// Keys, under this group's store: "mb/<n>/arrived/<rank>" set by each non-zero rank, and
+// "mb/<n>/release" set by rank 0: "ok", or "fail:<message>" so the others fail fast.
+void ProcessGroup::monitoredBarrier(Milliseconds timeout, bool waitAllRanks) {
+  C10D_CHECK_ARG(timeout == kUnsetTimeout || timeout >= Milliseconds::zero(),
+                 "monitoredBarrier: rank ", rank_, " of group ", name(), ": timeout ",
+                 timeout.count(), " ms is negative");
+  C10D_CHECK_ARG(store_ != nullptr, "monitoredBarrier: group ", name(), " has no store");
+  const Milliseconds t = resolveTimeout(timeout);
+  const uint64_t n = barrierCounter_++;
+  if (size_ == 1) return;
+  const std::string base = detail::str("mb/", n, "/");
+  const std::string releaseKey = base + "release";
+
+  if (rank_ != 0) {
+    store_->set(detail::str(base, "arrived/", rank_), std::string("1"));
+    try {
+      store_->wait({releaseKey}, t);
+    } catch (const TimeoutError&) {
+      C10D_THROW(TimeoutError, "monitoredBarrier: rank ", rank_, " of group ", name(),
+                 " got no release from rank 0 within ", t.count(), " ms");
+    }
+    const std::string v = store_->getString(releaseKey);
+    if (v != "ok") {
+      C10D_THROW(TimeoutError, "monitoredBarrier: rank ", rank_, " of group ", name(),
+                 " released with a failure by rank 0: ", v.substr(v.find(':') + 1));
+    }
+    return;
+  }
+
+  const auto deadline = std::chrono::steady_clock::now() + t;
+  std::vector<int> missing;
+  for (int r = 1; r < size_; ++r) {
+    const std::string key = detail::str(base, "arrived/", r);
+    const auto left =
+        std::chrono::duration_cast<Milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left <= Milliseconds::zero()) {
+      if (!store_->check({key})) missing.push_back(r);
+    } else {
+      try {
+        store_->wait({key}, left);
+      } catch (const TimeoutError&) {
+        missing.push_back(r);
+      }
+    }
+    if (!missing.empty() && !waitAllRanks) break;
+  }
+  if (missing.empty()) {
+    store_->set(releaseKey, std::string("ok"));
+    return;
+  }
+  const std::string msg =
+      detail::str("monitoredBarrier: rank(s) ", joinRanks(missing), " did not arrive within ",
+                  t.count(), " ms in group ", name());
+  store_->set(releaseKey, "fail:" + msg);
+  throw TimeoutError(msg);
+}
+
+}  // namespace c10d

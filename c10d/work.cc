@@ -1,1 +1,244 @@
-// TODO: implemented by the core helper
+#include "c10d/work.h"
+
+#include <cstdio>
+
+#include "c10d/error.h"
+
+namespace c10d {
+
+const char* toString(OpType op) {
+  switch (op) {
+    case OpType::kBroadcast:
+      return "broadcast";
+    case OpType::kAllreduce:
+      return "allreduce";
+    case OpType::kAllreduceCoalesced:
+      return "allreduce_coalesced";
+    case OpType::kReduce:
+      return "reduce";
+    case OpType::kAllgather:
+      return "allgather";
+    case OpType::kAllgatherIntoTensor:
+      return "allgather_into_tensor";
+    case OpType::kGather:
+      return "gather";
+    case OpType::kScatter:
+      return "scatter";
+    case OpType::kReduceScatter:
+      return "reduce_scatter";
+    case OpType::kReduceScatterTensor:
+      return "reduce_scatter_tensor";
+    case OpType::kAlltoall:
+      return "alltoall";
+    case OpType::kAlltoallSingle:
+      return "alltoall_single";
+    case OpType::kBarrier:
+      return "barrier";
+    case OpType::kSend:
+      return "send";
+    case OpType::kRecv:
+      return "recv";
+    case OpType::kRecvAnySource:
+      return "recv_any_source";
+    case OpType::kCoalesced:
+      return "coalesced";
+    case OpType::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Runs a user callback; an exception escaping it is reported, never propagated.
+void runCallback(const Work::Callback& cb, Work& work) {
+  try {
+    cb(work);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "c10d: exception escaped a completion callback of %s: %s\n",
+                 work.describe().c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "c10d: unknown exception escaped a completion callback of %s\n",
+                 work.describe().c_str());
+  }
+}
+
+// Waiting for durations near Milliseconds::max() would overflow the clock arithmetic; a year is
+// "forever" for every practical purpose and keeps the deadline representable.
+constexpr Milliseconds kMaxWait{365LL * 24 * 3600 * 1000};
+
+}  // namespace
+
+Work::Work(OpType op, uint64_t seq, std::string group, Milliseconds timeout)
+    : op_(op), seq_(seq), group_(std::move(group)), timeout_(timeout) {}
+
+Work::~Work() = default;
+
+bool Work::isCompleted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_;
+}
+
+bool Work::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return completed_ && !error_;
+}
+
+std::exception_ptr Work::exception() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+bool Work::wait(Milliseconds timeout) {
+  Milliseconds t = timeout == kUnsetTimeout ? timeout_ : timeout;
+  if (t < Milliseconds::zero()) t = Milliseconds::zero();
+  if (t > kMaxWait) t = kMaxWait;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, t, [this] { return completed_; })) {
+    lock.unlock();
+    C10D_THROW(TimeoutError, describe(), " did not complete within ", t.count(),
+               " ms (Work::wait timed out; the op itself is still pending)");
+  }
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+void Work::abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (completed_ || aborting_) return;
+    aborting_ = true;
+  }
+  try {
+    onAbort();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "c10d: onAbort of %s threw: %s\n", describe().c_str(), e.what());
+  } catch (...) {
+    std::fprintf(stderr, "c10d: onAbort of %s threw an unknown exception\n", describe().c_str());
+  }
+  finish(std::make_exception_ptr(Error(describe() + " aborted")));
+}
+
+void Work::then(Callback cb) {
+  if (!cb) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!completed_) {
+      callbacks_.push_back(std::move(cb));
+      return;
+    }
+  }
+  runCallback(cb, *this);
+}
+
+std::shared_future<void> Work::future() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!promise_) {
+    promise_ = std::make_unique<std::promise<void>>();
+    future_ = promise_->get_future().share();
+    if (completed_) {
+      if (error_) {
+        promise_->set_exception(error_);
+      } else {
+        promise_->set_value();
+      }
+    }
+  }
+  return future_;
+}
+
+bool Work::finish(std::exception_ptr error) {
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (completed_) return false;
+    completed_ = true;
+    error_ = std::move(error);
+    callbacks.swap(callbacks_);
+    if (promise_) {
+      if (error_) {
+        promise_->set_exception(error_);
+      } else {
+        promise_->set_value();
+      }
+    }
+    // Notified under the lock: a waiter may destroy the Work as soon as it sees completed_.
+    cv_.notify_all();
+  }
+  for (auto& cb : callbacks) runCallback(cb, *this);
+  return true;
+}
+
+std::string Work::describe() const {
+  std::string s = detail::str(toString(op_), " #", seq_);
+  if (!group_.empty()) s += " in group " + group_;
+  return s;
+}
+
+namespace {
+
+// Completes when every part has; its error is the first failed part's (in part order).
+class CompositeWork : public Work {
+ public:
+  CompositeWork(std::vector<std::shared_ptr<Work>> parts, OpType op, uint64_t seq,
+                std::string group, Milliseconds timeout)
+      : Work(op, seq, std::move(group), timeout), parts_(std::move(parts)) {}
+
+  void start() {
+    if (parts_.empty()) {
+      finish();
+      return;
+    }
+    remaining_.store(parts_.size());
+    std::weak_ptr<Work> weak = shared_from_this();
+    for (const auto& part : parts_) {
+      part->then([weak](Work&) {
+        auto self = weak.lock();
+        if (self) static_cast<CompositeWork&>(*self).partDone();
+      });
+    }
+  }
+
+  void synchronize() override {
+    for (const auto& p : parts_) p->synchronize();
+  }
+
+ protected:
+  void onAbort() override {
+    for (const auto& p : parts_) p->abort();
+  }
+
+ private:
+  void partDone() {
+    if (remaining_.fetch_sub(1) != 1) return;
+    for (const auto& p : parts_) {
+      if (auto e = p->exception()) {
+        finish(e);
+        return;
+      }
+    }
+    finish();
+  }
+
+  const std::vector<std::shared_ptr<Work>> parts_;
+  std::atomic<size_t> remaining_{0};
+};
+
+}  // namespace
+
+std::shared_ptr<Work> makeCompositeWork(std::vector<std::shared_ptr<Work>> parts, OpType op,
+                                        uint64_t seq, std::string group, Milliseconds timeout) {
+  for (const auto& p : parts) C10D_CHECK(p != nullptr, "makeCompositeWork: a null part");
+  auto work = std::make_shared<CompositeWork>(std::move(parts), op, seq, std::move(group), timeout);
+  work->start();
+  return work;
+}
+
+std::shared_ptr<Work> makeCompletedWork(OpType op, uint64_t seq, std::string group,
+                                        std::exception_ptr error) {
+  auto work = std::make_shared<Work>(op, seq, std::move(group), kDefaultTimeout);
+  work->finish(std::move(error));
+  return work;
+}
+
+}  // namespace c10d

@@ -1,0 +1,379 @@
+// The public, non-virtual collectives of ProcessGroup: argument validation on this rank (before
+// any communication), then beginOp() (broken check, sequence number), the timeout resolved, and
+// the backend's do*() method.
+#include <limits>
+
+#include "c10d/process_group.h"
+
+namespace c10d {
+
+namespace {
+
+// Validates the arguments of one op; every failure is an InvalidArgument prefixed with the op,
+// the rank, the group and its size.
+class Check {
+ public:
+  Check(const ProcessGroup& pg, OpType op) : pg_(pg), op_(op) {}
+
+  template <typename... Args>
+  [[noreturn]] void fail(const Args&... args) const {
+    throw InvalidArgument(detail::str(toString(op_), ": rank ", pg_.rank(), " of group ",
+                                      pg_.name(), " (size ", pg_.size(), "): ", args...));
+  }
+
+  void timeout(Milliseconds t) const {
+    if (t != kUnsetTimeout && t < Milliseconds::zero()) {
+      fail("timeout of ", t.count(), " ms (must be >= 0, or kUnsetTimeout for the group's)");
+    }
+  }
+
+  void tensor(const Tensor& t, const std::string& what) const {
+    if (static_cast<int>(t.dtype) >= kNumDataTypes) {
+      fail(what, " has an invalid dtype ", static_cast<int>(t.dtype));
+    }
+    if (t.data == nullptr && t.numel > 0) {
+      fail(what, " has null data with numel ", t.numel);
+    }
+    if (!pg_.supportsDevice(t.device)) {
+      fail(what, " is on device ", toString(t.device), ", which backend ", pg_.backendName(),
+           " does not support");
+    }
+  }
+
+  // `t` must have the dtype and device of `ref` (named `refWhat`).
+  void like(const Tensor& t, const std::string& what, const Tensor& ref,
+            const std::string& refWhat) const {
+    if (t.dtype != ref.dtype) {
+      fail(what, " has dtype ", toString(t.dtype), " but ", refWhat, " has dtype ",
+           toString(ref.dtype));
+    }
+    if (t.device != ref.device) {
+      fail(what, " is on device ", toString(t.device), " but ", refWhat, " is on device ",
+           toString(ref.device));
+    }
+  }
+
+  void numel(const Tensor& t, const std::string& what, size_t expected,
+             const std::string& why) const {
+    if (t.numel != expected) {
+      fail(what, " has ", t.numel, " elements, expected ", expected, " (", why, ")");
+    }
+  }
+
+  // n * size(), or a failure if that overflows.
+  size_t times(size_t n, const std::string& what) const {
+    const size_t s = static_cast<size_t>(pg_.size());
+    if (n > std::numeric_limits<size_t>::max() / s) {
+      fail(what, " has ", n, " elements; ", n, " * group size ", s, " overflows");
+    }
+    return n * s;
+  }
+
+  void root(int r) const {
+    if (r < 0 || r >= pg_.size()) fail("root rank ", r, " is out of range [0, ", pg_.size(), ")");
+  }
+
+  void peer(int r, const char* what) const {
+    if (r < 0 || r >= pg_.size()) {
+      fail(what, " rank ", r, " is out of range [0, ", pg_.size(), ")");
+    }
+    if (r == pg_.rank()) fail(what, " rank ", r, " is this rank itself");
+  }
+
+  void count(size_t got, const std::string& what) const {
+    if (got != static_cast<size_t>(pg_.size())) {
+      fail(what, " has ", got, " tensors, expected ", pg_.size(), " (one per rank)");
+    }
+  }
+
+  void reduceOp(const ReduceOp& op, const Tensor& t) const {
+    if (static_cast<int>(op.kind) >= ReduceOp::kNumKinds) {
+      fail("invalid reduce op ", static_cast<int>(op.kind));
+    }
+    if (!isDefined(op.kind, t.dtype)) {
+      fail("reduce op ", toString(op.kind), " is not defined on ", toString(t.dtype),
+           " tensors (bitwise ops need integer or bool tensors)");
+    }
+    if (!pg_.supports(op.kind, t.dtype, t.device)) {
+      fail("backend ", pg_.backendName(), " does not support reduce op ", toString(op.kind), " on ",
+           toString(t.dtype), " tensors on device ", toString(t.device));
+    }
+  }
+
+  // Validates (or, when empty, builds equal) splits of `t` into size() chunks.
+  std::vector<size_t> splits(const std::vector<size_t>& given, const Tensor& t,
+                             const std::string& what) const {
+    const size_t s = static_cast<size_t>(pg_.size());
+    if (given.empty()) {
+      if (t.numel % s != 0) {
+        fail(what, " has ", t.numel, " elements, not divisible by group size ", s,
+             " (give explicit splits for uneven chunks)");
+      }
+      return std::vector<size_t>(s, t.numel / s);
+    }
+    if (given.size() != s) {
+      fail(what, " splits have ", given.size(), " entries, expected ", s, " (one per rank)");
+    }
+    size_t sum = 0;
+    for (size_t v : given) {
+      if (v > std::numeric_limits<size_t>::max() - sum) fail(what, " splits overflow");
+      sum += v;
+    }
+    if (sum != t.numel) {
+      fail(what, " splits sum to ", sum, " elements but ", what, " has ", t.numel);
+    }
+    return given;
+  }
+
+ private:
+  const ProcessGroup& pg_;
+  const OpType op_;
+};
+
+std::string at(const char* name, size_t i) {
+  return detail::str(name, "[", i, "]");
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOptions& opts) {
+  Check c(*this, OpType::kBroadcast);
+  c.timeout(opts.timeout);
+  c.root(opts.rootRank);
+  c.tensor(tensor, "tensor");
+  const uint64_t seq = beginOp(OpType::kBroadcast);
+  BroadcastOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doBroadcast(tensor, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOptions& opts) {
+  Check c(*this, OpType::kAllreduce);
+  c.timeout(opts.timeout);
+  c.tensor(tensor, "tensor");
+  c.reduceOp(opts.reduceOp, tensor);
+  const uint64_t seq = beginOp(OpType::kAllreduce);
+  AllreduceOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAllreduce(tensor, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
+                                                       const AllreduceCoalescedOptions& opts) {
+  Check c(*this, OpType::kAllreduceCoalesced);
+  c.timeout(opts.timeout);
+  if (tensors.empty()) c.fail("no tensors given");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    c.tensor(tensors[i], at("tensors", i));
+    c.like(tensors[i], at("tensors", i), tensors[0], "tensors[0]");
+  }
+  c.reduceOp(opts.reduceOp, tensors[0]);
+  const uint64_t seq = beginOp(OpType::kAllreduceCoalesced);
+  AllreduceCoalescedOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAllreduceCoalesced(tensors, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& opts) {
+  Check c(*this, OpType::kReduce);
+  c.timeout(opts.timeout);
+  c.root(opts.rootRank);
+  c.tensor(tensor, "tensor");
+  c.reduceOp(opts.reduceOp, tensor);
+  const uint64_t seq = beginOp(OpType::kReduce);
+  ReduceOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doReduce(tensor, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs, Tensor input,
+                                              const AllgatherOptions& opts) {
+  Check c(*this, OpType::kAllgather);
+  c.timeout(opts.timeout);
+  c.tensor(input, "input");
+  c.count(outputs.size(), "outputs");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    c.tensor(outputs[i], at("outputs", i));
+    c.like(outputs[i], at("outputs", i), input, "input");
+    c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
+  }
+  const uint64_t seq = beginOp(OpType::kAllgather);
+  AllgatherOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAllgather(outputs, input, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor input,
+                                                        const AllgatherOptions& opts) {
+  Check c(*this, OpType::kAllgatherIntoTensor);
+  c.timeout(opts.timeout);
+  c.tensor(input, "input");
+  c.tensor(output, "output");
+  c.like(output, "output", input, "input");
+  c.numel(output, "output", c.times(input.numel, "input"), "group size * the input's numel");
+  const uint64_t seq = beginOp(OpType::kAllgatherIntoTensor);
+  AllgatherOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAllgatherIntoTensor(output, input, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, Tensor input,
+                                           const GatherOptions& opts) {
+  Check c(*this, OpType::kGather);
+  c.timeout(opts.timeout);
+  c.root(opts.rootRank);
+  c.tensor(input, "input");
+  if (rank() == opts.rootRank) {
+    c.count(outputs.size(), "outputs (on the root)");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      c.tensor(outputs[i], at("outputs", i));
+      c.like(outputs[i], at("outputs", i), input, "input");
+      c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
+    }
+  } else if (!outputs.empty()) {
+    c.fail(outputs.size(), " outputs given on a non-root rank (root is ", opts.rootRank,
+           "; only the root receives)");
+  }
+  const uint64_t seq = beginOp(OpType::kGather);
+  GatherOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doGather(outputs, input, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Tensor>& inputs,
+                                            const ScatterOptions& opts) {
+  Check c(*this, OpType::kScatter);
+  c.timeout(opts.timeout);
+  c.root(opts.rootRank);
+  c.tensor(output, "output");
+  if (rank() == opts.rootRank) {
+    c.count(inputs.size(), "inputs (on the root)");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      c.tensor(inputs[i], at("inputs", i));
+      c.like(inputs[i], at("inputs", i), output, "output");
+      c.numel(inputs[i], at("inputs", i), output.numel, "the output's numel");
+    }
+  } else if (!inputs.empty()) {
+    c.fail(inputs.size(), " inputs given on a non-root rank (root is ", opts.rootRank,
+           "; only the root sends)");
+  }
+  const uint64_t seq = beginOp(OpType::kScatter);
+  ScatterOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doScatter(output, inputs, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                                  const ReduceScatterOptions& opts) {
+  Check c(*this, OpType::kReduceScatter);
+  c.timeout(opts.timeout);
+  c.tensor(output, "output");
+  c.count(inputs.size(), "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    c.tensor(inputs[i], at("inputs", i));
+    c.like(inputs[i], at("inputs", i), output, "output");
+    c.numel(inputs[i], at("inputs", i), output.numel, "the output's numel");
+  }
+  c.reduceOp(opts.reduceOp, output);
+  const uint64_t seq = beginOp(OpType::kReduceScatter);
+  ReduceScatterOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doReduceScatter(output, inputs, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor input,
+                                                        const ReduceScatterOptions& opts) {
+  Check c(*this, OpType::kReduceScatterTensor);
+  c.timeout(opts.timeout);
+  c.tensor(output, "output");
+  c.tensor(input, "input");
+  c.like(input, "input", output, "output");
+  c.numel(input, "input", c.times(output.numel, "output"), "group size * the output's numel");
+  c.reduceOp(opts.reduceOp, output);
+  const uint64_t seq = beginOp(OpType::kReduceScatterTensor);
+  ReduceScatterOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doReduceScatterTensor(output, input, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
+                                             const std::vector<Tensor>& inputs,
+                                             const AllToAllOptions& opts) {
+  Check c(*this, OpType::kAlltoall);
+  c.timeout(opts.timeout);
+  c.count(inputs.size(), "inputs");
+  c.count(outputs.size(), "outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    c.tensor(inputs[i], at("inputs", i));
+    c.like(inputs[i], at("inputs", i), inputs[0], "inputs[0]");
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    c.tensor(outputs[i], at("outputs", i));
+    c.like(outputs[i], at("outputs", i), inputs[0], "inputs[0]");
+  }
+  const uint64_t seq = beginOp(OpType::kAlltoall);
+  AllToAllOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAlltoall(outputs, inputs, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
+                                                   const std::vector<size_t>& outputSplits,
+                                                   const std::vector<size_t>& inputSplits,
+                                                   const AllToAllOptions& opts) {
+  Check c(*this, OpType::kAlltoallSingle);
+  c.timeout(opts.timeout);
+  c.tensor(input, "input");
+  c.tensor(output, "output");
+  c.like(output, "output", input, "input");
+  std::vector<size_t> in = c.splits(inputSplits, input, "input");
+  std::vector<size_t> out = c.splits(outputSplits, output, "output");
+  const uint64_t seq = beginOp(OpType::kAlltoallSingle);
+  AllToAllOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doAlltoallSingle(output, input, out, in, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& opts) {
+  Check c(*this, OpType::kBarrier);
+  c.timeout(opts.timeout);
+  const uint64_t seq = beginOp(OpType::kBarrier);
+  BarrierOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doBarrier(o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendRecvOptions& opts) {
+  Check c(*this, OpType::kSend);
+  c.timeout(opts.timeout);
+  c.peer(dstRank, "destination");
+  c.tensor(tensor, "tensor");
+  const uint64_t seq = beginOp(OpType::kSend);
+  SendRecvOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doSend(tensor, dstRank, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendRecvOptions& opts) {
+  Check c(*this, OpType::kRecv);
+  c.timeout(opts.timeout);
+  c.peer(srcRank, "source");
+  c.tensor(tensor, "tensor");
+  const uint64_t seq = beginOp(OpType::kRecv);
+  SendRecvOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doRecv(tensor, srcRank, o, seq));
+}
+
+std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvOptions& opts) {
+  Check c(*this, OpType::kRecvAnySource);
+  c.timeout(opts.timeout);
+  c.tensor(tensor, "tensor");
+  if (size() < 2) c.fail("no other rank to receive from");
+  const uint64_t seq = beginOp(OpType::kRecvAnySource);
+  SendRecvOptions o = opts;
+  o.timeout = resolveTimeout(opts.timeout);
+  return track(doRecv(tensor, -1, o, seq));
+}
+
+}  // namespace c10d
