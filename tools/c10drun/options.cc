@@ -1,0 +1,284 @@
+#include "tools/c10drun/options.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+namespace c10d {
+namespace run {
+namespace {
+
+constexpr const char* kDescription =
+    "c10drun: launch PROGRAM as N local worker processes of a c10d job (torchrun's habits).";
+
+constexpr const char* kFooter = R"(Each worker gets in its environment:
+  RANK              node_rank * nproc_per_node + local_rank
+  LOCAL_RANK        0 .. nproc_per_node-1
+  WORLD_SIZE        nnodes * nproc_per_node
+  LOCAL_WORLD_SIZE  nproc_per_node
+  GROUP_RANK        node_rank (also GROUP_WORLD_SIZE = nnodes, ROLE_RANK, ROLE_WORLD_SIZE)
+  MASTER_ADDR       --master-addr (default 127.0.0.1)
+  MASTER_PORT       --master-port; on one node without it, a free port picked by the launcher
+                    (a fresh one for each restart)
+  C10D_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT   0 for the first attempt, 1, 2, ... after restarts
+  TORCHELASTIC_MAX_RESTARTS  --max-restarts
+  OMP_NUM_THREADS   1 when nproc_per_node > 1 and it is not already set
+Worker stdin is /dev/null. Each line a worker writes is prefixed with "[rank<RANK>]: " (stdout to
+stdout, stderr to stderr); a last line without newline is completed at exit.
+
+When a worker exits non-zero or is killed by a signal, the launcher names it, sends SIGTERM to the
+others (to their process groups), SIGKILL after --grace-period-s, and then either restarts the whole
+local group (up to --max-restarts times) or exits with the failed worker's exit code (1 if it was
+killed by a signal). SIGINT/SIGTERM/SIGHUP/SIGQUIT sent to the launcher are forwarded to every
+worker (a second one sends SIGKILL at once); the launcher then exits with 128+signal. Workers die
+with the launcher even if it is SIGKILLed (PR_SET_PDEATHSIG).
+
+Multi-node (static rendezvous, as torchrun --rdzv-backend=static): run one launcher per node with
+the same --nnodes, --master-addr and --master-port and a distinct --node-rank. Restarts are local:
+a launcher restarts only its own workers, so peers on other nodes must fail and restart too (e.g.
+through their own launcher after a communication error).
+
+Exit codes: 0 all workers succeeded; the failed worker's code (or 1); 2 bad usage or PROGRAM
+cannot be executed; 128+signal when the launcher was signalled.)";
+
+// Parses a positive count: an integer, or (for --nproc-per-node) cpu / gpu / auto as torchrun.
+int countGpus() {
+  int n = 0;
+  DIR* dir = opendir("/dev");
+  if (dir == nullptr) return 0;
+  while (dirent* e = readdir(dir)) {
+    const char* name = e->d_name;
+    if (std::strncmp(name, "nvidia", 6) != 0 || name[6] == '\0') continue;
+    bool digits = true;
+    for (const char* p = name + 6; *p; ++p) digits = digits && *p >= '0' && *p <= '9';
+    n += digits ? 1 : 0;
+  }
+  closedir(dir);
+  return n;
+}
+
+int parseInt(const std::string& opt, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX) {
+    throw UsageError(opt + ": not an integer: '" + text + "'");
+  }
+  return static_cast<int>(v);
+}
+
+int parseNproc(const std::string& text) {
+  if (text == "cpu") return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (text == "gpu") {
+    int gpus = countGpus();
+    if (gpus == 0) throw UsageError("--nproc-per-node gpu: no GPU found (/dev/nvidia<N>)");
+    return gpus;
+  }
+  if (text == "auto") {
+    int gpus = countGpus();
+    return gpus > 0 ? gpus : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  return parseInt("--nproc-per-node", text);
+}
+
+// torchrun accepts --nnodes MIN:MAX for elastic jobs; a static job needs MIN == MAX.
+int parseNnodes(const std::string& text) {
+  auto colon = text.find(':');
+  if (colon == std::string::npos) return parseInt("--nnodes", text);
+  int lo = parseInt("--nnodes", text.substr(0, colon));
+  int hi = parseInt("--nnodes", text.substr(colon + 1));
+  if (lo != hi) {
+    throw UsageError("--nnodes " + text +
+                     ": elastic node ranges are not supported (static rendezvous); give one count");
+  }
+  return lo;
+}
+
+struct RawOptions {
+  std::string nproc = "1";
+  std::string nnodes = "1";
+  int nodeRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 0;
+  bool masterPortGiven = false;
+  bool standalone = false;
+  int maxRestarts = 0;
+  int monitorIntervalMs = 100;
+  double gracePeriodS = 5.0;
+};
+
+void buildApp(CLI::App& app, RawOptions& raw) {
+  app.description(kDescription);
+  app.footer(kFooter);
+  app.prefix_command();  // stop at PROGRAM; the rest is PROGRAM's
+  app.add_option("--nproc-per-node,--nproc_per_node", raw.nproc,
+                 "Workers on this node: a number, or cpu, gpu, auto (default 1)")
+      ->type_name("N");
+  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); M:M accepted")
+      ->type_name("M");
+  app.add_option("--node-rank,--node_rank", raw.nodeRank, "This node's rank in [0, nnodes)")
+      ->type_name("K");
+  app.add_option("--master-addr,--master_addr", raw.masterAddr,
+                 "Address of rank 0's node (default 127.0.0.1)")
+      ->type_name("ADDR");
+  app.add_option("--master-port,--master_port", raw.masterPort,
+                 "Port on the master (required with --nnodes > 1; default: a free port)")
+      ->type_name("PORT");
+  app.add_flag("--standalone", raw.standalone, "Single-node job on a free port (as torchrun)");
+  app.add_option("--max-restarts,--max_restarts", raw.maxRestarts,
+                 "Restart the local worker group up to R times after a failure (default 0)")
+      ->type_name("R");
+  app.add_option("--monitor-interval-ms,--monitor_interval_ms", raw.monitorIntervalMs,
+                 "Worker poll period in ms (default 100)")
+      ->type_name("MS");
+  app.add_option("--grace-period-s,--grace_period_s", raw.gracePeriodS,
+                 "Seconds between SIGTERM and SIGKILL when stopping workers (default 5)")
+      ->type_name("S");
+}
+
+Options validate(const RawOptions& raw, const CLI::App& app, std::vector<std::string> rest) {
+  Options o;
+  o.nprocPerNode = parseNproc(raw.nproc);
+  if (o.nprocPerNode < 1) {
+    throw UsageError("--nproc-per-node must be >= 1 (got " + raw.nproc + ")");
+  }
+  o.nnodes = parseNnodes(raw.nnodes);
+  if (o.nnodes < 1) throw UsageError("--nnodes must be >= 1 (got " + raw.nnodes + ")");
+  if (raw.standalone && o.nnodes != 1) {
+    throw UsageError("--standalone is a single-node job; it cannot be used with --nnodes " +
+                     raw.nnodes);
+  }
+  o.nodeRank = raw.nodeRank;
+  if (o.nodeRank < 0 || o.nodeRank >= o.nnodes) {
+    throw UsageError("--node-rank " + std::to_string(o.nodeRank) + " is out of range [0, " +
+                     std::to_string(o.nnodes) + ") for --nnodes " + std::to_string(o.nnodes));
+  }
+  if (static_cast<long long>(o.nnodes) * o.nprocPerNode > INT32_MAX) {
+    throw UsageError("world size nnodes * nproc-per-node is too large");
+  }
+  o.masterAddr = raw.masterAddr;
+  if (o.masterAddr.empty()) throw UsageError("--master-addr must not be empty");
+  bool portGiven = app.count("--master-port") > 0 && !raw.standalone;
+  if (portGiven && (raw.masterPort < 1 || raw.masterPort > 65535)) {
+    throw UsageError("--master-port must be in [1, 65535] (got " + std::to_string(raw.masterPort) +
+                     ")");
+  }
+  o.masterPort = portGiven ? raw.masterPort : 0;
+  if (o.nnodes > 1 && o.masterPort == 0) {
+    throw UsageError("--master-port is required with --nnodes " + std::to_string(o.nnodes) +
+                     " (every node must rendezvous on the same MASTER_ADDR:MASTER_PORT)");
+  }
+  o.maxRestarts = raw.maxRestarts;
+  if (o.maxRestarts < 0) {
+    throw UsageError("--max-restarts must be >= 0 (got " + std::to_string(o.maxRestarts) + ")");
+  }
+  o.monitorIntervalMs = raw.monitorIntervalMs;
+  if (o.monitorIntervalMs < 1 || o.monitorIntervalMs > 60000) {
+    throw UsageError("--monitor-interval-ms must be in [1, 60000] (got " +
+                     std::to_string(o.monitorIntervalMs) + ")");
+  }
+  o.gracePeriodS = raw.gracePeriodS;
+  if (!(o.gracePeriodS >= 0 && o.gracePeriodS <= 3600)) {
+    throw UsageError("--grace-period-s must be in [0, 3600] (got " +
+                     std::to_string(o.gracePeriodS) + ")");
+  }
+
+  if (!rest.empty() && rest.front() == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
+    throw UsageError("unknown option '" + rest.front() +
+                     "' (use -- before a PROGRAM that starts "
+                     "with '-')");
+  }
+  if (rest.empty()) throw UsageError("missing PROGRAM to run");
+  o.program = rest.front();
+  o.args.assign(rest.begin() + 1, rest.end());
+  o.programPath = resolveProgram(o.program);
+  return o;
+}
+
+// Checks that `path` is an executable regular file; returns 0 or the errno execve would give.
+int checkExecutable(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (access(path.c_str(), X_OK) != 0) return errno;
+  return 0;
+}
+
+}  // namespace
+
+std::string resolveProgram(const std::string& program) {
+  if (program.empty()) throw UsageError("cannot execute '': empty PROGRAM");
+  int err = ENOENT;
+  if (program.find('/') != std::string::npos) {
+    err = checkExecutable(program);
+    if (err == 0) return program;
+  } else {
+    const char* pathEnv = std::getenv("PATH");
+    std::string path = pathEnv != nullptr ? pathEnv : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    // As execvp: the first executable match wins; EACCES is reported only if nothing matched.
+    while (start <= path.size()) {
+      size_t end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+      int e = checkExecutable(candidate);
+      if (e == 0) return candidate;
+      if (e == EACCES) err = EACCES;
+      start = end + 1;
+    }
+  }
+  throw UsageError("cannot execute '" + program + "': " + std::strerror(err));
+}
+
+std::string usageText() {
+  RawOptions raw;
+  CLI::App app{kDescription, "c10drun"};
+  buildApp(app, raw);
+  std::string text = app.help();
+  // CLI11 2.1 cannot name the pass-through part; replace its usage line with ours.
+  const std::string cliUsage = "Usage: c10drun [OPTIONS]";
+  auto at = text.find(cliUsage);
+  if (at != std::string::npos) {
+    text.replace(at, cliUsage.size(), "Usage: c10drun [OPTIONS] [--] PROGRAM [ARGS...]");
+  }
+  return text;
+}
+
+ParseResult parseOptions(int argc, const char* const* argv) {
+  ParseResult result;
+  RawOptions raw;
+  CLI::App app{kDescription, "c10drun"};
+  buildApp(app, raw);
+  try {
+    app.parse(argc, argv);
+    result.options = validate(raw, app, app.remaining());
+    result.run = true;
+  } catch (const CLI::CallForHelp&) {
+    std::cout << usageText() << std::flush;
+    result.exitCode = 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "c10drun: " << e.what() << "\nRun 'c10drun --help' for usage.\n";
+    result.exitCode = kUsageExitCode;
+  } catch (const UsageError& e) {
+    std::cerr << "c10drun: " << e.what() << "\n";
+    if (std::string(e.what()).rfind("cannot execute", 0) != 0) {
+      std::cerr << "Run 'c10drun --help' for usage.\n";
+    }
+    result.exitCode = kUsageExitCode;
+  }
+  return result;
+}
+
+}  // namespace run
+}  // namespace c10d

@@ -1,0 +1,77 @@
+// The c10drun supervisor: runs the local worker group, watches it, stops it, restarts it.
+//
+// One thread, one poll loop over: the SignalEvents fd (worker exits via SIGCHLD, termination
+// signals sent to the launcher) and the stdout/stderr pipes of every worker (lines are prefixed
+// and copied to the launcher's own stdout/stderr). The loop also wakes every
+// --monitor-interval-ms as a backstop.
+//
+// Lifecycle of one attempt: spawn N workers (ranks from the node rank, a fresh free MASTER_PORT if
+// none was given), monitor until all exit 0 (success), one fails (non-zero exit or killed), or
+// the launcher is signalled. To stop, every live worker's process group gets SIGTERM (or the
+// signal the launcher received), then SIGKILL after the grace period (at once on a second
+// signal). Output left in the pipes is drained, partial lines completed, and processes left in a
+// worker's process group are SIGKILLed, so nothing outlives an attempt. After a failure the group
+// is restarted while restarts remain. Every wait is bounded: the grace period, then 10 s for
+// SIGKILLed workers to be reaped, then 200 ms to drain output held open by stragglers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tools/c10drun/options.h"
+#include "tools/c10drun/output.h"
+#include "tools/c10drun/process.h"
+#include "tools/c10drun/signals.h"
+
+namespace c10d {
+namespace run {
+
+class Supervisor {
+ public:
+  // Writes worker output and its own messages to `outFd` / `errFd`.
+  Supervisor(Options options, SignalEvents& signals, int outFd = 1, int errFd = 2);
+
+  // Runs the job to the end; returns the launcher's exit code (see usageText()).
+  int run();
+
+ private:
+  struct Worker {
+    int localRank = 0;
+    int rank = 0;
+    pid_t pid = -1;
+    bool running = false;
+    ExitStatus status;
+    Fd out;
+    Fd err;
+    LinePrefixer outPrefix;
+    LinePrefixer errPrefix;
+  };
+  enum class Outcome { kSuccess, kFailure, kSignal };
+
+  void startGroup(int restartCount);
+  Outcome monitor();
+  void stopGroup(int sig);
+  void finishGroup();
+  void pollOnce(int timeoutMs);
+  void readStream(Fd& fd, LinePrefixer& prefixer);
+  void reap();
+  bool anyRunning() const;
+  bool anyPipeOpen() const;
+  void message(const std::string& text);
+  std::vector<std::string> workerEnv(int localRank, int restartCount, int port) const;
+
+  Options options_;
+  SignalEvents& signals_;
+  int outFd_;
+  int errFd_;
+  std::vector<Worker> workers_;
+  bool stopping_ = false;  // failures seen while stopping are our own doing
+  int failed_ = -1;        // index of the first failed worker of this attempt
+  int signal_ = 0;         // first termination signal received
+  int signalCount_ = 0;
+};
+
+}  // namespace run
+}  // namespace c10d
