@@ -145,10 +145,8 @@ std::vector<StoreKind> allStoreKinds() {
       {"HashStore", [] { return std::make_unique<HashStoreFixture>(); }},
       {"PrefixOverHashStore", [] { return std::make_unique<PrefixOverHashStoreFixture>(); }},
       {"FileStore", [] { return std::make_unique<FileStoreFixture>(); }},
-#ifndef C10D_STORE_TEST_NO_TCP  // TEMPORARY until TCPStore lands
       {"TCPStore", [] { return std::make_unique<TCPStoreFixture>(false); }},
       {"PrefixOverTCPStore", [] { return std::make_unique<TCPStoreFixture>(true); }},
-#endif
   };
 }
 
