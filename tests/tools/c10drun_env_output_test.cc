@@ -1,0 +1,200 @@
+// c10drun: environment of the workers, output prefixing, option parsing. Every test runs the real
+// launcher binary on the real worker program (c10drun_test_worker).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/tools/launcher_runner.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+// Parses "[rankR]: KEY=V KEY=V ..." lines printed by the worker's env mode, keyed by R.
+std::map<int, Env> parseEnvLines(const std::string& out) {
+  std::map<int, Env> byRank;
+  static const std::regex kLine(R"(^\[rank(\d+)\]: (.*)$)");
+  for (const std::string& line : splitLines(out)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, kLine)) {
+      ADD_FAILURE() << "unprefixed line: '" << line << "'";
+      continue;
+    }
+    int rank = std::stoi(m[1]);
+    EXPECT_EQ(byRank.count(rank), 0u) << "rank " << rank << " printed twice";
+    std::istringstream words(m[2]);
+    std::string kv;
+    while (words >> kv) {
+      auto eq = kv.find('=');
+      byRank[rank][kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+  }
+  return byRank;
+}
+
+TEST(C10drunEnv, SetsRankVariablesForEachWorldSize) {
+  for (int n = 1; n <= 4; ++n) {
+    SCOPED_TRACE("nproc-per-node " + std::to_string(n));
+    LauncherRun run = runLauncher({"--nproc-per-node", std::to_string(n), workerPath(), "env"});
+    ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+    EXPECT_EQ(run.err, "");
+    std::map<int, Env> env = parseEnvLines(run.out);
+    ASSERT_EQ(env.size(), static_cast<size_t>(n)) << run.out;
+    std::set<std::string> ports;
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(env.count(r), 1u) << "no output from rank " << r << "\n" << run.out;
+      Env& e = env[r];
+      EXPECT_EQ(e["RANK"], std::to_string(r));
+      EXPECT_EQ(e["LOCAL_RANK"], std::to_string(r));
+      EXPECT_EQ(e["WORLD_SIZE"], std::to_string(n));
+      EXPECT_EQ(e["LOCAL_WORLD_SIZE"], std::to_string(n));
+      EXPECT_EQ(e["GROUP_RANK"], "0");
+      EXPECT_EQ(e["MASTER_ADDR"], "127.0.0.1");
+      EXPECT_EQ(e["C10D_RESTART_COUNT"], "0");
+      EXPECT_EQ(e["TORCHELASTIC_RESTART_COUNT"], "0");
+      ports.insert(e["MASTER_PORT"]);
+    }
+    // One free port, the same for every rank.
+    ASSERT_EQ(ports.size(), 1u);
+    int port = std::stoi(*ports.begin());
+    EXPECT_GT(port, 0);
+    EXPECT_LT(port, 65536);
+  }
+}
+
+TEST(C10drunEnv, MultiNodeRankMathWithUnderscoreOptions) {
+  LauncherRun run =
+      runLauncher({"--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "3", "--master_addr",
+                   "10.1.2.3", "--master_port", "29511", workerPath(), "env"});
+  ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+  std::map<int, Env> env = parseEnvLines(run.out);
+  ASSERT_EQ(env.size(), 3u) << run.out;
+  for (int local = 0; local < 3; ++local) {
+    int rank = 3 + local;
+    ASSERT_EQ(env.count(rank), 1u) << run.out;
+    Env& e = env[rank];
+    EXPECT_EQ(e["RANK"], std::to_string(rank));
+    EXPECT_EQ(e["LOCAL_RANK"], std::to_string(local));
+    EXPECT_EQ(e["WORLD_SIZE"], "6");
+    EXPECT_EQ(e["LOCAL_WORLD_SIZE"], "3");
+    EXPECT_EQ(e["GROUP_RANK"], "1");
+    EXPECT_EQ(e["MASTER_ADDR"], "10.1.2.3");
+    EXPECT_EQ(e["MASTER_PORT"], "29511");
+  }
+}
+
+TEST(C10drunOutput, PrefixesEveryLineWithoutInterleaving) {
+  constexpr int kRanks = 4;
+  constexpr int kLines = 400;
+  LauncherRun run = runLauncher(
+      {"--nproc-per-node", std::to_string(kRanks), workerPath(), "lines", std::to_string(kLines)});
+  ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+
+  // stdout: "[rankR]: outR line I <pad of rank R>" in order per rank, then "[rankR]: tailR".
+  static const std::regex kOut(R"(^\[rank(\d)\]: out(\d) line (\d+) ([a-z]+)$)");
+  std::vector<int> next(kRanks, 0);
+  std::vector<int> tails(kRanks, 0);
+  for (const std::string& line : splitLines(run.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kOut)) {
+      int r = std::stoi(m[1]);
+      ASSERT_EQ(m[2], m[1]) << "line of another rank after the prefix: " << line;
+      ASSERT_EQ(std::stoi(m[3]), next[r]) << "rank " << r << " line out of order: " << line;
+      ASSERT_EQ(m[4], std::string(40 + 10 * r, static_cast<char>('a' + r))) << line;
+      ++next[r];
+      continue;
+    }
+    std::smatch t;
+    static const std::regex kTail(R"(^\[rank(\d)\]: tail(\d)$)");
+    ASSERT_TRUE(std::regex_match(line, t, kTail) && t[1] == t[2]) << "bad line: '" << line << "'";
+    ++tails[std::stoi(t[1])];
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(next[r], kLines) << "rank " << r;
+    EXPECT_EQ(tails[r], 1) << "partial last line of rank " << r;
+  }
+  EXPECT_EQ(run.out.back(), '\n');
+
+  // stderr: its own stream, prefixed the same way.
+  static const std::regex kErr(R"(^\[rank(\d)\]: err(\d) line (\d+)$)");
+  std::vector<int> nextErr(kRanks, 0);
+  for (const std::string& line : splitLines(run.err)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, kErr) && m[1] == m[2]) << "bad line: '" << line << "'";
+    int r = std::stoi(m[1]);
+    ASSERT_EQ(std::stoi(m[3]), nextErr[r]);
+    ++nextErr[r];
+  }
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(nextErr[r], kLines) << "rank " << r;
+}
+
+TEST(C10drunOptions, ArgumentsAfterProgramAndDoubleDashPassThrough) {
+  LauncherRun run = runLauncher(
+      {"--nproc-per-node=1", "--", workerPath(), "argv", "--nproc-per-node", "7", "--", "x y"});
+  ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+  EXPECT_EQ(run.out, "[rank0]: --nproc-per-node\n[rank0]: 7\n[rank0]: --\n[rank0]: x y\n");
+}
+
+TEST(C10drunOptions, HelpPrintsUsageAndExitsZero) {
+  LauncherRun run = runLauncher({"--help"});
+  ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+  EXPECT_NE(run.out.find("Usage: c10drun [OPTIONS] [--] PROGRAM [ARGS...]"), std::string::npos);
+  for (const char* word :
+       {"--nproc-per-node", "--nnodes", "--node-rank", "--master-addr", "--master-port",
+        "--max-restarts", "--monitor-interval-ms", "--grace-period-s", "Restarts are local"}) {
+    EXPECT_NE(run.out.find(word), std::string::npos) << word;
+  }
+}
+
+TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
+  char noExec[] = "/tmp/c10drun-test-noexec-XXXXXX";  // a file without execute permission
+  int fd = mkstemp(noExec);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--nproc-per-node", "0", "true"}, "--nproc-per-node must be >= 1 (got 0)"},
+      {{"--nproc-per-node", "abc", "true"}, "--nproc-per-node: not an integer: 'abc'"},
+      {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "true"},
+       "--node-rank 2 is out of range [0, 2)"},
+      {{"--nnodes", "2", "--node-rank", "1", "true"}, "--master-port is required with --nnodes 2"},
+      {{"--nnodes", "1:4", "true"}, "elastic node ranges are not supported"},
+      {{"--master-port", "70000", "true"}, "--master-port must be in [1, 65535]"},
+      {{"--max-restarts", "-1", "true"}, "--max-restarts must be >= 0"},
+      {{"--grace-period-s", "-1", "true"}, "--grace-period-s must be in [0, 3600]"},
+      {{"--monitor-interval-ms", "0", "true"}, "--monitor-interval-ms must be in"},
+      {{"--bogus", "true"}, "unknown option '--bogus'"},
+      {{"--nproc-per-node"}, "--nproc-per-node"},
+      {{}, "missing PROGRAM"},
+      {{"--nproc-per-node", "2", "--"}, "missing PROGRAM"},
+      {{"no-such-program-c10drun"},
+       "c10drun: cannot execute 'no-such-program-c10drun': No such file or directory"},
+      {{noExec}, "c10drun: cannot execute '" + std::string(noExec) + "': Permission denied"},
+  };
+  for (const Case& c : cases) {
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    SCOPED_TRACE("c10drun " + joined);
+    LauncherRun run = runLauncher(c.args);
+    ASSERT_TRUE(run.exited) << run.describe();
+    EXPECT_EQ(run.exitCode, 2) << run.describe();
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << run.describe();
+    EXPECT_EQ(run.out, "");
+  }
+  unlink(noExec);
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
