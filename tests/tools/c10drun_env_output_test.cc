@@ -1,6 +1,7 @@
 // c10drun: environment of the workers, output prefixing, option parsing. Every test runs the real
 // launcher binary on the real worker program (c10drun_test_worker).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -159,6 +160,12 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
   int fd = mkstemp(noExec);
   ASSERT_GE(fd, 0);
   close(fd);
+  char badFormat[] = "/tmp/c10drun-test-badformat-XXXXXX";  // executable, but no valid format
+  int bf = mkstemp(badFormat);
+  ASSERT_GE(bf, 0);
+  ASSERT_EQ(write(bf, "\x01\x02garbage", 9), 9);
+  fchmod(bf, 0755);
+  close(bf);
   struct Case {
     std::vector<std::string> args;
     std::string message;
@@ -181,6 +188,8 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
       {{"no-such-program-c10drun"},
        "c10drun: cannot execute 'no-such-program-c10drun': No such file or directory"},
       {{noExec}, "c10drun: cannot execute '" + std::string(noExec) + "': Permission denied"},
+      {{"--nproc-per-node", "2", badFormat},
+       "c10drun: cannot execute '" + std::string(badFormat) + "': Exec format error"},
   };
   for (const Case& c : cases) {
     std::string joined;
@@ -193,6 +202,7 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
     EXPECT_EQ(run.out, "");
   }
   unlink(noExec);
+  unlink(badFormat);
 }
 
 }  // namespace

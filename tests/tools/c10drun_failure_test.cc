@@ -152,6 +152,19 @@ TEST(C10drunLifetime, WorkersDieWhenLauncherIsKilled) {
   expectAllGone(pids);
 }
 
+TEST(C10drunLifetime, StragglersOfAnExitedWorkerNeitherHangNorSurvive) {
+  // The worker exits 0 at once, leaving a grandchild that holds its stdout open.
+  LauncherRun run = runLauncher(
+      {"--nproc-per-node", "2", "/bin/sh", "-c", "sleep 60 & echo bg $!; echo done"});
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.exitCode, 0) << run.describe();
+  EXPECT_EQ(countOf(run.out, "]: done\n"), 2) << run.describe();
+  EXPECT_LT(run.seconds, 4.0) << run.describe();
+  std::vector<int> stragglers = numbersAfter(run.out, "bg");
+  EXPECT_EQ(stragglers.size(), 2u) << run.describe();
+  expectAllGone(stragglers);
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace c10d

@@ -122,6 +122,24 @@ void Supervisor::readStream(Fd& fd, LinePrefixer& prefixer) {
   }
 }
 
+void Supervisor::drainAndClose(Fd& fd, LinePrefixer& prefixer) {
+  // Whatever is buffered in the pipe (bounded by its capacity) up to EOF or EAGAIN (a straggler
+  // still holds the write end), then close.
+  char buf[kReadChunk];
+  while (fd.valid()) {
+    ssize_t n = read(fd.get(), buf, sizeof(buf));
+    if (n > 0) {
+      prefixer.feed(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  prefixer.finish();
+  fd.reset();
+}
+
 void Supervisor::pollOnce(int timeoutMs) {
   std::vector<pollfd> fds;
   std::vector<std::pair<Fd*, LinePrefixer*>> streams;
@@ -204,9 +222,8 @@ void Supervisor::finishGroup() {
     if (!w.running) signalGroup(w.pid, SIGKILL);  // stragglers of an exited worker
   }
   for (Worker& w : workers_) {
-    // Whatever is still buffered in the pipes (bounded by their capacity), then close.
-    while (w.out.valid()) readStream(w.out, w.outPrefix);
-    while (w.err.valid()) readStream(w.err, w.errPrefix);
+    drainAndClose(w.out, w.outPrefix);
+    drainAndClose(w.err, w.errPrefix);
   }
   workers_.clear();
 }
@@ -220,6 +237,11 @@ int Supervisor::run() {
       stopGroup(SIGTERM);
       finishGroup();
       return kUsageExitCode;
+    } catch (const Error& e) {  // fork or pipe failed: stop the workers already started
+      message(std::string("error: starting workers: ") + e.what());
+      stopGroup(SIGTERM);
+      finishGroup();
+      return 1;
     }
     Outcome outcome = monitor();
     if (outcome == Outcome::kSuccess) {

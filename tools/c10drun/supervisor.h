@@ -56,6 +56,7 @@ class Supervisor {
   void finishGroup();
   void pollOnce(int timeoutMs);
   void readStream(Fd& fd, LinePrefixer& prefixer);
+  void drainAndClose(Fd& fd, LinePrefixer& prefixer);
   void reap();
   bool anyRunning() const;
   bool anyPipeOpen() const;
