@@ -1,0 +1,195 @@
+// Data-movement collectives of the gloo backend: broadcast, allgather, allgather_into_tensor,
+// gather, scatter, alltoall (lists, uneven sizes), alltoall_single (splits) and barrier.
+//
+// Each maps onto one Gloo 0.5 unbound-buffer algorithm. Tensor lists are staged through one
+// contiguous scratch buffer where Gloo wants a flat one (allgather, gather, uneven alltoall via
+// gloo::alltoallv). Ops whose element count is the same on every rank are skipped when it is zero
+// (every rank skips alike); alltoall never is, since Gloo sends a (possibly empty) message to
+// every peer and only some ranks may have nothing to send.
+#include <gloo/allgather.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/gather.h>
+#include <gloo/scatter.h>
+
+#include <cstring>
+
+#include "backends/gloo/helpers.h"
+#include "backends/gloo/process_group_gloo.h"
+
+namespace c10d {
+
+using glooimpl::dispatchBySize;
+using glooimpl::Scratch;
+using glooimpl::tagOf;
+
+std::shared_ptr<Work> ProcessGroupGloo::doBroadcast(Tensor tensor, const BroadcastOptions& opts,
+                                                    uint64_t seq) {
+  return enqueue(OpType::kBroadcast, seq, opts.timeout, [this, tensor, opts, seq]() {
+    if (tensor.numel == 0) return Continuation();
+    dispatchBySize(tensor.dtype, [&](auto type) {
+      using T = decltype(type);
+      ::gloo::BroadcastOptions o(context_);
+      o.setOutput(static_cast<T*>(tensor.data), tensor.numel);
+      o.setRoot(opts.rootRank);
+      o.setTag(tagOf(seq));
+      o.setTimeout(opts.timeout);
+      ::gloo::broadcast(o);
+    });
+    return Continuation();
+  });
+}
+
+namespace {
+
+// gloo::allgather of `input` into the flat `out` (size * input.numel elements).
+void allgatherFlat(const std::shared_ptr<::gloo::Context>& ctx, Tensor input, void* out,
+                   uint32_t tag, Milliseconds timeout) {
+  dispatchBySize(input.dtype, [&](auto type) {
+    using T = decltype(type);
+    ::gloo::AllgatherOptions o(ctx);
+    o.setInput(static_cast<T*>(input.data), input.numel);
+    o.setOutput(static_cast<T*>(out), input.numel * ctx->size);
+    o.setTag(tag);
+    o.setTimeout(timeout);
+    ::gloo::allgather(o);
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroupGloo::doAllgather(const std::vector<Tensor>& outputs,
+                                                    Tensor input, const AllgatherOptions& opts,
+                                                    uint64_t seq) {
+  return enqueue(OpType::kAllgather, seq, opts.timeout, [this, outputs, input, opts, seq]() {
+    if (input.numel == 0) return Continuation();
+    Scratch flat(input.nbytes() * size());
+    allgatherFlat(context_, input, flat.data(), tagOf(seq), opts.timeout);
+    glooimpl::unflatten(flat.bytes(), outputs);
+    return Continuation();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::doAllgatherIntoTensor(Tensor output, Tensor input,
+                                                              const AllgatherOptions& opts,
+                                                              uint64_t seq) {
+  return enqueue(OpType::kAllgatherIntoTensor, seq, opts.timeout,
+                 [this, output, input, opts, seq]() {
+                   if (input.numel == 0) return Continuation();
+                   allgatherFlat(context_, input, output.data, tagOf(seq), opts.timeout);
+                   return Continuation();
+                 });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::doGather(const std::vector<Tensor>& outputs, Tensor input,
+                                                 const GatherOptions& opts, uint64_t seq) {
+  return enqueue(OpType::kGather, seq, opts.timeout, [this, outputs, input, opts, seq]() {
+    if (input.numel == 0) return Continuation();
+    const bool isRoot = rank() == opts.rootRank;
+    std::unique_ptr<Scratch> flat;
+    if (isRoot) flat = std::make_unique<Scratch>(input.nbytes() * size());
+    dispatchBySize(input.dtype, [&](auto type) {
+      using T = decltype(type);
+      ::gloo::GatherOptions o(context_);
+      o.setInput(static_cast<T*>(input.data), input.numel);
+      if (isRoot) o.setOutput(static_cast<T*>(flat->data()), input.numel * size());
+      o.setRoot(opts.rootRank);
+      o.setTag(tagOf(seq));
+      o.setTimeout(opts.timeout);
+      ::gloo::gather(o);
+    });
+    if (isRoot) glooimpl::unflatten(flat->bytes(), outputs);
+    return Continuation();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::doScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                                  const ScatterOptions& opts, uint64_t seq) {
+  return enqueue(OpType::kScatter, seq, opts.timeout, [this, output, inputs, opts, seq]() {
+    if (output.numel == 0) return Continuation();
+    dispatchBySize(output.dtype, [&](auto type) {
+      using T = decltype(type);
+      ::gloo::ScatterOptions o(context_);
+      if (rank() == opts.rootRank) {
+        std::vector<T*> ptrs;
+        for (const Tensor& t : inputs) ptrs.push_back(static_cast<T*>(t.data));
+        o.setInputs(ptrs, output.numel);
+      }
+      o.setOutput(static_cast<T*>(output.data), output.numel);
+      o.setRoot(opts.rootRank);
+      o.setTag(tagOf(seq));
+      o.setTimeout(opts.timeout);
+      ::gloo::scatter(o);
+    });
+    return Continuation();
+  });
+}
+
+namespace {
+
+// gloo::alltoallv over flat buffers cut into per-rank element counts. Null pointers (empty
+// tensors) are replaced by a valid dummy, since Gloo copies and sends from them unconditionally.
+void alltoallvFlat(const std::shared_ptr<::gloo::Context>& ctx, DataType dtype, void* out,
+                   const std::vector<int64_t>& outCounts, void* in,
+                   const std::vector<int64_t>& inCounts, uint32_t tag, Milliseconds timeout) {
+  uint64_t dummyIn = 0;
+  uint64_t dummyOut = 0;
+  if (in == nullptr) in = &dummyIn;
+  if (out == nullptr) out = &dummyOut;
+  dispatchBySize(dtype, [&](auto type) {
+    using T = decltype(type);
+    ::gloo::AlltoallvOptions o(ctx);
+    o.setInput(static_cast<T*>(in), inCounts);
+    o.setOutput(static_cast<T*>(out), outCounts);
+    o.setTag(tag);
+    o.setTimeout(timeout);
+    ::gloo::alltoallv(o);
+  });
+}
+
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroupGloo::doAlltoall(const std::vector<Tensor>& outputs,
+                                                   const std::vector<Tensor>& inputs,
+                                                   const AllToAllOptions& opts, uint64_t seq) {
+  return enqueue(OpType::kAlltoall, seq, opts.timeout, [this, outputs, inputs, opts, seq]() {
+    std::vector<int64_t> inCounts, outCounts;
+    for (const Tensor& t : inputs) inCounts.push_back(static_cast<int64_t>(t.numel));
+    for (const Tensor& t : outputs) outCounts.push_back(static_cast<int64_t>(t.numel));
+    Scratch in(glooimpl::totalBytes(inputs));
+    Scratch out(glooimpl::totalBytes(outputs));
+    glooimpl::flatten(inputs, in.bytes());
+    alltoallvFlat(context_, inputs[0].dtype, out.data(), outCounts, in.data(), inCounts, tagOf(seq),
+                  opts.timeout);
+    glooimpl::unflatten(out.bytes(), outputs);
+    return Continuation();
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::doAlltoallSingle(Tensor output, Tensor input,
+                                                         const std::vector<size_t>& outputSplits,
+                                                         const std::vector<size_t>& inputSplits,
+                                                         const AllToAllOptions& opts,
+                                                         uint64_t seq) {
+  return enqueue(OpType::kAlltoallSingle, seq, opts.timeout,
+                 [this, output, input, outputSplits, inputSplits, opts, seq]() {
+                   std::vector<int64_t> inCounts(inputSplits.begin(), inputSplits.end());
+                   std::vector<int64_t> outCounts(outputSplits.begin(), outputSplits.end());
+                   alltoallvFlat(context_, input.dtype, output.data, outCounts, input.data,
+                                 inCounts, tagOf(seq), opts.timeout);
+                   return Continuation();
+                 });
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::doBarrier(const BarrierOptions& opts, uint64_t seq) {
+  return enqueue(OpType::kBarrier, seq, opts.timeout, [this, opts, seq]() {
+    ::gloo::BarrierOptions o(context_);
+    o.setTag(tagOf(seq));
+    o.setTimeout(opts.timeout);
+    ::gloo::barrier(o);
+    return Continuation();
+  });
+}
+
+}  // namespace c10d

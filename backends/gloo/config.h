@@ -1,0 +1,46 @@
+// The gloo backend's settings, declared once in a table (name, environment variable, default,
+// description) and parsed in one place. A setting's value comes from ProcessGroup::Options::config
+// [name] if present, else from its environment variable, else its default.
+//
+//   name              env                     default  description
+//   ifname            C10D_SOCKET_IFNAME      ""       network interface to bind (e.g. eth0)
+//   hostname          C10D_GLOO_HOSTNAME      ""       address or host name to bind
+//   max_p2p_threads   C10D_GLOO_P2P_THREADS   64       most threads waiting on send/recv at once
+//
+// With neither ifname nor hostname set, the device binds to the local address that routes to
+// MASTER_ADDR (127.0.0.1 for a local master); without MASTER_ADDR, to the address this host's
+// name resolves to, or 127.0.0.1 when it does not resolve (common in containers).
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace c10d {
+
+struct GlooConfigEntry {
+  const char* name;
+  const char* env;
+  const char* defaultValue;
+  const char* description;
+};
+
+// The table above; ends with an entry whose name is nullptr.
+extern const GlooConfigEntry kGlooConfigTable[];
+
+struct GlooConfig {
+  std::string ifname;
+  std::string hostname;
+  int maxP2pThreads = 64;
+};
+
+// Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws
+// InvalidArgument naming the setting for an unknown key or a malformed value.
+GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config);
+
+// The table with each setting's current value, one per line, for --print-config / c10d-info.
+std::string describeGlooConfig(const GlooConfig& config);
+
+// The local address to bind to when neither ifname nor hostname is set (see header comment).
+std::string defaultGlooBindAddress();
+
+}  // namespace c10d

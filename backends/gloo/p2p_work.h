@@ -1,0 +1,50 @@
+// P2pWork: the Work of a posted gloo send or recv. It owns the gloo buffer (which keeps gloo's
+// transport context alive) so a waiter thread can wait on it; abort() and cancel() wake that
+// waiter. Note: aborting a posted recv stops the wait, but Gloo 0.5 cannot withdraw the posted
+// recv itself; the tensor must stay alive until the group is destroyed.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <gloo/transport/unbound_buffer.h>
+
+#include "c10d/error.h"
+#include "c10d/work.h"
+
+namespace c10d {
+namespace glooimpl {
+
+class P2pWork : public Work {
+ public:
+  P2pWork(OpType op, uint64_t seq, std::string group, Milliseconds timeout,
+          std::unique_ptr<::gloo::transport::UnboundBuffer> buf, bool isRecv)
+      : Work(op, seq, std::move(group), timeout), buf_(std::move(buf)), isRecv_(isRecv) {}
+
+  ::gloo::transport::UnboundBuffer& buffer() { return *buf_; }
+  bool isRecv() const { return isRecv_; }
+
+  // Fails the Work with Error "<op>: <why>" and wakes its waiter.
+  void cancel(const std::string& why) {
+    finish(std::make_exception_ptr(Error(describe() + ": " + why)));
+    abortWait();
+  }
+
+ protected:
+  void onAbort() override { abortWait(); }
+
+ private:
+  void abortWait() {
+    if (isRecv_) {
+      buf_->abortWaitRecv();
+    } else {
+      buf_->abortWaitSend();
+    }
+  }
+
+  const std::unique_ptr<::gloo::transport::UnboundBuffer> buf_;
+  const bool isRecv_;
+};
+
+}  // namespace glooimpl
+}  // namespace c10d

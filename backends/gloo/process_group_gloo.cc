@@ -1,0 +1,302 @@
+// ProcessGroupGloo: construction, the worker queue, error conversion and shutdown. The collectives
+// live in collectives_reduce.cc, collectives_data.cc and p2p.cc.
+#include "backends/gloo/process_group_gloo.h"
+
+#include <pthread.h>
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/address.h>
+#include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/attr.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <sstream>
+
+#include "backends/gloo/p2p_waiters.h"
+#include "backends/gloo/p2p_work.h"
+#include "backends/gloo/store_adapter.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
+
+namespace c10d {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, char sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+std::vector<std::string> splitLines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+bool isTimeoutMessage(const std::string& msg) {
+  return msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
+}
+
+// An exception of the same c10d type as `like`, with message `msg`.
+std::exception_ptr sameTypeAs(std::exception_ptr like, const std::string& msg) {
+  try {
+    std::rethrow_exception(like);
+  } catch (const TimeoutError&) {
+    return std::make_exception_ptr(TimeoutError(msg));
+  } catch (const CommError&) {
+    return std::make_exception_ptr(CommError(msg));
+  } catch (...) {
+    return std::make_exception_ptr(Error(msg));
+  }
+}
+
+std::string whatOf(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
+
+ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
+                                   Options options)
+    : ProcessGroup(std::move(store), rank, size, std::move(options)),
+      config_(parseGlooConfig(this->options().config)) {
+  connect();
+  waiters_ = std::make_unique<glooimpl::P2pWaiters>(config_.maxP2pThreads);
+  worker_ = std::thread([this] { workerLoop(); });
+}
+
+ProcessGroupGloo::~ProcessGroupGloo() {
+  shutdown();
+}
+
+void ProcessGroupGloo::connect() {
+  ::gloo::transport::tcp::attr attr;
+  if (!config_.ifname.empty()) {
+    attr.iface = config_.ifname;
+    boundAddress_ = "interface " + config_.ifname;
+  } else {
+    attr.hostname = config_.hostname.empty() ? defaultGlooBindAddress() : config_.hostname;
+    boundAddress_ = attr.hostname;
+  }
+  // Each rank counts the gloo groups it built over this store; every rank builds them in the same
+  // order, so the count scopes this group's rendezvous keys even when a store is reused.
+  const int64_t instance = store()->add("gloo/instances/rank" + std::to_string(rank()), 1);
+  auto scoped = std::make_shared<PrefixStore>("gloo/" + std::to_string(instance), store());
+  try {
+    device_ = ::gloo::transport::tcp::CreateDevice(attr);
+    GlooStoreAdapter adapter(scoped, options().timeout);
+    auto context = std::make_shared<::gloo::rendezvous::Context>(rank(), size());
+    context->setTimeout(options().timeout);
+    context->connectFullMesh(adapter, device_);
+    context_ = std::move(context);
+  } catch (const c10d::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    auto text = detail::str("gloo: rank ", rank(), " of group ", name(), " (size ", size(),
+                            ") could not connect its full mesh from ", boundAddress_, " within ",
+                            options().timeout.count(), " ms: ", msg);
+    if (isTimeoutMessage(msg)) throw TimeoutError(text);
+    throw CommError(text);
+  }
+  // Publish the address each of our pairs shows to its peer, so that a gloo error quoting an
+  // address can be turned into a rank (read back lazily, only when an error happens).
+  std::vector<std::string> mine(size());
+  for (int j = 0; j < size(); ++j) {
+    if (j != rank()) mine[j] = context_->getPair(j)->address().str();
+  }
+  scoped->set("pairs/" + std::to_string(rank()), join(mine, '\n'));
+  peerStore_ = scoped;
+}
+
+bool ProcessGroupGloo::supports(ReduceOp::Kind op, DataType dtype, Device device) const {
+  // Every op the core defines, on every dtype: what Gloo lacks is built from its untyped
+  // allreduce/reduce plus the core's reduction kernels (see README / helpers.h).
+  return device.isCPU() && isDefined(op, dtype);
+}
+
+std::unique_ptr<::gloo::transport::UnboundBuffer> ProcessGroupGloo::buffer(void* ptr,
+                                                                           size_t bytes) const {
+  return context_->createUnboundBuffer(ptr, bytes);
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::enqueue(OpType op, uint64_t seq, Milliseconds timeout,
+                                                TaskFn fn) {
+  return enqueueWork(std::make_shared<Work>(op, seq, name(), timeout), std::move(fn));
+}
+
+std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<Work> work, TaskFn fn) {
+  std::exception_ptr refuse;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      refuse =
+          std::make_exception_ptr(Error(work->describe() + ": group " + name() + " was shut down"));
+    } else if (auto broken = brokenError()) {
+      refuse = brokenFor(*work, broken);
+    } else {
+      queue_.push_back(Task{work, std::move(fn)});
+      cv_.notify_one();
+      return work;
+    }
+  }
+  work->finish(refuse);
+  return work;
+}
+
+void ProcessGroupGloo::workerLoop() {
+  pthread_setname_np(pthread_self(), "c10d-gloo");
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (auto broken = brokenError()) {
+      task.work->finish(brokenFor(*task.work, broken));
+      continue;
+    }
+    try {
+      Continuation cont = task.run();
+      task.run = nullptr;  // drop captured buffers before completing
+      if (!cont) {
+        task.work->finish();
+        continue;
+      }
+      auto work = task.work;
+      bool submitted = waiters_->submit([this, work, cont = std::move(cont)]() mutable {
+        runContinuation(work, std::move(cont));
+      });
+      if (!submitted) {
+        work->finish(std::make_exception_ptr(
+            Error(work->describe() + ": group " + name() + " was shut down")));
+      }
+    } catch (...) {
+      task.run = nullptr;
+      task.work->finish(handleFailure(*task.work, std::current_exception()));
+    }
+  }
+}
+
+void ProcessGroupGloo::runContinuation(const std::shared_ptr<Work>& work, Continuation cont) {
+  try {
+    cont();
+    work->finish();
+  } catch (...) {
+    work->finish(handleFailure(*work, std::current_exception()));
+  }
+}
+
+std::exception_ptr ProcessGroupGloo::brokenFor(const Work& work, std::exception_ptr first) const {
+  return sameTypeAs(first, work.describe() + ": not run: group " + name() +
+                               " is unusable after an earlier failure: " + whatOf(first));
+}
+
+std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
+  if (!peerStore_) return "";
+  for (int j = 0; j < size(); ++j) {
+    if (j == rank()) continue;
+    const std::string key = "pairs/" + std::to_string(j);
+    try {
+      if (!peerStore_->check({key})) continue;
+      auto addrs = splitLines(peerStore_->getString(key));
+      if (static_cast<int>(addrs.size()) <= rank()) continue;
+      const std::string& a = addrs[rank()];
+      // Gloo prints "[ip]:port" (possibly followed by a sequence number); match on that.
+      std::string hostPort = a.substr(0, a.find('$'));
+      if (!hostPort.empty() && msg.find(hostPort) != std::string::npos) {
+        return "rank " + std::to_string(j) + " (" + hostPort + ")";
+      }
+    } catch (const std::exception&) {
+      // The store may be gone too; the message then quotes gloo only.
+    }
+  }
+  return "";
+}
+
+std::exception_ptr ProcessGroupGloo::handleFailure(const Work& work, std::exception_ptr error) {
+  std::exception_ptr converted;
+  try {
+    std::rethrow_exception(error);
+  } catch (const InvalidArgument&) {
+    return error;  // raised before communicating: the group is still consistent
+  } catch (const c10d::Error&) {
+    converted = error;
+  } catch (const ::gloo::IoException& e) {
+    const std::string msg = e.what();
+    if (isTimeoutMessage(msg)) {
+      converted = std::make_exception_ptr(
+          TimeoutError(detail::str(work.describe(), " (rank ", rank(), ") timed out after ",
+                                   work.timeout().count(), " ms waiting for a peer; gloo: ", msg)));
+    } else {
+      std::string peer = peerFromMessage(msg);
+      converted = std::make_exception_ptr(
+          CommError(detail::str(work.describe(), " (rank ", rank(), ") lost its connection to ",
+                                peer.empty() ? std::string("a peer") : peer, "; gloo: ", msg)));
+    }
+  } catch (const std::exception& e) {
+    converted = std::make_exception_ptr(
+        Error(detail::str(work.describe(), " (rank ", rank(), ") failed in gloo: ", e.what())));
+  } catch (...) {
+    converted = std::make_exception_ptr(
+        Error(detail::str(work.describe(), " (rank ", rank(), ") failed in gloo")));
+  }
+  // The transport is now in an unknown state (gloo's docs): break the group and fail what waits.
+  setBroken(converted);
+  std::deque<Task> queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued.swap(queue_);
+  }
+  for (Task& t : queued) t.work->finish(brokenFor(*t.work, converted));
+  return converted;
+}
+
+void ProcessGroupGloo::shutdown() {
+  std::deque<Task> queued;
+  std::vector<std::shared_ptr<glooimpl::P2pWork>> posted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+    queued.swap(queue_);
+    for (auto& w : posted_) {
+      if (auto p = w.lock()) posted.push_back(std::move(p));
+    }
+    posted_.clear();
+    cv_.notify_all();
+  }
+  for (Task& t : queued) {
+    t.work->finish(std::make_exception_ptr(
+        Error(t.work->describe() + ": group " + name() + " was shut down before it ran")));
+  }
+  for (auto& p : posted) p->cancel("group " + name() + " was shut down");
+  if (worker_.joinable()) {
+    // Dropping the last reference from a callback on the worker itself cannot join it.
+    if (worker_.get_id() == std::this_thread::get_id()) {
+      worker_.detach();
+    } else {
+      worker_.join();
+    }
+  }
+  if (waiters_) waiters_->stop();
+}
+
+}  // namespace c10d

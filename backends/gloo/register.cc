@@ -1,0 +1,21 @@
+#include "backends/gloo/register.h"
+
+#include "backends/gloo/process_group_gloo.h"
+#include "c10d/registry.h"
+
+namespace c10d {
+
+void registerGlooBackend() {
+  BackendInfo info;
+  info.name = "gloo";
+  info.description = "Gloo 0.5 over TCP: every collective for CPU tensors";
+  info.priority = 10;
+  info.available = [](std::string* /*reason*/) { return true; };
+  registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
+                                      const ProcessGroup::Options& options) {
+    return std::static_pointer_cast<ProcessGroup>(
+        std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options));
+  });
+}
+
+}  // namespace c10d

@@ -1,0 +1,35 @@
+// GlooStoreAdapter: lets Gloo's rendezvous (gloo::rendezvous::Store: set/get/wait) run over a
+// c10d::Store. Keys and values pass through unchanged (the caller scopes the store with a
+// PrefixStore). Every get/wait blocks at most `timeout` and then throws c10d::TimeoutError naming
+// the key(s). Thread-safety is the underlying store's (all c10d stores are thread-safe).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gloo/rendezvous/store.h>
+
+#include "c10d/types.h"
+
+namespace c10d {
+
+class Store;
+
+class GlooStoreAdapter : public ::gloo::rendezvous::Store {
+ public:
+  GlooStoreAdapter(std::shared_ptr<c10d::Store> store, Milliseconds timeout);
+
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override;
+
+ private:
+  std::shared_ptr<c10d::Store> store_;
+  Milliseconds timeout_;
+};
+
+}  // namespace c10d
