@@ -1,0 +1,110 @@
+#include "perf/common/world.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "c10d/error.h"
+#include "c10d/init.h"
+#include "store/hash_store.h"
+#include "store/store.h"
+
+namespace c10d {
+namespace perf {
+
+LaunchInfo detectLaunch() {
+  struct Source {
+    const char* launcher;
+    const char* rank;
+    const char* size;
+    const char* local;
+  };
+  static const Source kSources[] = {
+      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+  };
+  LaunchInfo info;
+  for (const auto& s : kSources) {
+    if (std::getenv(s.rank) == nullptr || std::getenv(s.size) == nullptr) continue;
+    info.launcher = s.launcher;
+    info.worldSize = envInt(s.size, 1, 1);
+    info.rank = envInt(s.rank, 0, 0, info.worldSize - 1);
+    info.localRank = envInt(s.local, 0, 0);
+    return info;
+  }
+  return info;
+}
+
+std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOptions& options) {
+  InitOptions init;
+  init.backend = options.backend;
+  init.rank = launch.rank;
+  init.worldSize = launch.worldSize;
+  init.timeout = Milliseconds(static_cast<int64_t>(options.timeoutSec) * 1000);
+  if (launch.launcher == "none") {
+    init.store = std::make_shared<HashStore>(init.timeout);
+  } else {
+    // mpirun and srun do not set these; c10drun does. 0 = keep what is there.
+    setenv("MASTER_ADDR", "127.0.0.1", 0);
+    setenv("MASTER_PORT", "29500", 0);
+    init.initMethod = "env://";
+  }
+  return c10d::init(init);
+}
+
+RankExchange::RankExchange(std::shared_ptr<Store> store, int rank, int size)
+    : store_(std::move(store)), rank_(rank), size_(size) {}
+
+std::string RankExchange::key(uint64_t round, int rank) const {
+  return detail::str("c10d_perf/x/", round, "/", rank);
+}
+
+std::vector<std::string> RankExchange::allgather(const std::string& value) {
+  const uint64_t round = round_++;
+  if (size_ == 1) return {value};
+  store_->set(key(round, rank_), value);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back(key(round, r));
+  std::vector<Bytes> values = store_->multiGet(keys);
+  // Every rank has read round - 2 by now (it set its round - 1 key after reading round - 2), so
+  // our key of that round can go: the store stays small however many rows run.
+  if (round >= 2) store_->deleteKey(key(round - 2, rank_));
+  std::vector<std::string> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(toString(v));
+  return out;
+}
+
+double RankExchange::combine(double value, TimeCombine how) {
+  std::vector<std::string> all =
+      allgather(std::string(reinterpret_cast<const char*>(&value), sizeof(value)));
+  std::vector<double> v(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    C10D_CHECK_EQ(all[i].size(), sizeof(double), "perf time exchange with rank ", i);
+    std::memcpy(&v[i], all[i].data(), sizeof(double));
+  }
+  switch (how) {
+    case TimeCombine::kRank0:
+      return v[0];
+    case TimeCombine::kMin:
+      return *std::min_element(v.begin(), v.end());
+    case TimeCombine::kMax:
+      return *std::max_element(v.begin(), v.end());
+    case TimeCombine::kAverage:
+    default: {
+      double s = 0;
+      for (double x : v) s += x;
+      return s / static_cast<double>(v.size());
+    }
+  }
+}
+
+int64_t RankExchange::sum(int64_t value) {
+  int64_t total = 0;
+  for (const auto& s : allgather(std::to_string(value))) total += std::stoll(s);
+  return total;
+}
+
+}  // namespace perf
+}  // namespace c10d

@@ -1,0 +1,62 @@
+// Where a perf process sits in the job, and the out-of-band exchanges the driver needs (rank
+// lines, times, error counts) over the group's Store, so that they never disturb the backend
+// being measured.
+//
+// Launchers, in order of precedence:
+//   c10drun / torchrun   RANK, WORLD_SIZE (LOCAL_RANK)
+//   mpirun (Open MPI)    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE (OMPI_COMM_WORLD_LOCAL_RANK)
+//   srun (Slurm)         SLURM_PROCID, SLURM_NTASKS (SLURM_LOCALID)
+//   none                 a single process (world size 1), with an in-process store
+// For the first three, MASTER_ADDR / MASTER_PORT name rank 0's TCPStore (default
+// 127.0.0.1:29500). Single-threaded use; every blocking call has the store's timeout.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c10d/process_group.h"
+#include "perf/common/options.h"
+
+namespace c10d {
+
+class Store;
+
+namespace perf {
+
+struct LaunchInfo {
+  int rank = 0;
+  int worldSize = 1;
+  int localRank = 0;
+  std::string launcher = "none";  // "env", "mpirun", "srun", "none"
+};
+
+// Reads the variables above. Throws InvalidArgument naming a malformed variable.
+LaunchInfo detectLaunch();
+
+// Creates the world group with c10d::init (env://, or an in-process store for a single process).
+std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOptions& options);
+
+// Out-of-band collectives over a Store: every rank calls them in the same order.
+class RankExchange {
+ public:
+  RankExchange(std::shared_ptr<Store> store, int rank, int size);
+
+  // Every rank's `value`, in rank order.
+  std::vector<std::string> allgather(const std::string& value);
+  // Combines one double per rank as nccl-tests' -a does (rank 0's, mean, min or max).
+  double combine(double value, TimeCombine how);
+  int64_t sum(int64_t value);
+
+ private:
+  std::string key(uint64_t round, int rank) const;
+
+  std::shared_ptr<Store> store_;
+  int rank_;
+  int size_;
+  uint64_t round_ = 0;
+};
+
+}  // namespace perf
+}  // namespace c10d

@@ -1,0 +1,66 @@
+// reduce_perf: the root ends with the reduction of every rank's buffer; other ranks' output
+// buffers are left as they were.
+// Bus bandwidth: 1 x algbw (all data must enter the root through its one link; see
+// perf/README.md).
+#include <cstring>
+
+#include "perf/common/collectives.h"
+#include "perf/common/data.h"
+
+namespace c10d {
+namespace perf {
+namespace {
+
+CollCounts counts(size_t count, size_t /*eltSize*/, int /*nranks*/) {
+  CollCounts c;
+  c.sendCount = c.recvCount = c.paramCount = count;
+  return c;
+}
+
+void bandwidth(size_t count, size_t typeSize, double sec, int /*nranks*/, double* algBw,
+               double* busBw) {
+  setBandwidth(static_cast<double>(count * typeSize), sec, 1.0, algBw, busBw);
+}
+
+void initData(const InitArgs& a) {
+  fillInput(a.input, a.counts.sendCount, 0, a.dtype, a.op, a.seed, a.rank, a.nranks);
+  // Non-roots keep what their output buffer held: zeros, or (in-place) their own input.
+  std::memcpy(a.expected, a.recv, a.counts.recvCount * elementSize(a.dtype));
+  if (a.rank == a.root) {
+    fillReduced(a.expected, a.counts.recvCount, 0, a.dtype, a.op, a.seed, a.nranks);
+  }
+}
+
+std::shared_ptr<Work> run(const RunArgs& a) {
+  ReduceOptions opts;
+  opts.reduceOp = a.op;
+  opts.rootRank = a.root;
+  // c10d's reduce is in-place on the root: out-of-place, the root copies its input over first;
+  // the others reduce from their input, which the op leaves untouched.
+  if (a.inPlace || a.pg->rank() != a.root) {
+    return a.pg->reduce(a.tensor(a.inPlace ? a.recv : a.send, a.count), opts);
+  }
+  a.copy(a.recv, a.send, a.count);
+  return a.pg->reduce(a.tensor(a.recv, a.count), opts);
+}
+
+}  // namespace
+
+const Collective kReduce{"Reduce",
+                         /*rooted=*/true,
+                         /*reduces=*/true,
+                         /*opColumn=*/true,
+                         /*checkInPlace=*/true,
+                         counts,
+                         bandwidth,
+                         initData,
+                         run};
+
+}  // namespace perf
+}  // namespace c10d
+
+#ifndef C10D_PERF_NO_MAIN
+int main(int argc, char** argv) {
+  return c10d::perf::perfMain(argc, argv, c10d::perf::kReduce);
+}
+#endif
