@@ -9,6 +9,13 @@
 // Threads: the server owns one thread ("c10d-tcpstore"); a client owns none. Each client object
 // holds one connection, used under a mutex (so it is safe from several threads, one request at a
 // time). Destroying a server-owning TCPStore stops and joins the server thread.
+//
+// Timeouts and failures: every request waits on the socket with poll() at most its timeout, then
+// throws TimeoutError naming the key(s), host:port and the timeout; the connection is then closed
+// and the next call reconnects. A connection the server closed (server gone) throws CommError
+// ("connection to TCPStore at host:port lost: ..."); the next call tries one reconnect and throws
+// CommError at once when that fails. Values are limited to 64 MiB per request
+// (tcpstore::kMaxFrameBytes). SIGPIPE is never raised (MSG_NOSIGNAL).
 #pragma once
 
 #include <cstdint>
@@ -16,10 +23,9 @@
 #include <string>
 
 #include "store/store.h"
+#include "store/tcp_store_server.h"
 
 namespace c10d {
-
-class TCPStoreServer;
 
 struct TCPStoreOptions {
   std::string host = "127.0.0.1";  // where clients connect (and what the server binds, see below)
@@ -50,12 +56,15 @@ class TCPStore : public Store {
   void append(const std::string& key, const Bytes& value) override;
   std::vector<Bytes> multiGet(const std::vector<std::string>& keys) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
-  using Store::wait;
+  void setTimeout(Milliseconds timeout) override;
   using Store::set;
+  using Store::wait;
 
   // The port the server listens on (the chosen one when constructed with port 0).
   uint16_t port() const;
   const std::string& host() const;
+  // The embedded server (isServer), else nullptr.
+  TCPStoreServer* server() const;
 
  private:
   struct Impl;

@@ -1,0 +1,174 @@
+#include "store/tcp_store_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "c10d/error.h"
+
+namespace c10d {
+namespace {
+
+enum class Io { kOk, kTimeout, kClosed, kError };
+
+// Waits until fd is ready for `events` or the deadline; false on timeout.
+Io waitReady(int fd, short events, net::Clock::time_point deadline, int* err) {
+  while (true) {
+    pollfd pfd{fd, events, 0};
+    int rc = poll(&pfd, 1, net::pollTimeoutUntil(deadline));
+    if (rc > 0) return Io::kOk;  // readable, writable, or an error recv/send will report
+    if (rc == 0) return Io::kTimeout;
+    if (errno != EINTR) {
+      *err = errno;
+      return Io::kError;
+    }
+  }
+}
+
+Io sendAll(int fd, const uint8_t* p, size_t n, net::Clock::time_point deadline, int* err) {
+  while (n > 0) {
+    ssize_t rc = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (rc > 0) {
+      p += rc;
+      n -= static_cast<size_t>(rc);
+    } else if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      Io io = waitReady(fd, POLLOUT, deadline, err);
+      if (io != Io::kOk) return io;
+    } else if (rc < 0 && errno != EINTR) {
+      *err = errno;
+      return Io::kError;
+    }
+  }
+  return Io::kOk;
+}
+
+Io recvAll(int fd, uint8_t* p, size_t n, net::Clock::time_point deadline, int* err) {
+  while (n > 0) {
+    ssize_t rc = ::recv(fd, p, n, 0);
+    if (rc > 0) {
+      p += rc;
+      n -= static_cast<size_t>(rc);
+    } else if (rc == 0) {
+      return Io::kClosed;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      Io io = waitReady(fd, POLLIN, deadline, err);
+      if (io != Io::kOk) return io;
+    } else if (errno != EINTR) {
+      *err = errno;
+      return Io::kError;
+    }
+  }
+  return Io::kOk;
+}
+
+}  // namespace
+
+void TCPStoreConnection::checkRequestSize(size_t bytes, const std::string& what) {
+  if (bytes > tcpstore::kMaxFrameBytes) {
+    C10D_THROW(InvalidArgument, "TCPStore ", what, ": request of ", bytes,
+               " bytes exceeds the limit of ", tcpstore::kMaxFrameBytes, " bytes per request");
+  }
+}
+
+void TCPStoreConnection::connect(Milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto deadline = net::deadlineAfter(timeout);
+  fd_ = net::connectTo(host_, port_, timeout);
+  hello(true, deadline, timeout);
+}
+
+std::vector<uint8_t> TCPStoreConnection::call(tcpstore::FrameWriter& request,
+                                              const std::string& what, Milliseconds timeout) {
+  checkRequestSize(request.bodySize(), what);
+  const auto& frame = request.finish();
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto deadline = net::deadlineAfter(timeout);
+  ensureConnected(deadline, timeout, what);
+  return exchange(frame, what, deadline, timeout);
+}
+
+void TCPStoreConnection::ensureConnected(net::Clock::time_point deadline, Milliseconds timeout,
+                                         const std::string& what) {
+  switch (state_) {
+    case State::kUp:
+      return;
+    case State::kNew:
+    case State::kTimedOut: {
+      // After a timeout the server is presumably alive: reconnect with the usual retries.
+      auto left = std::chrono::duration_cast<Milliseconds>(deadline - net::Clock::now());
+      fd_ = net::connectTo(host_, port_, std::max(left, Milliseconds(0)));
+      hello(state_ == State::kNew, deadline, timeout);
+      return;
+    }
+    case State::kLost: {
+      const std::string reason = lostReason_;
+      try {
+        fd_ = net::connectTo(host_, port_, timeout, /*retry=*/false);
+        hello(false, deadline, timeout);
+      } catch (const CommError& e) {
+        state_ = State::kLost;
+        lostReason_ = reason;
+        C10D_THROW(CommError, "connection to TCPStore at ", where(), " lost (", reason,
+                   ") and reconnecting for ", what, " failed: ", e.what());
+      }
+      return;
+    }
+  }
+}
+
+void TCPStoreConnection::hello(bool first, net::Clock::time_point deadline, Milliseconds timeout) {
+  tcpstore::FrameWriter w(static_cast<uint8_t>(tcpstore::Op::kHello));
+  w.u32(tcpstore::kMagic);
+  w.u32(tcpstore::kVersion);
+  w.u8(first ? 1 : 0);
+  state_ = State::kUp;
+  exchange(w.finish(), "hello", deadline, timeout);
+}
+
+std::vector<uint8_t> TCPStoreConnection::exchange(const std::vector<uint8_t>& frame,
+                                                  const std::string& what,
+                                                  net::Clock::time_point deadline,
+                                                  Milliseconds timeout) {
+  int err = 0;
+  Io io = sendAll(fd_.get(), frame.data(), frame.size(), deadline, &err);
+  if (io != Io::kOk) fail(io == Io::kTimeout, err, "sending the request failed", what, timeout);
+  uint8_t header[4];
+  io = recvAll(fd_.get(), header, sizeof(header), deadline, &err);
+  if (io != Io::kOk)
+    fail(io == Io::kTimeout, err, "the server closed the connection", what, timeout);
+  const uint32_t len = tcpstore::readFrameLength(header);
+  if (len == 0) fail(false, 0, "the server sent an empty reply frame", what, timeout);
+  std::vector<uint8_t> body(len);
+  io = recvAll(fd_.get(), body.data(), len, deadline, &err);
+  if (io != Io::kOk) {
+    fail(io == Io::kTimeout, err, "the server closed the connection mid-reply", what, timeout);
+  }
+  const auto status = static_cast<tcpstore::Status>(body[0]);
+  if (status != tcpstore::Status::kOk) {
+    tcpstore::FrameReader r(body.data() + 1, body.size() - 1);
+    std::string msg;
+    if (!r.str(&msg)) msg = "(unreadable error message)";
+    if (status == tcpstore::Status::kInvalidArgument) {
+      C10D_THROW(InvalidArgument, "TCPStore at ", where(), ": ", msg);
+    }
+    C10D_THROW(Error, "TCPStore at ", where(), ": ", msg);
+  }
+  return body;
+}
+
+void TCPStoreConnection::fail(bool timedOut, int err, const char* detail, const std::string& what,
+                              Milliseconds timeout) {
+  fd_.reset();
+  if (timedOut) {
+    state_ = State::kTimedOut;
+    C10D_THROW(TimeoutError, "TCPStore ", what, " timed out after ", timeout.count(),
+               " ms (TCPStore at ", where(), ")");
+  }
+  state_ = State::kLost;
+  lostReason_ = err != 0 ? net::describeErrno(err) : std::string(detail);
+  C10D_THROW(CommError, "connection to TCPStore at ", where(), " lost: ", lostReason_, " (during ",
+             what, ")");
+}
+
+}  // namespace c10d

@@ -1,0 +1,431 @@
+// TCPStore-specific behaviour: ports and bind errors, connect retry and timeouts, pushed wakeups,
+// malformed requests, server death, many clients, large values and the batched ops. The generic
+// Store semantics are covered by store_conformance_test.
+#include "store/tcp_store.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "store/socket.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::duration_cast;
+
+int64_t msSince(Clock::time_point t) {
+  return duration_cast<Milliseconds>(Clock::now() - t).count();
+}
+
+TCPStoreOptions clientOptions(uint16_t port, Milliseconds timeout = Milliseconds(30000)) {
+  TCPStoreOptions o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.timeout = timeout;
+  return o;
+}
+
+// A port nobody listens on right now (bound then released).
+uint16_t freePort() {
+  net::Fd fd(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  return net::localPort(fd.get());
+}
+
+template <typename Exc, typename Fn>
+std::string expectThrows(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Exc& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return "";
+}
+
+TEST(TCPStoreTest, PortZeroPicksAFreePort) {
+  TCPStoreOptions o = clientOptions(0);
+  o.isServer = true;
+  TCPStore server(o);
+  ASSERT_NE(server.port(), 0);
+  ASSERT_NE(server.server(), nullptr);
+  EXPECT_EQ(server.server()->port(), server.port());
+  TCPStore client(clientOptions(server.port()));
+  client.set("k", "v");
+  EXPECT_EQ(server.getString("k"), "v");
+}
+
+TEST(TCPStoreTest, BindFailureNamesHostPortAndErrno) {
+  TCPStoreServer first("", 0);
+  const std::string port = std::to_string(first.port());
+  std::string msg = expectThrows<Error>([&] { TCPStoreServer second("", first.port()); });
+  EXPECT_NE(msg.find("port " + port), std::string::npos) << msg;
+  EXPECT_NE(msg.find("EADDRINUSE"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("0.0.0.0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("port 0"), std::string::npos) << msg;  // what to do
+
+  TCPStoreServer third("127.0.0.1", 0);
+  msg = expectThrows<Error>([&] { TCPStoreServer fourth("127.0.0.1", third.port()); });
+  EXPECT_NE(msg.find("port " + std::to_string(third.port()) + " on 127.0.0.1"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("EADDRINUSE"), std::string::npos) << msg;
+
+  TCPStoreOptions o = clientOptions(first.port());
+  o.isServer = true;
+  msg = expectThrows<Error>([&] { TCPStore store(o); });
+  EXPECT_NE(msg.find("EADDRINUSE"), std::string::npos) << msg;
+}
+
+TEST(TCPStoreTest, ClientRetriesUntilALateServerStarts) {
+  const uint16_t port = freePort();
+  std::string error;
+  int64_t connectedAfter = -1;
+  const auto start = Clock::now();
+  std::thread client([&] {
+    try {
+      TCPStore store(clientOptions(port, Milliseconds(10000)));
+      connectedAfter = msSince(start);
+      store.set("late", "ok");
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(Milliseconds(300));
+  TCPStoreServer server("", port);
+  client.join();
+  EXPECT_EQ(error, "");
+  EXPECT_GE(connectedAfter, 290);
+  EXPECT_LT(connectedAfter, 3000);
+  TCPStore check(clientOptions(port));
+  EXPECT_EQ(check.getString("late"), "ok");
+}
+
+TEST(TCPStoreTest, ConnectTimeoutNamesHostAndPort) {
+  const uint16_t port = freePort();
+  const auto start = Clock::now();
+  std::string msg =
+      expectThrows<TimeoutError>([&] { TCPStore store(clientOptions(port, Milliseconds(300))); });
+  EXPECT_GE(msSince(start), 290);
+  EXPECT_LT(msSince(start), 3000);
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ECONNREFUSED"), std::string::npos) << msg;
+}
+
+TEST(TCPStoreTest, TimeoutNamesKeyAndLaterCallsStillWork) {
+  TCPStoreServer server;
+  TCPStore store(clientOptions(server.port()));
+  store.setTimeout(Milliseconds(150));
+  const auto start = Clock::now();
+  std::string msg = expectThrows<TimeoutError>([&] { store.get("missing-key"); });
+  EXPECT_GE(msSince(start), 140);
+  EXPECT_NE(msg.find("missing-key"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("150 ms"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("127.0.0.1:" + std::to_string(server.port())), std::string::npos) << msg;
+  msg = expectThrows<TimeoutError>([&] { store.wait({"w1", "w2"}, Milliseconds(50)); });
+  EXPECT_NE(msg.find("'w2'"), std::string::npos) << msg;
+  // The connection was dropped and is re-made; the abandoned get must not answer this one.
+  store.set("missing-key", "late");
+  EXPECT_EQ(store.add("counter", 5), 5);
+  EXPECT_EQ(store.getString("missing-key"), "late");
+  EXPECT_EQ(server.numWorkers(), 1);  // reconnects are not new workers
+}
+
+TEST(TCPStoreTest, WaitIsPushedNotPolled) {
+  TCPStoreServer server;
+  const uint16_t port = server.port();
+  int64_t best = 1 << 30;
+  for (int round = 0; round < 5; ++round) {
+    const std::string key = "go" + std::to_string(round);
+    auto results = test::runRanks(2, [&](int rank, int) {
+      TCPStore store(clientOptions(port));
+      if (rank == 0) {
+        store.set("parked" + key, "1");
+        store.wait({key});
+        const int64_t now = Clock::now().time_since_epoch().count();
+        const int64_t sent = std::stoll(store.getString("t" + key));
+        store.set("latency" + key, std::to_string(now - sent));
+      } else {
+        store.wait({"parked" + key});
+        std::this_thread::sleep_for(Milliseconds(150));  // the waiter is parked on the server
+        store.set("t" + key, std::to_string(Clock::now().time_since_epoch().count()));
+        store.set(key, "x");
+      }
+    });
+    for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.describe();
+    TCPStore store(clientOptions(port));
+    const auto ns = std::stoll(store.getString("latency" + key));
+    best = std::min<int64_t>(best, ns / 1000000);
+  }
+  // steady_clock is CLOCK_MONOTONIC, shared by the processes. Polling would show its interval.
+  EXPECT_LT(best, 20) << "best wake-up latency " << best << " ms";
+}
+
+// Opens a raw socket to the server, sends `bytes`, optionally half-closes, and expects the server
+// to close the connection within 10 s. Returns the local "ip:port" of the raw socket.
+std::string sendAndExpectClose(uint16_t port, const std::vector<uint8_t>& bytes,
+                               bool shutdownWrite) {
+  net::Fd fd = net::connectTo("127.0.0.1", port, Milliseconds(5000));
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  const std::string self = net::formatSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = send(fd.get(), bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may close before everything is sent
+    off += static_cast<size_t>(n);
+  }
+  if (shutdownWrite) shutdown(fd.get(), SHUT_WR);
+  const auto deadline = Clock::now() + Milliseconds(10000);
+  char buf[256];
+  while (Clock::now() < deadline) {
+    ssize_t n = recv(fd.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return self;
+    EXPECT_FALSE(n > 0) << "server answered a malformed request";
+    std::this_thread::sleep_for(Milliseconds(2));
+  }
+  ADD_FAILURE() << "server did not close the connection of " << self;
+  return self;
+}
+
+std::vector<uint8_t> le32(uint32_t v) {
+  return {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
+          static_cast<uint8_t>(v >> 24)};
+}
+
+TEST(TCPStoreTest, MalformedRequestsCloseOnlyThatClient) {
+  TCPStoreServer server;
+  const uint16_t port = server.port();
+  TCPStore good(clientOptions(port));
+  TCPStore waiter(clientOptions(port));
+  std::thread parked([&] { EXPECT_EQ(waiter.getString("after"), "done"); });
+
+  std::mt19937 rng(42);
+  std::vector<uint8_t> garbage(4096);
+  for (auto& b : garbage) b = static_cast<uint8_t>(rng());
+  garbage[3] = 0xAB;  // a length prefix far past the maximum
+  std::vector<uint8_t> oversized = le32(0x7fffffff);
+  oversized.push_back(2);
+  std::vector<uint8_t> truncated = le32(9);  // set: key length 100 in a 9-byte frame
+  truncated.push_back(2);
+  for (uint8_t b : le32(100)) truncated.push_back(b);
+  for (uint8_t b : le32(0)) truncated.push_back(b);
+  std::vector<uint8_t> unknownOp = le32(1);
+  unknownOp.push_back(200);
+  std::vector<uint8_t> halfFrame = le32(64);
+  halfFrame.resize(20, 'x');
+
+  struct Case {
+    const char* name;
+    std::vector<uint8_t> bytes;
+    bool shutdownWrite;
+    const char* logged;
+  };
+  const Case cases[] = {
+      {"garbage", garbage, false, "frame length"},
+      {"oversized", oversized, false, "frame length 2147483647"},
+      {"truncated", truncated, false, "malformed set"},
+      {"unknown op", unknownOp, false, "unknown op 200"},
+      {"half frame", halfFrame, true, "middle of a frame"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    testing::internal::CaptureStderr();
+    const std::string self = sendAndExpectClose(port, c.bytes, c.shutdownWrite);
+    std::this_thread::sleep_for(Milliseconds(20));
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find(self), std::string::npos) << log;
+    EXPECT_NE(log.find(c.logged), std::string::npos) << log;
+    EXPECT_EQ(good.add("alive", 1), static_cast<int64_t>(&c - cases) + 1);
+  }
+  good.set("after", "done");
+  parked.join();
+  EXPECT_EQ(server.numConnections(), 2);
+}
+
+TEST(TCPStoreTest, ServerDeathGivesCommErrorNotAHang) {
+  const std::string portFile = test::uniqueTempPath("tcpstore-port");
+  auto results = test::runRanks(2, [&](int rank, int) {
+    if (rank == 0) {
+      TCPStoreOptions o = clientOptions(0);
+      o.isServer = true;
+      TCPStore server(o);
+      std::ofstream(portFile + ".tmp") << server.port();
+      std::rename((portFile + ".tmp").c_str(), portFile.c_str());
+      server.wait({"client-waiting"});
+      std::this_thread::sleep_for(Milliseconds(100));
+      _exit(0);  // dies without any goodbye
+    }
+    uint16_t port = 0;
+    while (port == 0) {
+      std::ifstream(portFile) >> port;
+      std::this_thread::sleep_for(Milliseconds(5));
+    }
+    TCPStore store(clientOptions(port));
+    store.set("client-waiting", "1");
+    const auto start = Clock::now();
+    const std::string where =
+        "connection to TCPStore at 127.0.0.1:" + std::to_string(port) + " lost";
+    std::string msg = expectThrows<CommError>([&] { store.wait({"never"}); });
+    EXPECT_LT(msSince(start), 5000);
+    EXPECT_NE(msg.find(where), std::string::npos) << msg;
+    // Later calls fail fast too.
+    msg = expectThrows<CommError>([&] { store.set("x", "y"); });
+    EXPECT_NE(msg.find("reconnecting for set of key 'x' failed"), std::string::npos) << msg;
+  });
+  for (const auto& r : results) EXPECT_TRUE(r.ok()) << r.describe();
+  std::remove(portFile.c_str());
+}
+
+TEST(TCPStoreTest, DestroyingTheServerStoreWakesClients) {
+  TCPStoreOptions o = clientOptions(0);
+  o.isServer = true;
+  auto server = std::make_unique<TCPStore>(o);
+  TCPStore client(clientOptions(server->port()));
+  std::string msg;
+  std::thread waiter([&] { msg = expectThrows<CommError>([&] { client.get("never"); }); });
+  std::this_thread::sleep_for(Milliseconds(50));
+  server.reset();
+  waiter.join();
+  EXPECT_NE(msg.find("lost"), std::string::npos) << msg;
+}
+
+TEST(TCPStoreTest, SixtyFourProcessesAddExactly) {
+  TCPStoreServer server;
+  const uint16_t port = server.port();
+  constexpr int kProcs = 64;
+  constexpr int kAdds = 1000;
+  test::MultiProcOptions opts;
+  opts.timeout = Milliseconds(100000);
+  test::expectAllRanksOk(
+      kProcs,
+      [&](int, int) {
+        TCPStore store(clientOptions(port, Milliseconds(60000)));
+        for (int i = 0; i < kAdds; ++i) store.add("counter", 1);
+      },
+      opts);
+  TCPStore store(clientOptions(port));
+  EXPECT_EQ(store.add("counter", 0), kProcs * kAdds);
+  EXPECT_EQ(server.numWorkers(), kProcs + 1);
+}
+
+TEST(TCPStoreTest, SixteenMiBValueRoundTrips) {
+  TCPStoreServer server;
+  TCPStore a(clientOptions(server.port()));
+  TCPStore b(clientOptions(server.port()));
+  Bytes big(16 << 20);
+  std::mt19937 rng(7);
+  for (auto& x : big) x = static_cast<uint8_t>(rng() % 4);        // plenty of NUL bytes
+  std::thread getter([&] { EXPECT_TRUE(b.get("big") == big); });  // parked, pushed 16 MiB
+  a.set("big", big);
+  getter.join();
+  EXPECT_TRUE(a.get("big") == big);
+  a.append("big", Bytes{0, 1});
+  EXPECT_EQ(b.get("big").size(), big.size() + 2);
+  Bytes tooBig((65 << 20) + 1);
+  expectThrows<InvalidArgument>([&] { a.set("huge", tooBig); });
+  EXPECT_EQ(a.getString("big").size(), big.size() + 2);  // still usable
+}
+
+TEST(TCPStoreTest, MultiGetAndMultiSetAreBatched) {
+  TCPStoreServer server;
+  TCPStore a(clientOptions(server.port()));
+  TCPStore b(clientOptions(server.port()));
+  a.multiSet({"m1", "m2", "m3"}, {toBytes("one"), Bytes{0, 0}, Bytes{}});
+  auto values = b.multiGet({"m3", "m1", "m2"});
+  ASSERT_EQ(values.size(), 3u);
+  EXPECT_TRUE(values[0].empty());
+  EXPECT_EQ(toString(values[1]), "one");
+  EXPECT_EQ(values[2], (Bytes{0, 0}));
+  EXPECT_TRUE(b.multiGet({}).empty());
+  // multiGet waits for missing keys, and is answered once all of them exist.
+  std::thread getter([&] {
+    auto v = b.multiGet({"later1", "m1", "later2"});
+    EXPECT_EQ(toString(v[0]), "L1");
+    EXPECT_EQ(toString(v[2]), "L2");
+  });
+  std::this_thread::sleep_for(Milliseconds(30));
+  a.set("later1", "L1");
+  a.multiSet({"later2"}, {toBytes("L2")});
+  getter.join();
+  expectThrows<InvalidArgument>([&] { a.multiSet({"a", "b"}, {toBytes("1")}); });
+  EXPECT_EQ(a.getNumKeys(), 5);
+}
+
+TEST(TCPStoreTest, WaitForWorkersCountsClients) {
+  TCPStoreOptions o = clientOptions(freePort(), Milliseconds(10000));
+  o.isServer = true;
+  o.numWorkers = 3;
+  o.waitForWorkers = true;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 2; ++i) {
+    clients.emplace_back([&] { TCPStore c(clientOptions(o.port)); });
+  }
+  TCPStore server(o);  // returns once both clients (plus itself) connected
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(server.server()->numWorkers(), 3);
+
+  o.port = 0;
+  o.timeout = Milliseconds(200);
+  std::string msg = expectThrows<TimeoutError>([&] { TCPStore alone(o); });
+  EXPECT_NE(msg.find("1 of 3 workers"), std::string::npos) << msg;
+}
+
+TEST(TCPStoreTest, SharedClientIsThreadSafe) {
+  TCPStoreServer server;
+  TCPStore store(clientOptions(server.port()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) store.add("shared", 1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(store.add("shared", 0), 800);
+}
+
+TEST(TCPStoreTest, ResolvesHostnamesAndIPv6) {
+  TCPStoreServer server;
+  TCPStoreOptions o = clientOptions(server.port());
+  o.host = "localhost";
+  TCPStore byName(o);
+  byName.set("h", "1");
+  net::Fd probe(socket(AF_INET6, SOCK_STREAM, 0));
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  if (!probe.valid() || bind(probe.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  o.host = "::1";
+  TCPStore v6(o);
+  EXPECT_EQ(v6.getString("h"), "1");
+  // A server bound to ::1 only; errors name the bracketed address.
+  TCPStoreServer v6only("::1", 0);
+  TCPStoreOptions o6 = clientOptions(v6only.port(), Milliseconds(100));
+  o6.host = "::1";
+  TCPStore v6client(o6);
+  std::string msg = expectThrows<TimeoutError>([&] { v6client.get("nope"); });
+  EXPECT_NE(msg.find("[::1]:" + std::to_string(v6only.port())), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace c10d
