@@ -7,7 +7,6 @@
 #include <cstdlib>
 
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -22,16 +21,15 @@ using Env = std::map<std::string, std::string>;
 // Parses "[rankR]: KEY=V KEY=V ..." lines printed by the worker's env mode, keyed by R.
 std::map<int, Env> parseEnvLines(const std::string& out) {
   std::map<int, Env> byRank;
-  static const std::regex kLine(R"(^\[rank(\d+)\]: (.*)$)");
   for (const std::string& line : splitLines(out)) {
-    std::smatch m;
-    if (!std::regex_match(line, m, kLine)) {
+    int rank = -1;
+    std::string rest;
+    if (!parsePrefixed(line, &rank, &rest)) {
       ADD_FAILURE() << "unprefixed line: '" << line << "'";
       continue;
     }
-    int rank = std::stoi(m[1]);
     EXPECT_EQ(byRank.count(rank), 0u) << "rank " << rank << " printed twice";
-    std::istringstream words(m[2]);
+    std::istringstream words(rest);
     std::string kv;
     while (words >> kv) {
       auto eq = kv.find('=');
@@ -100,23 +98,22 @@ TEST(C10drunOutput, PrefixesEveryLineWithoutInterleaving) {
   ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
 
   // stdout: "[rankR]: outR line I <pad of rank R>" in order per rank, then "[rankR]: tailR".
-  static const std::regex kOut(R"(^\[rank(\d)\]: out(\d) line (\d+) ([a-z]+)$)");
   std::vector<int> next(kRanks, 0);
   std::vector<int> tails(kRanks, 0);
   for (const std::string& line : splitLines(run.out)) {
-    std::smatch m;
-    if (std::regex_match(line, m, kOut)) {
-      int r = std::stoi(m[1]);
-      ASSERT_EQ(m[2], m[1]) << "line of another rank after the prefix: " << line;
-      ASSERT_EQ(std::stoi(m[3]), next[r]) << "rank " << r << " line out of order: " << line;
-      ASSERT_EQ(m[4], std::string(40 + 10 * r, static_cast<char>('a' + r))) << line;
-      ++next[r];
+    int r = -1;
+    std::string rest;
+    ASSERT_TRUE(parsePrefixed(line, &r, &rest)) << "unprefixed line: '" << line << "'";
+    ASSERT_TRUE(r >= 0 && r < kRanks) << line;
+    if (rest == "tail" + std::to_string(r)) {
+      ++tails[r];
       continue;
     }
-    std::smatch t;
-    static const std::regex kTail(R"(^\[rank(\d)\]: tail(\d)$)");
-    ASSERT_TRUE(std::regex_match(line, t, kTail) && t[1] == t[2]) << "bad line: '" << line << "'";
-    ++tails[std::stoi(t[1])];
+    std::string pad(40 + 10 * r, static_cast<char>('a' + r));
+    std::string expected =
+        "out" + std::to_string(r) + " line " + std::to_string(next[r]) + " " + pad;
+    ASSERT_EQ(rest, expected) << "rank " << r << ": mixed or out of order";
+    ++next[r];
   }
   for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(next[r], kLines) << "rank " << r;
@@ -125,13 +122,13 @@ TEST(C10drunOutput, PrefixesEveryLineWithoutInterleaving) {
   EXPECT_EQ(run.out.back(), '\n');
 
   // stderr: its own stream, prefixed the same way.
-  static const std::regex kErr(R"(^\[rank(\d)\]: err(\d) line (\d+)$)");
   std::vector<int> nextErr(kRanks, 0);
   for (const std::string& line : splitLines(run.err)) {
-    std::smatch m;
-    ASSERT_TRUE(std::regex_match(line, m, kErr) && m[1] == m[2]) << "bad line: '" << line << "'";
-    int r = std::stoi(m[1]);
-    ASSERT_EQ(std::stoi(m[3]), nextErr[r]);
+    int r = -1;
+    std::string rest;
+    ASSERT_TRUE(parsePrefixed(line, &r, &rest)) << "unprefixed line: '" << line << "'";
+    ASSERT_TRUE(r >= 0 && r < kRanks) << line;
+    ASSERT_EQ(rest, "err" + std::to_string(r) + " line " + std::to_string(nextErr[r]));
     ++nextErr[r];
   }
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(nextErr[r], kLines) << "rank " << r;

@@ -27,26 +27,27 @@ void expectAllGone(const std::vector<int>& pids) {
 
 TEST(C10drunFailure, FailingRankIsNamedAndOthersStopPromptly) {
   LauncherRun run = runLauncher(
-      {"--nproc-per-node", "3", "--grace-period-s", "5", workerPath(), "fail", "2", "3", "60"});
+      {"--nproc-per-node", "3", "--grace-period-s", "30", workerPath(), "fail", "2", "3", "60"});
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 3) << run.describe();
   EXPECT_NE(run.err.find("c10drun: rank 2 (pid "), std::string::npos) << run.describe();
   EXPECT_NE(run.err.find(") failed: exited with code 3"), std::string::npos) << run.describe();
-  // The sleepers took SIGTERM: no waiting for the grace period, let alone their 60 s.
-  EXPECT_LT(run.seconds, 4.0) << run.describe();
+  // The sleepers took SIGTERM: no waiting for the 30 s grace period, let alone their 60 s
+  // (the margin is for sanitizer builds on a loaded machine).
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
   EXPECT_EQ(run.err.find("SIGKILL"), std::string::npos) << run.describe();
   expectAllGone(numbersAfter(run.out, "pid"));
 }
 
 TEST(C10drunFailure, RankKilledBySignalIsNamed) {
-  LauncherRun run =
-      runLauncher({"--nproc-per-node", "2", workerPath(), "raise", "1", std::to_string(SIGKILL)});
+  LauncherRun run = runLauncher({"--nproc-per-node", "2", "--grace-period-s", "30", workerPath(),
+                                 "raise", "1", std::to_string(SIGKILL)});
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 1) << run.describe();
   EXPECT_NE(run.err.find(") failed: killed by signal 9 (SIGKILL)"), std::string::npos)
       << run.describe();
   EXPECT_NE(run.err.find("c10drun: rank 1 (pid "), std::string::npos) << run.describe();
-  EXPECT_LT(run.seconds, 4.0) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
 }
 
 TEST(C10drunFailure, WorkerIgnoringSigtermIsKilledAfterGracePeriod) {
@@ -63,7 +64,7 @@ TEST(C10drunFailure, WorkerIgnoringSigtermIsKilledAfterGracePeriod) {
   EXPECT_EQ(countOf(run.err, "still running 0.5 s after SIGTERM; sending SIGKILL"), 2)
       << run.describe();
   EXPECT_GE(run.seconds, 0.5) << run.describe();
-  EXPECT_LT(run.seconds, 5.0) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
   expectAllGone(numbersAfter(run.out, "pid"));
   for (int r = 0; r < 3; ++r) unlink((std::string(dir) + "/ready" + std::to_string(r)).c_str());
   rmdir(dir);
@@ -83,7 +84,7 @@ TEST_P(C10drunSignal, IsForwardedToEveryWorker) {
     }
   };
   LauncherRun run =
-      runLauncher({"--nproc-per-node", "3", "--grace-period-s", "10", workerPath(), "trap"}, hooks);
+      runLauncher({"--nproc-per-node", "3", "--grace-period-s", "30", workerPath(), "trap"}, hooks);
   ASSERT_TRUE(sent) << run.describe();
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 128 + sig) << run.describe();
@@ -92,7 +93,7 @@ TEST_P(C10drunSignal, IsForwardedToEveryWorker) {
     std::string line = "[rank" + std::to_string(r) + "]: got " + name + "\n";
     EXPECT_NE(run.out.find(line), std::string::npos) << line << run.describe();
   }
-  EXPECT_LT(run.seconds, 5.0) << run.describe();  // workers exited by themselves, no grace wait
+  EXPECT_LT(run.seconds, 15.0) << run.describe();  // workers exited by themselves, no grace wait
   expectAllGone(numbersAfter(run.out, "ready"));
 }
 
@@ -103,7 +104,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, C10drunSignal, ::testing::Values(SIGINT, SIGTE
 
 TEST(C10drunRestart, SucceedsAfterTwoRestartsWithExactlyThreeAttempts) {
   LauncherRun run = runLauncher({"--nproc-per-node", "2", "--max-restarts", "2", "--grace-period-s",
-                                 "5", workerPath(), "fail-until", "2", "5"});
+                                 "30", workerPath(), "fail-until", "2", "5"});
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 0) << run.describe();
   // Rank 0 always prints before deciding; exactly attempts 0, 1, 2 in order.
@@ -120,12 +121,12 @@ TEST(C10drunRestart, SucceedsAfterTwoRestartsWithExactlyThreeAttempts) {
   EXPECT_EQ(countOf(run.err, ") failed: exited with code 5"), 2) << run.describe();
   EXPECT_NE(run.err.find("restarting the local worker group (restart 1 of 2)"), std::string::npos);
   EXPECT_NE(run.err.find("restarting the local worker group (restart 2 of 2)"), std::string::npos);
-  EXPECT_LT(run.seconds, 6.0) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
 }
 
 TEST(C10drunRestart, ExhaustedRestartsExitNonZero) {
-  LauncherRun run = runLauncher(
-      {"--nproc-per-node", "2", "--max-restarts", "1", workerPath(), "fail-until", "5", "7"});
+  LauncherRun run = runLauncher({"--nproc-per-node", "2", "--max-restarts", "1", "--grace-period-s",
+                                 "30", workerPath(), "fail-until", "5", "7"});
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 7) << run.describe();
   EXPECT_EQ(countOf(run.out, "[rank0]: attempt "), 2) << run.describe();
@@ -133,7 +134,7 @@ TEST(C10drunRestart, ExhaustedRestartsExitNonZero) {
   EXPECT_NE(run.err.find("no restarts left (--max-restarts 1); exiting with code 7"),
             std::string::npos)
       << run.describe();
-  EXPECT_LT(run.seconds, 6.0) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
 }
 
 TEST(C10drunLifetime, WorkersDieWhenLauncherIsKilled) {
@@ -154,12 +155,12 @@ TEST(C10drunLifetime, WorkersDieWhenLauncherIsKilled) {
 
 TEST(C10drunLifetime, StragglersOfAnExitedWorkerNeitherHangNorSurvive) {
   // The worker exits 0 at once, leaving a grandchild that holds its stdout open.
-  LauncherRun run = runLauncher(
-      {"--nproc-per-node", "2", "/bin/sh", "-c", "sleep 60 & echo bg $!; echo done"});
+  LauncherRun run = runLauncher({"--nproc-per-node", "2", "--grace-period-s", "30", "/bin/sh", "-c",
+                                 "sleep 60 & echo bg $!; echo done"});
   ASSERT_TRUE(run.exited) << run.describe();
   EXPECT_EQ(run.exitCode, 0) << run.describe();
   EXPECT_EQ(countOf(run.out, "]: done\n"), 2) << run.describe();
-  EXPECT_LT(run.seconds, 4.0) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
   std::vector<int> stragglers = numbersAfter(run.out, "bg");
   EXPECT_EQ(stragglers.size(), 2u) << run.describe();
   expectAllGone(stragglers);

@@ -153,6 +153,18 @@ bool processAlive(pid_t pid) {
   return state != 'Z' && state != 'X';
 }
 
+bool parsePrefixed(const std::string& line, int* rank, std::string* rest) {
+  const std::string open = "[rank";
+  if (line.compare(0, open.size(), open) != 0) return false;
+  size_t p = open.size();
+  size_t digits = p;
+  while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits == p || line.compare(digits, 3, "]: ") != 0) return false;
+  *rank = std::stoi(line.substr(p, digits - p));
+  *rest = line.substr(digits + 3);
+  return true;
+}
+
 int countOf(const std::string& haystack, const std::string& needle) {
   int n = 0;
   for (size_t at = haystack.find(needle); at != std::string::npos;

@@ -28,7 +28,7 @@ struct LauncherRun {
 };
 
 struct LauncherHooks {
-  std::chrono::milliseconds timeout{20000};
+  std::chrono::milliseconds timeout{40000};
   // Called after each read with the launcher's pid and its output so far.
   std::function<void(pid_t pid, const std::string& out, const std::string& err)> onOutput;
 };
@@ -47,6 +47,9 @@ std::vector<int> numbersAfter(const std::string& text, const std::string& word);
 
 // True while `pid` exists and is not a zombie.
 bool processAlive(pid_t pid);
+
+// Splits "[rankR]: REST" into R and REST; false when `line` has no such prefix.
+bool parsePrefixed(const std::string& line, int* rank, std::string* rest);
 
 // Count of non-overlapping occurrences of `needle` in `haystack`.
 int countOf(const std::string& haystack, const std::string& needle);
