@@ -102,6 +102,27 @@ INSTANTIATE_TEST_SUITE_P(Signals, C10drunSignal, ::testing::Values(SIGINT, SIGTE
                            return info.param == SIGINT ? "SIGINT" : "SIGTERM";
                          });
 
+TEST(C10drunSignalTwice, SecondSignalKillsWorkersWithoutWaitingForGrace) {
+  int sent = 0;
+  LauncherHooks hooks;
+  hooks.onOutput = [&](pid_t pid, const std::string& out, const std::string& err) {
+    if (sent == 0 && countOf(out, "ready ") == 2) {
+      kill(pid, SIGTERM);
+      sent = 1;
+    } else if (sent == 1 && err.find("received SIGTERM") != std::string::npos) {
+      kill(pid, SIGTERM);  // the workers ignore the first; the second must not wait 30 s
+      sent = 2;
+    }
+  };
+  LauncherRun run = runLauncher(
+      {"--nproc-per-node", "2", "--grace-period-s", "30", workerPath(), "ignore-all"}, hooks);
+  ASSERT_EQ(sent, 2) << run.describe();
+  ASSERT_TRUE(run.exited) << run.describe();
+  EXPECT_EQ(run.exitCode, 128 + SIGTERM) << run.describe();
+  EXPECT_LT(run.seconds, 15.0) << run.describe();
+  expectAllGone(numbersAfter(run.out, "ready"));
+}
+
 TEST(C10drunRestart, SucceedsAfterTwoRestartsWithExactlyThreeAttempts) {
   LauncherRun run = runLauncher({"--nproc-per-node", "2", "--max-restarts", "2", "--grace-period-s",
                                  "30", workerPath(), "fail-until", "2", "5"});

@@ -12,6 +12,7 @@
 //   fail-until N CODE        print "attempt C rank R" (C = C10D_RESTART_COUNT); while C < N rank 0
 //                            exits CODE and the others sleep 60 s; then every rank exits 0
 //   pid                      print "ready P", sleep 60 s
+//   ignore-all               ignore SIGINT and SIGTERM, print "ready P", sleep 60 s
 #include <signal.h>
 #include <unistd.h>
 
@@ -145,6 +146,13 @@ int main(int argc, char** argv) {
     say(1, "attempt " + std::to_string(count) + " rank " + std::to_string(rank) + "\n");
     if (count >= std::atoi(argv[2])) return 0;
     if (rank == 0) return std::atoi(argv[3]);
+    sleepSeconds(60);
+    return 0;
+  }
+  if (mode == "ignore-all") {
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    printPidLine("ready");
     sleepSeconds(60);
     return 0;
   }
