@@ -14,6 +14,13 @@
 #endif
 #endif
 
+#if defined(__has_include)
+#if __has_include("backends/verbs/register.h")
+#include "backends/verbs/register.h"
+#define C10D_REGISTER_VERBS 1
+#endif
+#endif
+
 namespace c10d {
 
 namespace {
@@ -40,6 +47,9 @@ thread_local bool registeringBuiltins = false;
 void registerBuiltins() {
 #ifdef C10D_REGISTER_GLOO
   registerGlooBackend();
+#endif
+#ifdef C10D_REGISTER_VERBS
+  registerVerbsBackend();
 #endif
 }
 

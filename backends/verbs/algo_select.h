@@ -1,0 +1,72 @@
+// Algorithm selection for the verbs backend: one table, in one place, chosen by collective,
+// message size, world size and whether all ranks share one host (shm workspace present).
+//
+// Default table (bytes = the tensor's size on one rank):
+//   allreduce       shm workspace: "shm" (direct reduce from peers' slots; one sync per chunk,
+//                   a single sync below C10D_SMALL_BYTES); else <= 64 KiB or fewer elements
+//                   than ranks: "recursive_doubling"; else "ring".
+//   reduce_scatter  "ring"         allgather "ring"         reduce "binomial"
+//   broadcast       shm workspace: "shm"; else <= 256 KiB: "binomial", else "chain" (pipelined)
+//   gather/scatter  "direct"       alltoall "pairwise"
+//   barrier         shm workspace: "shm" (futex barrier), else "dissemination"
+// C10D_ALGO=op:algo[,op:algo...] overrides an entry (e.g. allreduce:ring); an algorithm that
+// cannot run in the current setting (e.g. "shm" without a workspace) falls back to the default.
+//
+// Pure logic; no threads.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <ostream>
+#include <string>
+
+namespace c10d {
+namespace verbs {
+
+struct VerbsConfig;
+
+enum class Collective {
+  kAllreduce,
+  kReduceScatter,
+  kAllgather,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAlltoall,
+  kBarrier
+};
+
+enum class Algo {
+  kShm,
+  kRing,
+  kRecursiveDoubling,
+  kBinomial,
+  kChain,
+  kDirect,
+  kPairwise,
+  kDissemination
+};
+
+const char* toString(Collective c);
+const char* toString(Algo a);
+
+class AlgoSelector {
+ public:
+  explicit AlgoSelector(const VerbsConfig& cfg);
+
+  // `bytes`: per-rank message size; `count`: elements; `shm`: a shm workspace spans the group.
+  Algo select(Collective c, size_t bytes, size_t count, int worldSize, bool shm) const;
+
+  // Parses "op:algo,..."; throws InvalidArgument naming the bad entry.
+  static std::map<Collective, Algo> parseOverrides(const std::string& spec);
+
+  void print(std::ostream& os) const;
+
+ private:
+  Algo byDefault(Collective c, size_t bytes, size_t count, int worldSize, bool shm) const;
+  std::map<Collective, Algo> overrides_;
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,68 @@
+// The collective algorithms of the verbs backend, each written once over Comm (comm.h), one file
+// per algorithm. The dispatchers (allreduce.cc, broadcast.cc, ...) pick one through AlgoSelector.
+//
+// Conventions: every function is collective over the Comm's group and blocks the calling thread
+// until this rank's part is done (or throws TimeoutError / CommError). Buffers are raw bytes plus
+// an element count and dtype; `op` is already a base kind (SUM for PREMUL_SUM/AVG: the
+// dispatchers scale inputs and divide results).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "backends/verbs/algo_select.h"
+#include "backends/verbs/comm.h"
+#include "c10d/reduce_op.h"
+#include "c10d/types.h"
+
+namespace c10d {
+namespace verbs {
+
+// ---- allreduce (in place on data) ----
+// Dispatcher: applies PREMUL_SUM's scale and AVG's division around the chosen algorithm.
+void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
+               const ReduceOp& op, size_t smallBytes);
+void allreduceRing(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
+void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtype,
+                                ReduceOp::Kind op);
+// Needs c.shm(). Divides by the group size itself when `avg` (so it happens once per element).
+void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
+                  size_t smallBytes);
+
+// ---- reduce_scatter: buf holds size() blocks, block r at element offset off[r] with cnt[r]
+// elements; on return block rank() holds the reduction (other blocks are clobbered). ----
+void reduceScatterRing(Comm& c, void* buf, const std::vector<size_t>& off,
+                       const std::vector<size_t>& cnt, DataType dtype, ReduceOp::Kind op);
+// Splits `count` into size() near-equal blocks (the first count % size one element longer).
+void splitBlocks(size_t count, int n, std::vector<size_t>* off, std::vector<size_t>* cnt);
+
+// ---- allgather: blocks[r] (bytes[r] each) receives rank r's block; blocks[rank()] must
+// already hold this rank's data. ----
+void allgatherRing(Comm& c, const std::vector<void*>& blocks, const std::vector<size_t>& bytes);
+
+// ---- broadcast (in place) ----
+void broadcast(Comm& c, const AlgoSelector& sel, void* data, size_t bytes, int root);
+void broadcastBinomial(Comm& c, void* data, size_t bytes, int root);
+void broadcastChain(Comm& c, void* data, size_t bytes, int root);
+void broadcastShm(Comm& c, void* data, size_t bytes, int root);
+
+// ---- reduce to root (root's data in place; others' data untouched) ----
+void reduceBinomial(Comm& c, void* data, size_t count, DataType dtype, const ReduceOp& op,
+                    int root);
+
+// ---- gather / scatter (root's blocks[r], blockBytes each) ----
+void gatherDirect(Comm& c, const std::vector<void*>& blocks, const void* input, size_t bytes,
+                  int root);
+void scatterDirect(Comm& c, const std::vector<const void*>& blocks, void* output, size_t bytes,
+                   int root);
+
+// ---- alltoall: send[r]/sendBytes[r] go to rank r, recv[r]/recvBytes[r] come from rank r ----
+void alltoallPairwise(Comm& c, const std::vector<const void*>& send,
+                      const std::vector<size_t>& sendBytes, const std::vector<void*>& recv,
+                      const std::vector<size_t>& recvBytes);
+
+// ---- barrier ----
+void barrierDissemination(Comm& c);
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,32 @@
+// allreduce dispatcher: PREMUL_SUM scales the input in place first (the buffer is overwritten
+// anyway), the chosen algorithm reduces with the base kind, AVG divides at the end.
+#include "backends/verbs/algorithms.h"
+#include "backends/verbs/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
+               const ReduceOp& op, size_t smallBytes) {
+  if (count == 0) return;
+  if (op.kind == ReduceOp::PREMUL_SUM) scale(data, data, count, dtype, op.scale);
+  const ReduceOp::Kind k = baseKind(op.kind);
+  const bool avg = op.kind == ReduceOp::AVG;
+  if (c.size() == 1) return;
+  const size_t bytes = count * elementSize(dtype);
+  switch (sel.select(Collective::kAllreduce, bytes, count, c.size(), c.shm() != nullptr)) {
+    case Algo::kShm:
+      allreduceShm(c, data, count, dtype, k, avg, smallBytes);
+      return;  // divided already
+    case Algo::kRecursiveDoubling:
+      allreduceRecursiveDoubling(c, data, count, dtype, k);
+      break;
+    default:
+      allreduceRing(c, data, count, dtype, k);
+      break;
+  }
+  if (avg) divide(data, count, dtype, c.size());
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,87 @@
+// Direct shared-memory allreduce for groups whose ranks all share one host.
+//
+// Each rank copies a chunk (C10D_SHM_CHUNK bytes) of its buffer into its staging slot; after a
+// barrier, rank q reduces piece q of the chunk straight from every rank's slot (one pass over n
+// sources) into its own slot, and after the next barrier every rank copies all finished pieces
+// out. That is a reduce-scatter + allgather with no intermediate messages: each rank moves
+// ~5x the chunk through memory (copy in 2, reduce 1 + 1/n, copy out 2). Slots rotate over three
+// sets (shm_transport.h), so the barrier that publishes chunk j's input also says chunk j-1's
+// pieces are reduced: one barrier per chunk, plus one at the end.
+//
+// Small messages (<= C10D_SMALL_BYTES) take one barrier in all: every rank reduces the whole
+// chunk from all slots, in rank order, so all get identical bits.
+#include <algorithm>
+#include <cstring>
+
+#include "backends/verbs/algorithms.h"
+#include "backends/verbs/reduce_kernels.h"
+#include "backends/verbs/shm_transport.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+
+// Piece q of m elements, cut at 64-byte multiples so the kernels stay vector-aligned.
+void piece(size_t m, size_t es, int n, int q, size_t* begin, size_t* end) {
+  const size_t unit = std::max<size_t>(1, 64 / es);
+  const size_t units = (m + unit - 1) / unit;
+  *begin = std::min(m, units * q / n * unit);
+  *end = std::min(m, units * (q + 1) / n * unit);
+}
+
+}  // namespace
+
+void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
+                  size_t smallBytes) {
+  ShmTransport& s = *c.shm();
+  const int n = c.size(), r = c.rank();
+  const size_t es = elementSize(dtype);
+  const size_t chunkElems = s.slotBytes() / es;
+  uint8_t* d = static_cast<uint8_t*>(data);
+  std::vector<const void*> srcs(n);
+
+  if (count * es <= std::min(smallBytes, s.slotBytes())) {
+    const uint64_t t = s.step();
+    std::memcpy(s.slot(r, t), d, count * es);
+    s.barrier(c.checkFn());
+    for (int q = 0; q < n; ++q) srcs[q] = s.slot(q, t);
+    reduceSources(d, srcs.data(), n, count, dtype, op);
+    if (avg) divide(d, count, dtype, n);
+    return;
+  }
+
+  const size_t nChunks = (count + chunkElems - 1) / chunkElems;
+  const uint64_t first = s.step();
+  for (size_t j = 0; j <= nChunks; ++j) {
+    const uint64_t t = first + j;
+    const size_t off = j * chunkElems;
+    const size_t m = j < nChunks ? std::min(chunkElems, count - off) : 0;
+    if (j < nChunks) std::memcpy(s.slot(r, t), d + off * es, m * es);
+    s.barrier(c.checkFn());
+    if (j < nChunks) {
+      size_t a, b;
+      piece(m, es, n, r, &a, &b);
+      if (b > a) {
+        // Own slot first: it is the destination (in place).
+        srcs[0] = s.slot(r, t) + a * es;
+        for (int q = 0, i = 1; q < n; ++q)
+          if (q != r) srcs[i++] = s.slot(q, t) + a * es;
+        reduceSources(s.slot(r, t) + a * es, srcs.data(), n, b - a, dtype, op);
+        if (avg) divide(s.slot(r, t) + a * es, b - a, dtype, n);
+      }
+    }
+    if (j > 0) {
+      const size_t poff = (j - 1) * chunkElems;
+      const size_t pm = std::min(chunkElems, count - poff);
+      for (int q = 0; q < n; ++q) {
+        size_t a, b;
+        piece(pm, es, n, q, &a, &b);
+        if (b > a) std::memcpy(d + (poff + a) * es, s.slot(q, t - 1) + a * es, (b - a) * es);
+      }
+    }
+  }
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,95 @@
+#include "backends/verbs/comm.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "c10d/error.h"
+
+namespace c10d {
+namespace verbs {
+
+Comm::Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, std::string what,
+           Milliseconds timeout)
+    : t_(t),
+      ch_(ch),
+      rank_(rank),
+      size_(size),
+      deadline_(deadline),
+      what_(std::move(what)),
+      timeout_(timeout),
+      lastPeerCheck_(Clock::now()) {
+  checkFn_ = [this] { check(); };
+}
+
+void Comm::check() {
+  t_.checkPeers();
+  if (Clock::now() >= deadline_)
+    C10D_THROW(TimeoutError, what_, " timed out after ", timeout_.count(), " ms on rank ", rank_,
+               " (verbs/", t_.name(), ")");
+}
+
+void Comm::run(std::vector<P2POp>& ops) {
+  std::vector<Interest> interests;
+  for (;;) {
+    uint32_t token = t_.progressToken(ch_);
+    bool progress = false, all = true;
+    interests.clear();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      P2POp& op = ops[i];
+      if (op.done >= op.len) continue;
+      all = false;
+      bool blocked = false;
+      for (size_t j = 0; j < i && !blocked; ++j)
+        blocked = ops[j].peer == op.peer && ops[j].send == op.send && ops[j].done < ops[j].len;
+      if (blocked) continue;
+      size_t n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
+                         : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
+      op.done += n;
+      if (n > 0) progress = true;
+      if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
+    }
+    if (all) return;
+    if (progress) continue;
+    auto now = Clock::now();
+    if (now >= deadline_ || now - lastPeerCheck_ > std::chrono::milliseconds(20)) {
+      lastPeerCheck_ = now;
+      t_.checkPeers();
+      if (now >= deadline_) {
+        std::ostringstream pending;
+        for (const auto& op : ops)
+          if (op.done < op.len)
+            pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
+                    << "/" << op.len << " bytes)";
+        C10D_THROW(TimeoutError, what_, " timed out after ", timeout_.count(), " ms on rank ",
+                   rank_, " (verbs/", t_.name(), "); pending:", pending.str());
+      }
+    }
+    auto left = std::chrono::duration_cast<Milliseconds>(deadline_ - now);
+    t_.wait(ch_, token, interests, std::max(Milliseconds(1), std::min(Milliseconds(10), left)));
+  }
+}
+
+void Comm::send(int peer, const void* buf, size_t n) {
+  std::vector<P2POp> ops{{true, peer, static_cast<uint8_t*>(const_cast<void*>(buf)), n, 0}};
+  run(ops);
+}
+
+void Comm::recv(int peer, void* buf, size_t n) {
+  std::vector<P2POp> ops{{false, peer, static_cast<uint8_t*>(buf), n, 0}};
+  run(ops);
+}
+
+void Comm::sendRecv(int to, const void* sbuf, size_t sn, int from, void* rbuf, size_t rn) {
+  std::vector<P2POp> ops{{true, to, static_cast<uint8_t*>(const_cast<void*>(sbuf)), sn, 0},
+                         {false, from, static_cast<uint8_t*>(rbuf), rn, 0}};
+  run(ops);
+}
+
+uint8_t* Comm::scratch(size_t n, int which) {
+  std::vector<uint8_t>* v = scratch_[which] ? scratch_[which] : &ownScratch_[which];
+  if (v->size() < n) v->resize(n);
+  return v->data();
+}
+
+}  // namespace verbs
+}  // namespace c10d

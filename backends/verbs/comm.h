@@ -1,0 +1,79 @@
+// Comm: blocking point-to-point helpers the collective algorithms are written with.
+//
+// A Comm drives one channel of a Transport on the calling thread: run() progresses a set of sends
+// and receives concurrently (a ring step sends right while it receives from left) until all are
+// done, sleeping in the transport between polls. It enforces the op's deadline (TimeoutError
+// naming the op, the pending peers and byte counts) and checks peers' liveness between sleeps
+// (CommError naming the dead peer). Ops to the same peer in the same direction complete in order.
+//
+// Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
+// one spans the group, and the reduction helpers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/verbs/spin_wait.h"
+#include "backends/verbs/transport.h"
+
+namespace c10d {
+namespace verbs {
+
+class ShmTransport;
+
+struct P2POp {
+  bool send = false;
+  int peer = -1;
+  uint8_t* buf = nullptr;
+  size_t len = 0;
+  size_t done = 0;
+};
+
+class Comm {
+ public:
+  Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, std::string what,
+       Milliseconds timeout);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Transport& transport() const { return t_; }
+  // The group's shm workspace, or null when the group does not share one.
+  ShmTransport* shm() const { return shm_; }
+  void setShm(ShmTransport* s) { shm_ = s; }
+
+  void run(std::vector<P2POp>& ops);
+  void send(int peer, const void* buf, size_t n);
+  void recv(int peer, void* buf, size_t n);
+  void sendRecv(int to, const void* sbuf, size_t sn, int from, void* rbuf, size_t rn);
+
+  // Throws TimeoutError past the deadline and CommError for a dead peer (used by shm waits).
+  void check();
+  const CheckFn& checkFn() const { return checkFn_; }
+
+  // A scratch buffer of at least n bytes (reused across calls of this Comm's owner).
+  uint8_t* scratch(size_t n, int which = 0);
+  void setScratch(std::vector<uint8_t>* a, std::vector<uint8_t>* b) {
+    scratch_[0] = a;
+    scratch_[1] = b;
+  }
+  const std::string& what() const { return what_; }
+
+ private:
+  Transport& t_;
+  const int ch_;
+  const int rank_;
+  const int size_;
+  const Clock::time_point deadline_;
+  const std::string what_;
+  const Milliseconds timeout_;
+  ShmTransport* shm_ = nullptr;
+  std::vector<uint8_t>* scratch_[2] = {nullptr, nullptr};
+  std::vector<uint8_t> ownScratch_[2];
+  Clock::time_point lastPeerCheck_;
+  CheckFn checkFn_;
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,38 @@
+// VerbsConfig: every setting of the verbs backend, declared once in a table (name, default,
+// description), read from ProcessGroup::Options::config first and the environment second, and
+// printable (printConfig, used by `--print-config` of the perf binaries and c10d-info).
+//
+// Pure data; no threads, nothing blocks.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <ostream>
+#include <string>
+
+namespace c10d {
+namespace verbs {
+
+struct VerbsConfig {
+  std::string transport = "auto";   // C10D_TRANSPORT: auto | shm | tcp | ibverbs
+  std::string algo;                 // C10D_ALGO: "op:algo,op:algo" overrides (algo_select.h)
+  size_t shmChunkBytes = 1 << 20;   // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
+  size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
+  int spinUs = 60;                  // C10D_SPIN_US: spin (with sched_yield) before a futex sleep
+  size_t smallBytes = 32 << 10;     // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
+  std::string ibDevice;             // C10D_IB_DEVICE: ibverbs device name (first one if empty)
+  int ibPort = 1;                   // C10D_IB_PORT
+  int ibGidIndex = 0;               // C10D_IB_GID_INDEX (RoCE)
+  std::string tcpIfaddr;            // C10D_TCP_IFADDR: address to advertise (else hostname's)
+  size_t tcpBufBytes = 4 << 20;     // C10D_TCP_BUF: SO_SNDBUF / SO_RCVBUF
+
+  // Reads each setting from `overrides` (keys as the env names, e.g. "C10D_TRANSPORT") or else
+  // the environment; throws InvalidArgument naming the setting on a malformed value.
+  static VerbsConfig load(const std::map<std::string, std::string>& overrides = {});
+};
+
+// Prints the table: name, value in effect, default, description; then the algorithm table.
+void printConfig(std::ostream& os, const VerbsConfig& cfg = VerbsConfig::load());
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,59 @@
+// MrCache: a cache of registered memory regions (ibv_reg_mr is expensive: it pins pages and
+// talks to the NIC), keyed by address range. A request [addr, addr+len) reuses any cached region
+// covering it; a miss registers the page-aligned range and caches it; beyond `maxEntries` the
+// least recently used region is deregistered. Registration itself is pluggable (register/
+// deregister functions), so the bookkeeping is tested without a device.
+//
+// Not thread-safe: each transport owns one and uses it from one thread per channel under its own
+// lock. Deregisters everything on destruction (errors are reported to stderr, never thrown).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+
+namespace c10d {
+namespace verbs {
+
+struct MrRegion {
+  uintptr_t begin = 0;
+  size_t len = 0;
+  void* handle = nullptr;  // ibv_mr* for the real transport
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  bool covers(uintptr_t a, size_t n) const { return a >= begin && a + n <= begin + len; }
+};
+
+class MrCache {
+ public:
+  // `reg(addr, len)` registers and returns the region (throws on failure); `dereg` releases it.
+  using RegisterFn = std::function<MrRegion(void* addr, size_t len)>;
+  using DeregisterFn = std::function<void(const MrRegion&)>;
+
+  MrCache(RegisterFn reg, DeregisterFn dereg, size_t maxEntries = 64, size_t pageBytes = 4096);
+  ~MrCache();
+  MrCache(const MrCache&) = delete;
+  MrCache& operator=(const MrCache&) = delete;
+
+  // The region covering [addr, addr+len) (registering it on a miss).
+  const MrRegion& get(const void* addr, size_t len);
+  // Deregisters every cached region overlapping [addr, addr+len) (e.g. memory being freed).
+  void invalidate(const void* addr, size_t len);
+
+  size_t size() const { return regions_.size(); }
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  size_t evictions() const { return evictions_; }
+
+ private:
+  RegisterFn reg_;
+  DeregisterFn dereg_;
+  const size_t maxEntries_;
+  const size_t pageBytes_;
+  std::list<MrRegion> regions_;  // most recently used first
+  size_t hits_ = 0, misses_ = 0, evictions_ = 0;
+};
+
+}  // namespace verbs
+}  // namespace c10d

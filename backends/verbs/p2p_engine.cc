@@ -1,0 +1,256 @@
+#include "backends/verbs/p2p_engine.h"
+
+#include <pthread.h>
+
+#include <cstring>
+
+#include "c10d/error.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+constexpr uint32_t kMagic = 0xC10D5EEDu;
+}
+
+P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
+                     std::function<void(std::exception_ptr)> onError)
+    : t_(t),
+      rank_(rank),
+      size_(size),
+      group_(std::move(groupName)),
+      onError_(std::move(onError)),
+      sends_(size),
+      incoming_(size) {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "c10d-verbs-p2p");
+    loop();
+  });
+}
+
+P2PEngine::~P2PEngine() {
+  stop();
+}
+
+void P2PEngine::stop() {
+  if (stop_.exchange(true)) {
+    if (thread_.joinable()) thread_.join();
+    return;
+  }
+  t_.wakeSelf(kP2PChannel);
+  if (thread_.joinable()) thread_.join();
+  failAll(std::make_exception_ptr(Error("verbs: group " + group_ + " shut down")));
+}
+
+std::shared_ptr<Work> P2PEngine::send(Tensor t, int dst, int tag, uint64_t seq,
+                                      Milliseconds timeout) {
+  auto work = std::make_shared<Work>(OpType::kSend, seq, group_, timeout);
+  SendOp op;
+  op.work = work;
+  op.peer = dst;
+  op.hdr = Header{kMagic, tag, t.nbytes()};
+  op.data = static_cast<const uint8_t*>(t.data);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (failed_) {
+      work->finish(failed_);
+      return work;
+    }
+    newSends_.push_back(std::move(op));
+  }
+  t_.wakeSelf(kP2PChannel);
+  return work;
+}
+
+std::shared_ptr<Work> P2PEngine::recv(Tensor t, int src, int tag, uint64_t seq,
+                                      Milliseconds timeout) {
+  auto work = std::make_shared<Work>(src < 0 ? OpType::kRecvAnySource : OpType::kRecv, seq, group_,
+                                     timeout);
+  RecvOp op{work, src, tag, static_cast<uint8_t*>(t.data), t.nbytes()};
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (failed_) {
+      work->finish(failed_);
+      return work;
+    }
+    newRecvs_.push_back(std::move(op));
+  }
+  t_.wakeSelf(kP2PChannel);
+  return work;
+}
+
+void P2PEngine::deliverPosted(RecvOp op) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if ((op.src < 0 || op.src == it->src) && op.tag == it->tag) {
+      if (it->data.size() != op.len) {
+        op.work->finish(std::make_exception_ptr(
+            Error(detail::str("verbs: recv of ", op.len, " bytes on rank ", rank_,
+                              " matched a message of ", it->data.size(), " bytes from rank ",
+                              it->src, " (tag ", it->tag, ") in group ", group_))));
+      } else {
+        if (op.len > 0) std::memcpy(op.data, it->data.data(), op.len);
+        op.work->setSourceRank(it->src);
+        op.work->finish();
+      }
+      unexpected_.erase(it);
+      return;
+    }
+  }
+  posted_.push_back(std::move(op));
+}
+
+bool P2PEngine::progressSends(int peer) {
+  bool progress = false;
+  auto& q = sends_[peer];
+  while (!q.empty()) {
+    SendOp& op = q.front();
+    constexpr size_t kH = sizeof(Header);
+    if (op.done < kH) {
+      size_t n = t_.trySend(kP2PChannel, peer, reinterpret_cast<const uint8_t*>(&op.hdr) + op.done,
+                            kH - op.done);
+      op.done += n;
+      progress |= n > 0;
+      if (op.done < kH) return progress;
+    }
+    size_t total = kH + op.hdr.len;
+    if (op.done < total) {
+      size_t n = t_.trySend(kP2PChannel, peer, op.data + (op.done - kH), total - op.done);
+      op.done += n;
+      progress |= n > 0;
+      if (op.done < total) return progress;
+    }
+    op.work->finish();
+    q.pop_front();
+    progress = true;
+  }
+  return progress;
+}
+
+bool P2PEngine::progressIncoming(int peer) {
+  bool progress = false;
+  Incoming& in = incoming_[peer];
+  for (;;) {
+    constexpr size_t kH = sizeof(Header);
+    if (in.hdrDone < kH) {
+      size_t n = t_.tryRecv(kP2PChannel, peer, reinterpret_cast<uint8_t*>(&in.hdr) + in.hdrDone,
+                            kH - in.hdrDone);
+      in.hdrDone += n;
+      progress |= n > 0;
+      if (in.hdrDone < kH) return progress;
+      if (in.hdr.magic != kMagic)
+        C10D_THROW(CommError, "verbs: corrupt p2p stream from rank ", peer, " on rank ", rank_,
+                   " in group ", group_);
+      in.matched = false;
+      in.discard = false;
+      in.done = 0;
+      for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+        if ((it->src < 0 || it->src == peer) && it->tag == in.hdr.tag) {
+          in.target = std::move(*it);
+          posted_.erase(it);
+          in.matched = in.target.len == in.hdr.len;
+          if (!in.matched) {
+            in.target.work->finish(std::make_exception_ptr(
+                Error(detail::str("verbs: recv of ", in.target.len, " bytes on rank ", rank_,
+                                  " matched a message of ", in.hdr.len, " bytes from rank ", peer,
+                                  " (tag ", in.hdr.tag, ") in group ", group_))));
+            in.target = RecvOp{};
+            in.discard = true;
+          }
+          break;
+        }
+      }
+      if (!in.matched) in.buf.assign(in.hdr.len, 0);
+    }
+    if (in.done < in.hdr.len) {
+      uint8_t* dst = in.matched ? in.target.data : in.buf.data();
+      size_t n = t_.tryRecv(kP2PChannel, peer, dst + in.done, in.hdr.len - in.done);
+      in.done += n;
+      progress |= n > 0;
+      if (in.done < in.hdr.len) return progress;
+    }
+    if (in.matched) {
+      in.target.work->setSourceRank(peer);
+      in.target.work->finish();
+      in.target = RecvOp{};
+    } else if (!in.discard) {
+      // A recv may have been posted while this message was arriving.
+      auto it = posted_.begin();
+      while (it != posted_.end() && !((it->src < 0 || it->src == peer) && it->tag == in.hdr.tag))
+        ++it;
+      unexpected_.push_back(Unexpected{peer, in.hdr.tag, std::move(in.buf)});
+      if (it != posted_.end()) {
+        RecvOp op = std::move(*it);
+        posted_.erase(it);
+        deliverPosted(std::move(op));
+      }
+    }
+    in.buf = {};
+    in.hdrDone = 0;
+    progress = true;
+  }
+}
+
+void P2PEngine::failAll(std::exception_ptr e) {
+  std::vector<SendOp> ns;
+  std::vector<RecvOp> nr;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!failed_) failed_ = e;
+    ns.swap(newSends_);
+    nr.swap(newRecvs_);
+  }
+  for (auto& op : ns) op.work->finish(e);
+  for (auto& op : nr) op.work->finish(e);
+  for (auto& q : sends_) {
+    for (auto& op : q) op.work->finish(e);
+    q.clear();
+  }
+  for (auto& op : posted_) op.work->finish(e);
+  posted_.clear();
+  for (auto& in : incoming_)
+    if (in.matched && in.target.work) in.target.work->finish(e);
+}
+
+void P2PEngine::loop() {
+  std::vector<Interest> interests;
+  auto lastCheck = Clock::now();
+  try {
+    while (!stop_.load()) {
+      uint32_t token = t_.progressToken(kP2PChannel);
+      {
+        std::vector<SendOp> ns;
+        std::vector<RecvOp> nr;
+        {
+          std::lock_guard<std::mutex> g(mu_);
+          ns.swap(newSends_);
+          nr.swap(newRecvs_);
+        }
+        for (auto& op : ns) sends_[op.peer].push_back(std::move(op));
+        for (auto& op : nr) deliverPosted(std::move(op));
+      }
+      bool progress = false, pending = !posted_.empty();
+      interests.clear();
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        progress |= progressSends(p);
+        progress |= progressIncoming(p);
+        pending |= !sends_[p].empty() || incoming_[p].hdrDone > 0;
+        interests.push_back(Interest{p, !sends_[p].empty(), true});
+      }
+      if (progress) continue;
+      auto now = Clock::now();
+      if (pending && now - lastCheck > std::chrono::milliseconds(20)) {
+        lastCheck = now;
+        t_.checkPeers();
+      }
+      t_.wait(kP2PChannel, token, interests, Milliseconds(pending ? 10 : 50));
+    }
+  } catch (...) {
+    auto e = std::current_exception();
+    failAll(e);
+    if (onError_) onError_(e);
+  }
+}
+
+}  // namespace verbs
+}  // namespace c10d

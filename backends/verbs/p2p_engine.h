@@ -1,0 +1,113 @@
+// P2PEngine: user-level send/recv (tags, recv from any source) over channel 1 of a Transport.
+//
+// Thread: one, "c10d-verbs-p2p", started by the constructor and joined by stop() / the
+// destructor. It owns channel 1 of the transport. send() and recv() only queue the op (under mu_)
+// and wake the thread; the thread streams each peer's sends in order (a 16-byte header: magic,
+// tag, length; then the payload), reads every incoming message as soon as it arrives, delivers it
+// to the first posted recv that matches (source or any source, and tag) or keeps it as
+// "unexpected" until one is posted. So sends never wait for the matching recv (no deadlock when
+// two ranks send to each other first), at the price of a copy for unexpected messages.
+//
+// Completion: the thread finishes each Work. A dead peer (CommError from the transport) fails
+// every pending Work and is reported through `onError` (the group then marks itself broken);
+// stop() fails what is still pending with Error("shut down"). A recv whose size differs from the
+// message fails with Error naming both sizes. Work::wait's own timeout bounds every caller.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/verbs/spin_wait.h"
+#include "backends/verbs/transport.h"
+#include "c10d/types.h"
+#include "c10d/work.h"
+
+namespace c10d {
+namespace verbs {
+
+class P2PEngine {
+ public:
+  P2PEngine(Transport& t, int rank, int size, std::string groupName,
+            std::function<void(std::exception_ptr)> onError);
+  ~P2PEngine();
+  P2PEngine(const P2PEngine&) = delete;
+  P2PEngine& operator=(const P2PEngine&) = delete;
+
+  std::shared_ptr<Work> send(Tensor t, int dst, int tag, uint64_t seq, Milliseconds timeout);
+  // src == -1: any source.
+  std::shared_ptr<Work> recv(Tensor t, int src, int tag, uint64_t seq, Milliseconds timeout);
+  void stop();
+
+ private:
+  struct Header {
+    uint32_t magic;
+    int32_t tag;
+    uint64_t len;
+  };
+  struct SendOp {
+    std::shared_ptr<Work> work;
+    int peer;
+    Header hdr;
+    const uint8_t* data;
+    size_t done = 0;  // bytes of header + payload sent
+  };
+  struct RecvOp {
+    std::shared_ptr<Work> work;
+    int src;
+    int tag;
+    uint8_t* data;
+    size_t len;
+  };
+  struct Incoming {
+    Header hdr{};
+    size_t hdrDone = 0;
+    bool matched = false;  // payload goes to `target`
+    bool discard = false;  // payload of a size-mismatched message: dropped
+    RecvOp target{};
+    std::vector<uint8_t> buf;  // unexpected payload (or a size-mismatched one being drained)
+    size_t done = 0;
+  };
+  struct Unexpected {
+    int src;
+    int tag;
+    std::vector<uint8_t> data;
+  };
+
+  void loop();
+  bool progressSends(int peer);
+  bool progressIncoming(int peer);
+  void deliverPosted(RecvOp op);
+  void failAll(std::exception_ptr e);
+
+  Transport& t_;
+  const int rank_;
+  const int size_;
+  const std::string group_;
+  std::function<void(std::exception_ptr)> onError_;
+
+  std::mutex mu_;
+  std::vector<SendOp> newSends_;  // guarded by mu_
+  std::vector<RecvOp> newRecvs_;  // guarded by mu_
+  std::exception_ptr failed_;     // guarded by mu_: set once a peer failed
+  std::atomic<bool> stop_{false};
+
+  // Thread-owned state.
+  std::vector<std::deque<SendOp>> sends_;
+  std::list<RecvOp> posted_;
+  std::vector<Incoming> incoming_;
+  std::deque<Unexpected> unexpected_;
+
+  std::thread thread_;
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,322 @@
+#include "backends/verbs/process_group_verbs.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "backends/verbs/algorithms.h"
+#include "backends/verbs/comm.h"
+#include "backends/verbs/ib_transport.h"
+#include "backends/verbs/p2p_engine.h"
+#include "backends/verbs/reduce_kernels.h"
+#include "backends/verbs/shm_transport.h"
+#include "backends/verbs/tcp_transport.h"
+#include "store/prefix_store.h"
+#include "store/store.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+
+std::string hostIdentity() {
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return boot + "|" + host;
+}
+
+}  // namespace
+
+ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int size,
+                                     Options options)
+    : ProcessGroup(store, rank, size, options),
+      cfg_(VerbsConfig::load(options.config)),
+      selector_(cfg_) {
+  // Several verbs groups may share one store: every rank numbers its groups the same way.
+  const std::string prefix =
+      "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
+  const std::string me = hostIdentity() + "|" + std::to_string(getpid());
+  store->set(prefix + "host/" + std::to_string(rank), me);
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(prefix + "host/" + std::to_string(r));
+  store->wait(keys, options.timeout);
+  std::vector<Bytes> ids = store->multiGet(keys);
+  const std::string myHost = me.substr(0, me.rfind('|'));
+  bool allLocal = true;
+  std::vector<int> pids(size);
+  for (int r = 0; r < size; ++r) {
+    std::string id = c10d::toString(ids[r]);
+    auto bar = id.rfind('|');
+    pids[r] = std::atoi(id.c_str() + bar + 1);
+    allLocal &= id.substr(0, bar) == myHost;
+  }
+
+  std::string choice = cfg_.transport;
+  std::string ibReason;
+  if (choice == "auto") {
+    if (allLocal)
+      choice = "shm";
+    else if (ibDeviceAvailable(cfg_, &ibReason))
+      choice = "ibverbs";
+    else
+      choice = "tcp";
+  }
+  auto psPtr = std::make_shared<PrefixStore>(prefix + choice, store);
+  Store& ps = *psPtr;
+  if (choice == "shm") {
+    C10D_CHECK_ARG(allLocal, "verbs: C10D_TRANSPORT=shm but the ranks of group ", name(),
+                   " are not all on one host");
+    auto shm = std::make_unique<ShmTransport>(ps, rank, size, pids, cfg_, options.timeout);
+    shm_ = shm.get();
+    transport_ = std::move(shm);
+  } else if (choice == "tcp") {
+    transport_ = std::make_unique<TcpTransport>(ps, rank, size, cfg_, options.timeout);
+  } else {
+    transport_ = makeIbTransport(ps, rank, size, cfg_, options.timeout);
+  }
+  p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
+                                     [this](std::exception_ptr e) { setBroken(e); });
+}
+
+ProcessGroupVerbs::~ProcessGroupVerbs() {
+  shutdown();
+}
+
+void ProcessGroupVerbs::shutdown() {
+  if (shutdown_) return;
+  shutdown_ = true;
+  if (p2p_) p2p_->stop();
+}
+
+std::string ProcessGroupVerbs::transportName() const {
+  return transport_->name();
+}
+
+bool ProcessGroupVerbs::supports(ReduceOp::Kind op, DataType dtype, Device device) const {
+  return device.isCPU() && isDefined(op, dtype);
+}
+
+template <typename Fn>
+std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
+                                                       Milliseconds timeout, Fn&& fn) {
+  timeout = resolveTimeout(timeout);
+  const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name());
+  try {
+    if (shutdown_) C10D_THROW(Error, what, ": the group was shut down");
+    Comm c(*transport_, kCollectiveChannel, rank(), size(), Clock::now() + timeout, what, timeout);
+    c.setShm(shm_);
+    c.setScratch(&scratch_[0], &scratch_[1]);
+    fn(c);
+    return makeCompletedWork(op, seq, name());
+  } catch (const CommError&) {
+    setBroken(std::current_exception());
+    return makeCompletedWork(op, seq, name(), std::current_exception());
+  } catch (const TimeoutError&) {
+    setBroken(std::current_exception());
+    return makeCompletedWork(op, seq, name(), std::current_exception());
+  } catch (...) {
+    return makeCompletedWork(op, seq, name(), std::current_exception());
+  }
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doBroadcast(Tensor t, const BroadcastOptions& opts,
+                                                     uint64_t seq) {
+  return runCollective(OpType::kBroadcast, seq, opts.timeout, [&](Comm& c) {
+    verbs::broadcast(c, selector_, t.data, t.nbytes(), opts.rootRank);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOptions& opts,
+                                                     uint64_t seq) {
+  return runCollective(OpType::kAllreduce, seq, opts.timeout, [&](Comm& c) {
+    verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, opts.reduceOp, cfg_.smallBytes);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
+                                                              const AllreduceCoalescedOptions& opts,
+                                                              uint64_t seq) {
+  return runCollective(OpType::kAllreduceCoalesced, seq, opts.timeout, [&](Comm& c) {
+    if (tensors.empty()) return;
+    size_t total = 0;
+    for (const auto& t : tensors) total += t.nbytes();
+    // Flatten into a buffer of our own (scratch 0/1 are used by the algorithms).
+    std::vector<uint8_t> flat(total);
+    size_t off = 0;
+    for (const auto& t : tensors) {
+      if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
+      off += t.nbytes();
+    }
+    const DataType dt = tensors[0].dtype;
+    verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt, opts.reduceOp,
+                     cfg_.smallBytes);
+    off = 0;
+    for (const auto& t : tensors) {
+      if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
+      off += t.nbytes();
+    }
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
+                                                  uint64_t seq) {
+  return runCollective(OpType::kReduce, seq, opts.timeout, [&](Comm& c) {
+    reduceBinomial(c, t.data, t.numel, t.dtype, opts.reduceOp, opts.rootRank);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAllgather(const std::vector<Tensor>& outputs,
+                                                     Tensor input, const AllgatherOptions& opts,
+                                                     uint64_t seq) {
+  return runCollective(OpType::kAllgather, seq, opts.timeout, [&](Comm& c) {
+    std::vector<void*> blocks(size());
+    for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
+    if (input.nbytes() && blocks[rank()] != input.data)
+      std::memcpy(blocks[rank()], input.data, input.nbytes());
+    allgatherRing(c, blocks, std::vector<size_t>(size(), input.nbytes()));
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAllgatherIntoTensor(Tensor output, Tensor input,
+                                                               const AllgatherOptions& opts,
+                                                               uint64_t seq) {
+  return runCollective(OpType::kAllgatherIntoTensor, seq, opts.timeout, [&](Comm& c) {
+    const size_t b = input.nbytes();
+    std::vector<void*> blocks(size());
+    for (int r = 0; r < size(); ++r) blocks[r] = static_cast<uint8_t*>(output.data) + r * b;
+    if (b && blocks[rank()] != input.data) std::memmove(blocks[rank()], input.data, b);
+    allgatherRing(c, blocks, std::vector<size_t>(size(), b));
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doGather(const std::vector<Tensor>& outputs, Tensor input,
+                                                  const GatherOptions& opts, uint64_t seq) {
+  return runCollective(OpType::kGather, seq, opts.timeout, [&](Comm& c) {
+    std::vector<void*> blocks(size(), nullptr);
+    if (rank() == opts.rootRank)
+      for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
+    gatherDirect(c, blocks, input.data, input.nbytes(), opts.rootRank);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                                   const ScatterOptions& opts, uint64_t seq) {
+  return runCollective(OpType::kScatter, seq, opts.timeout, [&](Comm& c) {
+    std::vector<const void*> blocks(size(), nullptr);
+    if (rank() == opts.rootRank)
+      for (int r = 0; r < size(); ++r) blocks[r] = inputs[r].data;
+    scatterDirect(c, blocks, output.data, output.nbytes(), opts.rootRank);
+  });
+}
+
+void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
+                                          const std::vector<const void*>& inputs,
+                                          const ReduceOp& op) {
+  const size_t cnt = output.numel, b = output.nbytes();
+  const int n = size();
+  if (cnt == 0) return;
+  // Work on a copy (inputs stay untouched), scaled on the way in for PREMUL_SUM.
+  std::vector<uint8_t> flat(b * n);
+  for (int r = 0; r < n; ++r) {
+    if (op.kind == ReduceOp::PREMUL_SUM)
+      scale(flat.data() + r * b, inputs[r], cnt, output.dtype, op.scale);
+    else
+      std::memcpy(flat.data() + r * b, inputs[r], b);
+  }
+  std::vector<size_t> off(n), counts(n, cnt);
+  for (int r = 0; r < n; ++r) off[r] = r * cnt;
+  reduceScatterRing(c, flat.data(), off, counts, output.dtype, baseKind(op.kind));
+  std::memcpy(output.data, flat.data() + rank() * b, b);
+  if (op.kind == ReduceOp::AVG) divide(output.data, cnt, output.dtype, n);
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doReduceScatter(Tensor output,
+                                                         const std::vector<Tensor>& inputs,
+                                                         const ReduceScatterOptions& opts,
+                                                         uint64_t seq) {
+  return runCollective(OpType::kReduceScatter, seq, opts.timeout, [&](Comm& c) {
+    std::vector<const void*> in(size());
+    for (int r = 0; r < size(); ++r) in[r] = inputs[r].data;
+    reduceScatterFlat(c, output, in, opts.reduceOp);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doReduceScatterTensor(Tensor output, Tensor input,
+                                                               const ReduceScatterOptions& opts,
+                                                               uint64_t seq) {
+  return runCollective(OpType::kReduceScatterTensor, seq, opts.timeout, [&](Comm& c) {
+    std::vector<const void*> in(size());
+    for (int r = 0; r < size(); ++r)
+      in[r] = static_cast<const uint8_t*>(input.data) + r * output.nbytes();
+    reduceScatterFlat(c, output, in, opts.reduceOp);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAlltoall(const std::vector<Tensor>& outputs,
+                                                    const std::vector<Tensor>& inputs,
+                                                    const AllToAllOptions& opts, uint64_t seq) {
+  return runCollective(OpType::kAlltoall, seq, opts.timeout, [&](Comm& c) {
+    const int n = size();
+    std::vector<const void*> s(n);
+    std::vector<void*> r(n);
+    std::vector<size_t> sb(n), rb(n);
+    for (int q = 0; q < n; ++q) {
+      s[q] = inputs[q].data;
+      sb[q] = inputs[q].nbytes();
+      r[q] = outputs[q].data;
+      rb[q] = outputs[q].nbytes();
+    }
+    alltoallPairwise(c, s, sb, r, rb);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor input,
+                                                          const std::vector<size_t>& outputSplits,
+                                                          const std::vector<size_t>& inputSplits,
+                                                          const AllToAllOptions& opts,
+                                                          uint64_t seq) {
+  return runCollective(OpType::kAlltoallSingle, seq, opts.timeout, [&](Comm& c) {
+    const int n = size();
+    const size_t es = elementSize(input.dtype);
+    std::vector<const void*> s(n);
+    std::vector<void*> r(n);
+    std::vector<size_t> sb(n), rb(n);
+    size_t so = 0, ro = 0;
+    for (int q = 0; q < n; ++q) {
+      s[q] = static_cast<const uint8_t*>(input.data) + so * es;
+      sb[q] = inputSplits[q] * es;
+      so += inputSplits[q];
+      r[q] = static_cast<uint8_t*>(output.data) + ro * es;
+      rb[q] = outputSplits[q] * es;
+      ro += outputSplits[q];
+    }
+    alltoallPairwise(c, s, sb, r, rb);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, uint64_t seq) {
+  return runCollective(OpType::kBarrier, seq, opts.timeout, [&](Comm& c) {
+    if (size() == 1) return;
+    if (selector_.select(Collective::kBarrier, 0, 0, size(), shm_ != nullptr) == Algo::kShm)
+      shm_->barrier(c.checkFn());
+    else
+      barrierDissemination(c);
+  });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doSend(Tensor t, int dst, const SendRecvOptions& opts,
+                                                uint64_t seq) {
+  return p2p_->send(t, dst, opts.tag, seq, opts.timeout);
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doRecv(Tensor t, int src, const SendRecvOptions& opts,
+                                                uint64_t seq) {
+  return p2p_->recv(t, src, opts.tag, seq, opts.timeout);
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,100 @@
+// ProcessGroupVerbs: c10d's own collective engine ("verbs" in the registry, priority 20, so it is
+// the default where it is built).
+//
+// Setup (the constructor, collective over the group through the Store): every rank publishes its
+// host identity (boot_id + hostname) and pid; the transport is chosen for the group: shm when all
+// ranks share a host, else ibverbs when a device is present, else tcp; C10D_TRANSPORT forces one
+// (settings: config.h; algorithms: algo_select.h).
+//
+// Threads: collectives run to completion on the caller's thread (a hand-off to a worker costs a
+// wake-up larger than a whole small op), so every collective returns an already-completed Work.
+// User send/recv run on the one P2P thread (p2p_engine.h), so they never block the caller.
+//
+// Errors: a dead peer becomes CommError (shm: pidfd of each local peer checked between sleeps;
+// tcp: reset/EOF), an op past its timeout TimeoutError; either completes the op's Work with the
+// error and breaks the group (ProcessGroup::setBroken), since the streams are then out of step.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/verbs/algo_select.h"
+#include "backends/verbs/config.h"
+#include "c10d/process_group.h"
+
+namespace c10d {
+namespace verbs {
+
+class Transport;
+class ShmTransport;
+class P2PEngine;
+class Comm;
+
+class ProcessGroupVerbs : public ProcessGroup {
+ public:
+  ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int size, Options options);
+  ~ProcessGroupVerbs() override;
+
+  std::string backendName() const override { return "verbs"; }
+  bool supports(ReduceOp::Kind op, DataType dtype, Device device) const override;
+  bool supportsDevice(Device device) const override { return device.isCPU(); }
+  void shutdown() override;
+
+  // "shm", "tcp" or "ibverbs": the transport this group runs on.
+  std::string transportName() const;
+  const VerbsConfig& config() const { return cfg_; }
+
+ protected:
+  std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
+                                    uint64_t seq) override;
+  std::shared_ptr<Work> doAllreduce(Tensor tensor, const AllreduceOptions& opts,
+                                    uint64_t seq) override;
+  std::shared_ptr<Work> doAllreduceCoalesced(const std::vector<Tensor>& tensors,
+                                             const AllreduceCoalescedOptions& opts,
+                                             uint64_t seq) override;
+  std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
+                                    const AllgatherOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,
+                                              const AllgatherOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doGather(const std::vector<Tensor>& outputs, Tensor input,
+                                 const GatherOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                  const ScatterOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doReduceScatter(Tensor output, const std::vector<Tensor>& inputs,
+                                        const ReduceScatterOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doReduceScatterTensor(Tensor output, Tensor input,
+                                              const ReduceScatterOptions& opts,
+                                              uint64_t seq) override;
+  std::shared_ptr<Work> doAlltoall(const std::vector<Tensor>& outputs,
+                                   const std::vector<Tensor>& inputs, const AllToAllOptions& opts,
+                                   uint64_t seq) override;
+  std::shared_ptr<Work> doAlltoallSingle(Tensor output, Tensor input,
+                                         const std::vector<size_t>& outputSplits,
+                                         const std::vector<size_t>& inputSplits,
+                                         const AllToAllOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doBarrier(const BarrierOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doSend(Tensor tensor, int dstRank, const SendRecvOptions& opts,
+                               uint64_t seq) override;
+  std::shared_ptr<Work> doRecv(Tensor tensor, int srcRank, const SendRecvOptions& opts,
+                               uint64_t seq) override;
+
+ private:
+  // Runs `fn(comm)` on this thread and returns a completed Work (with the error, if any).
+  template <typename Fn>
+  std::shared_ptr<Work> runCollective(OpType op, uint64_t seq, Milliseconds timeout, Fn&& fn);
+  void reduceScatterFlat(Comm& c, Tensor output, const std::vector<const void*>& inputs,
+                         const ReduceOp& op);
+
+  VerbsConfig cfg_;
+  AlgoSelector selector_;
+  std::unique_ptr<Transport> transport_;
+  ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
+  std::unique_ptr<P2PEngine> p2p_;
+  std::vector<uint8_t> scratch_[2];
+  bool shutdown_ = false;
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,45 @@
+// Binomial-tree reduce to root. In relative ranks (v = rank - root mod n), v receives from
+// v + 2^k for each 2^k below its lowest set bit (in increasing k), reduces, and sends the partial
+// result to v - lowbit(v). Non-root ranks work on a scratch copy so their input stays untouched.
+#include <cstring>
+
+#include "backends/verbs/algorithms.h"
+#include "backends/verbs/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+void reduceBinomial(Comm& c, void* data, size_t count, DataType dtype, const ReduceOp& op,
+                    int root) {
+  if (count == 0) return;
+  const int n = c.size();
+  const size_t bytes = count * elementSize(dtype);
+  const int v = (c.rank() - root + n) % n;
+  const ReduceOp::Kind k = baseKind(op.kind);
+  uint8_t* acc = static_cast<uint8_t*>(data);
+  if (v != 0) {
+    acc = c.scratch(bytes, 1);
+    if (op.kind == ReduceOp::PREMUL_SUM)
+      scale(acc, data, count, dtype, op.scale);
+    else
+      std::memcpy(acc, data, bytes);
+  } else if (op.kind == ReduceOp::PREMUL_SUM) {
+    scale(acc, acc, count, dtype, op.scale);
+  }
+  uint8_t* tmp = n > 1 ? c.scratch(bytes, 0) : nullptr;
+  int mask = 1;
+  for (; mask < n; mask <<= 1) {
+    if (v & mask) {
+      c.send(((v - mask) + root) % n, acc, bytes);
+      break;
+    }
+    if (v + mask < n) {
+      c.recv((v + mask + root) % n, tmp, bytes);
+      reduceTo(acc, tmp, count, dtype, k);
+    }
+  }
+  if (v == 0 && op.kind == ReduceOp::AVG) divide(acc, count, dtype, n);
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,48 @@
+// Ring reduce-scatter. Step s (0..n-2): rank r sends block (r-s-1) mod n (its partial sum) to
+// r+1 and receives block (r-s-2) mod n from r-1, reducing it into its own copy; after n-1 steps
+// block r is complete on rank r. Steps are cut into segments so the receive buffer stays in cache.
+#include <algorithm>
+
+#include "backends/verbs/algorithms.h"
+#include "backends/verbs/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+constexpr size_t kSegmentBytes = 256 << 10;
+}
+
+void splitBlocks(size_t count, int n, std::vector<size_t>* off, std::vector<size_t>* cnt) {
+  off->resize(n);
+  cnt->resize(n);
+  const size_t base = count / n, rem = count % n;
+  for (int i = 0; i < n; ++i) {
+    (*cnt)[i] = base + (static_cast<size_t>(i) < rem ? 1 : 0);
+    (*off)[i] = i * base + std::min<size_t>(i, rem);
+  }
+}
+
+void reduceScatterRing(Comm& c, void* buf, const std::vector<size_t>& off,
+                       const std::vector<size_t>& cnt, DataType dtype, ReduceOp::Kind op) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1) return;
+  const size_t es = elementSize(dtype);
+  const int right = (r + 1) % n, left = (r - 1 + n) % n;
+  uint8_t* base = static_cast<uint8_t*>(buf);
+  const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);
+  uint8_t* tmp = c.scratch(std::min(segElems, *std::max_element(cnt.begin(), cnt.end())) * es + 1);
+  for (int s = 0; s < n - 1; ++s) {
+    const int sb = ((r - s - 1) % n + n) % n, rb = ((r - s - 2) % n + n) % n;
+    const size_t sn = cnt[sb], rn = cnt[rb];
+    for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
+      const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
+      const size_t rk = done < rn ? std::min(segElems, rn - done) : 0;
+      c.sendRecv(right, base + (off[sb] + done) * es, sk * es, left, tmp, rk * es);
+      reduceTo(base + (off[rb] + done) * es, tmp, rk, dtype, op);
+    }
+  }
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,21 @@
+#include "backends/verbs/register.h"
+
+#include "backends/verbs/process_group_verbs.h"
+#include "c10d/registry.h"
+
+namespace c10d {
+
+void registerVerbsBackend() {
+  BackendInfo info;
+  info.name = "verbs";
+  info.description =
+      "c10d's own engine: shared memory on one host, ibverbs or tcp across hosts (CPU tensors)";
+  info.priority = 20;
+  info.available = [](std::string*) { return true; };
+  registerBackend(info, [](std::shared_ptr<Store> store, int rank, int size,
+                           const ProcessGroup::Options& options) {
+    return std::make_shared<verbs::ProcessGroupVerbs>(std::move(store), rank, size, options);
+  });
+}
+
+}  // namespace c10d

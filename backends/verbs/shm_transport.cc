@@ -1,0 +1,254 @@
+#include "backends/verbs/shm_transport.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "c10d/error.h"
+#include "store/store.h"
+
+namespace c10d {
+namespace verbs {
+
+struct alignas(64) ShmTransport::RingCtl {
+  std::atomic<uint64_t> head{0};  // bytes written (by the sender)
+  char pad[56];
+  std::atomic<uint64_t> tail{0};  // bytes read (by the receiver)
+  char pad2[56];
+};
+
+struct alignas(64) ShmTransport::RankCtl {
+  WaitWord doorbell[kNumChannels];
+};
+
+struct alignas(64) ShmTransport::BarrierCtl {
+  std::atomic<uint32_t> count{0};
+  char pad[60];
+  WaitWord generation;
+};
+
+ShmMapping::~ShmMapping() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+}
+
+namespace {
+
+size_t alignUp(size_t x, size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+std::string randomName() {
+  std::random_device rd;
+  uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "/c10d-verbs-%d-%016llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(a));
+  return buf;
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+bool procAlive(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  // A zombie is dead for us: read the state letter of /proc/<pid>/stat.
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(f, line)) return false;
+  auto p = line.rfind(')');
+  return !(p != std::string::npos && p + 2 < line.size() &&
+           (line[p + 2] == 'Z' || line[p + 2] == 'X'));
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<int>& pids,
+                           const VerbsConfig& cfg, Milliseconds timeout)
+    : rank_(rank),
+      size_(size),
+      ringBytes_(cfg.shmRingBytes),
+      slotBytes_(alignUp(cfg.shmChunkBytes, 4096)),
+      spinUs_(cfg.spinUs),
+      pids_(pids) {
+  C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
+  size_t off = 4096;
+  rankCtlOff_ = off;
+  off = alignUp(off + sizeof(RankCtl) * size, 4096);
+  barrierOff_ = off;
+  off = alignUp(off + sizeof(BarrierCtl), 4096);
+  ringCtlOff_ = off;
+  const size_t nRings = static_cast<size_t>(kNumChannels) * size * size;
+  off = alignUp(off + sizeof(RingCtl) * nRings, 4096);
+  ringDataOff_ = off;
+  off += ringBytes_ * nRings;
+  slotOff_ = off;
+  off += slotBytes_ * 3 * size;
+  const size_t total = off;
+
+  Fd fd;
+  if (rank == 0) {
+    shmName_ = randomName();
+    fd.fd = shm_open(shmName_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    C10D_SYSCHECK(fd.fd, "shm_open(", shmName_, ") for the verbs workspace of ", size, " ranks");
+    if (ftruncate(fd.fd, static_cast<off_t>(total)) != 0) {
+      int err = errno;
+      shm_unlink(shmName_.c_str());
+      C10D_THROW(Error, "ftruncate(", shmName_, ", ", total,
+                 " bytes) failed: ", detail::errnoString(err), " (is /dev/shm large enough?)");
+    }
+    store.set("shm/name", shmName_);
+  } else {
+    store.wait({"shm/name"}, timeout);
+    shmName_ = c10d::toString(store.get("shm/name"));
+    fd.fd = shm_open(shmName_.c_str(), O_RDWR, 0600);
+    C10D_SYSCHECK(fd.fd, "shm_open(", shmName_, ") on rank ", rank, " (created by rank 0)");
+  }
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  if (base == MAP_FAILED) {
+    int err = errno;
+    C10D_THROW(Error, "mmap of ", total, " bytes of ", shmName_, " failed on rank ", rank, ": ",
+               detail::errnoString(err));
+  }
+  map_ = std::make_unique<ShmMapping>(base, total);
+  if (store.add("shm/mapped", 1) == size) shm_unlink(shmName_.c_str());
+
+  pidfds_.assign(size, -1);
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+#ifdef SYS_pidfd_open
+    pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
+#endif
+  }
+}
+
+ShmTransport::~ShmTransport() {
+  for (int fd : pidfds_)
+    if (fd >= 0) close(fd);
+  if (rank_ == 0) shm_unlink(shmName_.c_str());  // ENOENT when everyone mapped it: fine
+}
+
+ShmTransport::RingCtl& ShmTransport::ring(int ch, int from, int to) const {
+  size_t idx = (static_cast<size_t>(ch) * size_ + from) * size_ + to;
+  return reinterpret_cast<RingCtl*>(map_->base() + ringCtlOff_)[idx];
+}
+
+uint8_t* ShmTransport::ringData(int ch, int from, int to) const {
+  size_t idx = (static_cast<size_t>(ch) * size_ + from) * size_ + to;
+  return map_->base() + ringDataOff_ + idx * ringBytes_;
+}
+
+ShmTransport::RankCtl& ShmTransport::rankCtl(int r) const {
+  return reinterpret_cast<RankCtl*>(map_->base() + rankCtlOff_)[r];
+}
+
+uint8_t* ShmTransport::slot(int r, uint64_t step) const {
+  return map_->base() + slotOff_ + (static_cast<size_t>(r) * 3 + step % 3) * slotBytes_;
+}
+
+size_t ShmTransport::trySend(int ch, int peer, const void* buf, size_t n) {
+  RingCtl& r = ring(ch, rank_, peer);
+  uint64_t head = r.head.load(std::memory_order_relaxed);
+  uint64_t tail = r.tail.load(std::memory_order_acquire);
+  size_t k = std::min<size_t>(n, ringBytes_ - static_cast<size_t>(head - tail));
+  if (k == 0) return 0;
+  uint8_t* data = ringData(ch, rank_, peer);
+  size_t off = head & (ringBytes_ - 1);
+  size_t first = std::min(k, ringBytes_ - off);
+  std::memcpy(data + off, buf, first);
+  if (k > first) std::memcpy(data, static_cast<const uint8_t*>(buf) + first, k - first);
+  r.head.store(head + k, std::memory_order_release);
+  WaitWord& db = rankCtl(peer).doorbell[ch];
+  db.value.fetch_add(1, std::memory_order_seq_cst);
+  wake(db);
+  return k;
+}
+
+size_t ShmTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
+  RingCtl& r = ring(ch, peer, rank_);
+  uint64_t tail = r.tail.load(std::memory_order_relaxed);
+  uint64_t head = r.head.load(std::memory_order_acquire);
+  size_t k = std::min<size_t>(n, static_cast<size_t>(head - tail));
+  if (k == 0) return 0;
+  const uint8_t* data = ringData(ch, peer, rank_);
+  size_t off = tail & (ringBytes_ - 1);
+  size_t first = std::min(k, ringBytes_ - off);
+  std::memcpy(buf, data + off, first);
+  if (k > first) std::memcpy(static_cast<uint8_t*>(buf) + first, data, k - first);
+  r.tail.store(tail + k, std::memory_order_release);
+  WaitWord& db = rankCtl(peer).doorbell[ch];
+  db.value.fetch_add(1, std::memory_order_seq_cst);
+  wake(db);
+  return k;
+}
+
+uint32_t ShmTransport::progressToken(int ch) {
+  return rankCtl(rank_).doorbell[ch].value.load(std::memory_order_seq_cst);
+}
+
+void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*interests*/,
+                        Milliseconds maxWait) {
+  WaitWord& db = rankCtl(rank_).doorbell[ch];
+  auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
+  const auto spinEnd = Clock::now() + std::chrono::microseconds(spinUs_);
+  for (int i = 0;; ++i) {
+    if (changed()) return;
+    relax();
+    if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
+  }
+  int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(10, maxWait.count())));
+  sleepOn(db, token, ms);
+}
+
+void ShmTransport::wakeSelf(int ch) {
+  WaitWord& db = rankCtl(rank_).doorbell[ch];
+  db.value.fetch_add(1, std::memory_order_seq_cst);
+  wake(db);
+}
+
+void ShmTransport::checkPeers() {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    bool dead;
+    if (pidfds_[r] >= 0) {
+      pollfd p{pidfds_[r], POLLIN, 0};
+      dead = ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+    } else {
+      dead = !procAlive(pids_[r]);
+    }
+    if (dead)
+      C10D_THROW(CommError, "verbs/shm: rank ", r, " (pid ", pids_[r],
+                 ") on this host died; seen by rank ", rank_);
+  }
+}
+
+void ShmTransport::barrier(const CheckFn& check) {
+  ++step_;
+  auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
+  uint32_t gen = b.generation.value.load(std::memory_order_acquire);
+  if (b.count.fetch_add(1, std::memory_order_acq_rel) == static_cast<uint32_t>(size_ - 1)) {
+    b.count.store(0, std::memory_order_relaxed);
+    b.generation.value.store(gen + 1, std::memory_order_seq_cst);
+    wake(b.generation);
+    return;
+  }
+  waitUntil(
+      b.generation, gen, [&] { return b.generation.value.load(std::memory_order_acquire) != gen; },
+      spinUs_, check);
+}
+
+}  // namespace verbs
+}  // namespace c10d

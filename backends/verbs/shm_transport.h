@@ -1,0 +1,108 @@
+// ShmTransport: the transport for ranks on one host, over one shared-memory workspace per group.
+//
+// Setup (collective over the group, through the Store): rank 0 creates a POSIX shm object under
+// a random name, sizes it and publishes the name; every rank maps it and counts itself in; the
+// last one to map it unlinks it, so nothing is left in /dev/shm even if every rank is SIGKILLed
+// afterwards (rank 0 also unlinks it on destruction, in case a rank never arrived).
+//
+// Workspace layout (offsets in Layout):
+//   per rank:   a control block: one doorbell per channel (WaitWord), bumped by whoever changed
+//               one of this rank's streams (data in, or space freed)
+//   barrier:    a sense-free counter + generation WaitWord
+//   rings:      one SPSC byte ring per (channel, sender, receiver): the Transport streams
+//   staging:    three slots per rank of C10D_SHM_CHUNK bytes, used by the direct collectives
+//               (allreduce_shm.cc, broadcast_shm.cc). Barriers are numbered (step()); the slot
+//               of step t is written before barrier t and read by peers only until they reach
+//               barrier t+2, so rotating three slots makes one barrier per pipeline step enough.
+//
+// Peer death: every local peer's pid is known (exchanged through the Store); waiters check a
+// pidfd per peer between sleep slices (every ~10 ms) and throw CommError naming the dead rank.
+//
+// Threads: none. Channel c of each stream is used by one thread per rank (see transport.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/verbs/config.h"
+#include "backends/verbs/spin_wait.h"
+#include "backends/verbs/transport.h"
+
+namespace c10d {
+
+class Store;
+
+namespace verbs {
+
+// Owns one mapping of the group's workspace (munmap on destruction).
+class ShmMapping {
+ public:
+  ShmMapping() = default;
+  ShmMapping(void* base, size_t bytes) : base_(base), bytes_(bytes) {}
+  ~ShmMapping();
+  ShmMapping(const ShmMapping&) = delete;
+  ShmMapping& operator=(const ShmMapping&) = delete;
+  uint8_t* base() const { return static_cast<uint8_t*>(base_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class ShmTransport : public Transport {
+ public:
+  // Collective over `store`'s group. `pids[r]` is rank r's process id (all on this host).
+  ShmTransport(Store& store, int rank, int size, const std::vector<int>& pids,
+               const VerbsConfig& cfg, Milliseconds timeout);
+  ~ShmTransport() override;
+
+  const char* name() const override { return "shm"; }
+  size_t trySend(int ch, int peer, const void* buf, size_t n) override;
+  size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  uint32_t progressToken(int ch) override;
+  void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
+            Milliseconds maxWait) override;
+  void wakeSelf(int ch) override;
+  void checkPeers() override;
+
+  // ---- the direct collectives' view of the workspace ----
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t slotBytes() const { return slotBytes_; }
+  // Rank r's staging slot for barrier number `step` (one of three, rotating).
+  uint8_t* slot(int r, uint64_t step) const;
+  // The number of the next barrier (every rank counts the same sequence).
+  uint64_t step() const { return step_; }
+  // Blocks until every rank arrived (spin, then futex); CommError / TimeoutError via `check`.
+  void barrier(const CheckFn& check);
+  int spinUs() const { return spinUs_; }
+  // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
+  const std::string& shmName() const { return shmName_; }
+
+ private:
+  struct RingCtl;
+  struct RankCtl;
+  struct BarrierCtl;
+  RingCtl& ring(int ch, int from, int to) const;
+  uint8_t* ringData(int ch, int from, int to) const;
+  RankCtl& rankCtl(int r) const;
+
+  const int rank_;
+  const int size_;
+  const size_t ringBytes_;
+  const size_t slotBytes_;
+  const int spinUs_;
+  std::string shmName_;
+  std::unique_ptr<ShmMapping> map_;
+  size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
+  uint64_t step_ = 0;
+  std::vector<int> pids_;
+  std::vector<int> pidfds_;  // -1 where pidfd_open failed (then /proc is checked)
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,43 @@
+#include "backends/verbs/spin_wait.h"
+
+#include <climits>
+#include <ctime>
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
+  // Shared (not FUTEX_PRIVATE): the word lives in memory mapped by several processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
+}
+}  // namespace
+
+void wake(WaitWord& w) {
+  if (w.sleepers.load(std::memory_order_seq_cst) != 0)
+    futex(&w.value, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void sleepOn(WaitWord& w, uint32_t seen, int sliceMs) {
+  w.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (w.value.load(std::memory_order_seq_cst) == seen) {
+    timespec ts{sliceMs / 1000, (sliceMs % 1000) * 1000000L};
+    futex(&w.value, FUTEX_WAIT, seen, &ts);  // EAGAIN / ETIMEDOUT / EINTR: the caller re-checks
+  }
+  w.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+  sched_yield();
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,69 @@
+// Spin-then-sleep waiting on a 32-bit word in (possibly shared) memory.
+//
+// Why: with 4 ranks on 2 cores, pure spinning collapses (a spinning rank steals the core the rank
+// it waits for needs), and sleeping at once costs a futex wake-up (~5-20 us) on every step. So a
+// waiter spins with sched_yield() for a short while (C10D_SHM_SPIN_US, ~50 us) and then sleeps on
+// a futex in slices (10 ms), checking the deadline and the liveness of its peers between slices.
+//
+// Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
+// announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
+//
+// Threads: none. Blocks at most until the deadline; then throws TimeoutError from `onTimeout`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace c10d {
+namespace verbs {
+
+using Clock = std::chrono::steady_clock;
+
+// A word processes wait on, with the count of sleepers beside it (both in shared memory).
+struct alignas(64) WaitWord {
+  std::atomic<uint32_t> value{0};
+  std::atomic<uint32_t> sleepers{0};
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be lock-free");
+
+// Wakes every sleeper on `w` if any announced itself. Call after changing w.value.
+void wake(WaitWord& w);
+
+// What a waiter does between sleep slices: throw CommError for a dead peer, TimeoutError past the
+// deadline. Returns normally to keep waiting.
+using CheckFn = std::function<void()>;
+
+// Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
+// `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
+// never missed). `spinUs` bounds the spin phase; `check` runs between sleep slices.
+template <typename Ready>
+void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int spinUs, const CheckFn& check);
+
+// Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
+void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
+// sched_yield, with a pause instruction first.
+void relax();
+
+template <typename Ready>
+void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int spinUs, const CheckFn& check) {
+  if (ready()) return;
+  const auto spinEnd = Clock::now() + std::chrono::microseconds(spinUs);
+  for (int i = 0;; ++i) {
+    relax();
+    if (ready()) return;
+    if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
+  }
+  for (;;) {
+    uint32_t cur = w.value.load(std::memory_order_seq_cst);
+    if (ready()) return;
+    if (cur == seen) sleepOn(w, seen, 10);
+    seen = w.value.load(std::memory_order_seq_cst);
+    if (ready()) return;
+    check();
+  }
+}
+
+}  // namespace verbs
+}  // namespace c10d

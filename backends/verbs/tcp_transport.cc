@@ -1,0 +1,218 @@
+#include "backends/verbs/tcp_transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "backends/verbs/spin_wait.h"
+#include "c10d/error.h"
+#include "store/store.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+
+struct Hello {
+  int32_t rank;
+  int32_t channel;
+};
+
+std::string localAddress(const VerbsConfig& cfg) {
+  if (!cfg.tcpIfaddr.empty()) return cfg.tcpIfaddr;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string out = "127.0.0.1";
+  if (getaddrinfo(host, nullptr, &hints, &res) == 0 && res) {
+    char buf[INET_ADDRSTRLEN];
+    auto* sin = reinterpret_cast<sockaddr_in*>(res->ai_addr);
+    if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf))) out = buf;
+    freeaddrinfo(res);
+  }
+  return out;
+}
+
+void tune(int fd, const VerbsConfig& cfg) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int buf = static_cast<int>(cfg.tcpBufBytes);
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+void setNonBlocking(int fd) {
+  int fl = fcntl(fd, F_GETFL, 0);
+  C10D_SYSCHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK), "verbs/tcp");
+}
+
+// Blocking full read/write used during setup only, bounded by the listener/connect deadlines.
+void writeAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t k = ::send(fd, c, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    C10D_SYSCHECK(k, "verbs/tcp: sending hello");
+    c += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+}  // namespace
+
+TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
+                           Milliseconds timeout)
+    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size) {
+  for (auto& e : eventFds_) {
+    e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    C10D_SYSCHECK(e, "verbs/tcp: eventfd");
+  }
+  const auto deadline = Clock::now() + timeout;
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  C10D_SYSCHECK(lfd, "verbs/tcp: socket");
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } lcloser{lfd};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  C10D_SYSCHECK(bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), "verbs/tcp: bind");
+  C10D_SYSCHECK(listen(lfd, 1024), "verbs/tcp: listen");
+  socklen_t len = sizeof(addr);
+  C10D_SYSCHECK(getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len), "verbs/tcp");
+  const std::string me = localAddress(cfg) + ":" + std::to_string(ntohs(addr.sin_port));
+  store.set("addr/" + std::to_string(rank), me);
+  for (int q = 0; q < size; ++q) addrs_[q] = c10d::toString(store.get("addr/" + std::to_string(q)));
+
+  // Connect to every higher rank, once per channel.
+  for (int q = rank + 1; q < size; ++q) {
+    const std::string& a = addrs_[q];
+    auto colon = a.rfind(':');
+    sockaddr_in peer{};
+    peer.sin_family = AF_INET;
+    peer.sin_port = htons(static_cast<uint16_t>(std::atoi(a.c_str() + colon + 1)));
+    C10D_CHECK_ARG(inet_pton(AF_INET, a.substr(0, colon).c_str(), &peer.sin_addr) == 1,
+                   "verbs/tcp: bad address '", a, "' of rank ", q);
+    for (int ch = 0; ch < kNumChannels; ++ch) {
+      for (int attempt = 0;; ++attempt) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        C10D_SYSCHECK(s, "verbs/tcp: socket");
+        tune(s, cfg);
+        if (connect(s, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0) {
+          fd(ch, q) = s;
+          break;
+        }
+        int err = errno;
+        close(s);
+        if (Clock::now() >= deadline)
+          C10D_THROW(TimeoutError, "verbs/tcp: rank ", rank, " could not connect to rank ", q,
+                     " at ", a, ": ", detail::errnoString(err));
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 1 << attempt)));
+      }
+      Hello h{rank, ch};
+      writeAll(fd(ch, q), &h, sizeof(h));
+    }
+  }
+  // Accept every lower rank's connections.
+  for (int k = 0; k < rank * kNumChannels; ++k) {
+    pollfd p{lfd, POLLIN, 0};
+    int left =
+        static_cast<int>(std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0 || ::poll(&p, 1, left) <= 0)
+      C10D_THROW(TimeoutError, "verbs/tcp: rank ", rank, " at ", me, " waited ", timeout.count(),
+                 " ms for connections from lower ranks (", k, " of ", rank * kNumChannels,
+                 " arrived)");
+    int s = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    C10D_SYSCHECK(s, "verbs/tcp: accept");
+    tune(s, cfg);
+    Hello h{-1, -1};
+    size_t got = 0;
+    while (got < sizeof(h)) {
+      ssize_t r = ::recv(s, reinterpret_cast<char*>(&h) + got, sizeof(h) - got, 0);
+      if (r <= 0) {
+        close(s);
+        C10D_THROW(CommError, "verbs/tcp: rank ", rank, ": a peer hung up during the hello");
+      }
+      got += static_cast<size_t>(r);
+    }
+    if (h.rank < 0 || h.rank >= rank || h.channel < 0 || h.channel >= kNumChannels ||
+        fd(h.channel, h.rank) != -1) {
+      close(s);
+      C10D_THROW(CommError, "verbs/tcp: rank ", rank, ": bad hello (rank ", h.rank, ", channel ",
+                 h.channel, ")");
+    }
+    fd(h.channel, h.rank) = s;
+  }
+  for (int x : fds_)
+    if (x >= 0) setNonBlocking(x);
+}
+
+TcpTransport::~TcpTransport() {
+  for (int x : fds_)
+    if (x >= 0) close(x);
+  for (int e : eventFds_)
+    if (e >= 0) close(e);
+}
+
+void TcpTransport::fail(int peer, const char* what, int err) {
+  C10D_THROW(CommError, "verbs/tcp: rank ", rank_, ": ", what, " rank ", peer, " at ", addrs_[peer],
+             " failed: ", err ? detail::errnoString(err) : std::string("connection closed by peer"),
+             " (did rank ", peer, " die?)");
+}
+
+size_t TcpTransport::trySend(int ch, int peer, const void* buf, size_t n) {
+  ssize_t k = ::send(fd(ch, peer), buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (k >= 0) return static_cast<size_t>(k);
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+  fail(peer, "send to", errno);
+}
+
+size_t TcpTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
+  ssize_t k = ::recv(fd(ch, peer), buf, n, MSG_DONTWAIT);
+  if (k > 0) return static_cast<size_t>(k);
+  if (k == 0) fail(peer, "recv from", 0);
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+  fail(peer, "recv from", errno);
+}
+
+void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests,
+                        Milliseconds maxWait) {
+  std::vector<pollfd> p;
+  p.reserve(interests.size() + 1);
+  p.push_back(pollfd{eventFds_[ch], POLLIN, 0});
+  for (const auto& i : interests) {
+    short ev = 0;
+    if (i.send) ev |= POLLOUT;
+    if (i.recv) ev |= POLLIN;
+    p.push_back(pollfd{fd(ch, i.peer), ev, 0});
+  }
+  int r = ::poll(p.data(), p.size(), static_cast<int>(maxWait.count()));
+  if (r > 0 && (p[0].revents & POLLIN)) {
+    uint64_t v;
+    ssize_t ignored = read(eventFds_[ch], &v, sizeof(v));
+    (void)ignored;
+  }
+}
+
+void TcpTransport::wakeSelf(int ch) {
+  uint64_t one = 1;
+  ssize_t ignored = write(eventFds_[ch], &one, sizeof(one));
+  (void)ignored;
+}
+
+}  // namespace verbs
+}  // namespace c10d

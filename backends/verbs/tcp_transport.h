@@ -1,0 +1,51 @@
+// TcpTransport: the transport for hosts with neither shared memory nor RDMA between them.
+//
+// Setup (collective, through the Store): each rank listens on an ephemeral port and publishes
+// "address:port" (C10D_TCP_IFADDR, else this host's name resolved to IPv4); the lower rank of
+// every pair connects (retrying until the timeout), once per channel, and introduces itself with
+// a hello {rank, channel}. Sockets are then non-blocking, TCP_NODELAY, with C10D_TCP_BUF buffers.
+//
+// The caller's thread (channel 0) and the p2p thread (channel 1) each poll() only their own
+// sockets plus an eventfd (wakeSelf); there is no extra I/O thread. A reset, EOF or EPIPE on a
+// socket is a CommError naming the peer rank, its address and errno.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/verbs/config.h"
+#include "backends/verbs/transport.h"
+
+namespace c10d {
+
+class Store;
+
+namespace verbs {
+
+class TcpTransport : public Transport {
+ public:
+  TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg, Milliseconds timeout);
+  ~TcpTransport() override;
+
+  const char* name() const override { return "tcp"; }
+  size_t trySend(int ch, int peer, const void* buf, size_t n) override;
+  size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  uint32_t progressToken(int) override { return 0; }
+  void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
+            Milliseconds maxWait) override;
+  void wakeSelf(int ch) override;
+  void checkPeers() override {}
+
+ private:
+  int& fd(int ch, int peer) { return fds_[ch * size_ + peer]; }
+  [[noreturn]] void fail(int peer, const char* what, int err);
+
+  const int rank_;
+  const int size_;
+  std::vector<int> fds_;  // [channel * size + peer]
+  std::vector<std::string> addrs_;
+  int eventFds_[kNumChannels] = {-1, -1};
+};
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,61 @@
+// Transport: the narrow interface every collective algorithm of the verbs backend is written over.
+//
+// A transport gives each ordered pair of ranks, per channel, a reliable, ordered byte stream.
+// Channel 0 carries collectives (driven by the caller's thread), channel 1 carries user send/recv
+// (driven by the backend's p2p thread): each channel is used by exactly one thread per rank, so
+// implementations need no locks on the data path.
+//
+// Everything here is non-blocking except wait(), which sleeps until the channel may have made
+// progress (data arrived, space freed) or `maxWait` passed. Algorithms never call these directly;
+// they go through Comm (comm.h), which adds deadlines, ordering and peer-failure checks.
+//
+// Implementations: shm (same host, shm_transport.h), tcp (tcp_transport.h), ibverbs
+// (ib_transport.h). Errors: CommError naming the peer when a peer died or a connection broke.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "c10d/types.h"
+
+namespace c10d {
+namespace verbs {
+
+constexpr int kCollectiveChannel = 0;
+constexpr int kP2PChannel = 1;
+constexpr int kNumChannels = 2;
+
+// What a waiter is waiting for on one peer (tcp polls exactly these sockets).
+struct Interest {
+  int peer = -1;
+  bool send = false;
+  bool recv = false;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+
+  // Copies up to `n` bytes of `buf` into the stream towards `peer`; returns how many it took.
+  virtual size_t trySend(int ch, int peer, const void* buf, size_t n) = 0;
+  // Copies up to `n` available bytes from `peer`'s stream into `buf`; returns how many.
+  virtual size_t tryRecv(int ch, int peer, void* buf, size_t n) = 0;
+
+  // A value that changes whenever channel `ch` of this rank may have made progress; read it
+  // before polling, pass it to wait() so no event between the poll and the sleep is lost.
+  virtual uint32_t progressToken(int ch) = 0;
+  // Sleeps until progress may be possible on one of `interests`, the token changed, or `maxWait`
+  // passed (spinning first where that pays). Returns without throwing; callers re-poll.
+  virtual void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
+                    Milliseconds maxWait) = 0;
+  // Wakes this rank's own waiter on `ch` (used to hand the p2p thread new work).
+  virtual void wakeSelf(int ch) = 0;
+  // Throws CommError naming the first peer known to be dead or disconnected.
+  virtual void checkPeers() = 0;
+};
+
+}  // namespace verbs
+}  // namespace c10d
