@@ -22,19 +22,19 @@ namespace c10d {
 
 using glooimpl::dispatchBySize;
 using glooimpl::Scratch;
-using glooimpl::tagOf;
 
 std::shared_ptr<Work> ProcessGroupGloo::doBroadcast(Tensor tensor, const BroadcastOptions& opts,
                                                     uint64_t seq) {
-  return enqueue(OpType::kBroadcast, seq, opts.timeout, [this, tensor, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kBroadcast, seq, opts.timeout, [this, tensor, opts, tag]() {
     if (tensor.numel == 0) return Continuation();
     dispatchBySize(tensor.dtype, [&](auto type) {
       using T = decltype(type);
       ::gloo::BroadcastOptions o(context_);
       o.setOutput(static_cast<T*>(tensor.data), tensor.numel);
       o.setRoot(opts.rootRank);
-      o.setTag(tagOf(seq));
-      o.setTimeout(opts.timeout);
+      o.setTag(tag);
+      o.setTimeout(glooimpl::glooTimeout(opts.timeout));
       ::gloo::broadcast(o);
     });
     return Continuation();
@@ -52,7 +52,7 @@ void allgatherFlat(const std::shared_ptr<::gloo::Context>& ctx, Tensor input, vo
     o.setInput(static_cast<T*>(input.data), input.numel);
     o.setOutput(static_cast<T*>(out), input.numel * ctx->size);
     o.setTag(tag);
-    o.setTimeout(timeout);
+    o.setTimeout(glooimpl::glooTimeout(timeout));
     ::gloo::allgather(o);
   });
 }
@@ -62,10 +62,11 @@ void allgatherFlat(const std::shared_ptr<::gloo::Context>& ctx, Tensor input, vo
 std::shared_ptr<Work> ProcessGroupGloo::doAllgather(const std::vector<Tensor>& outputs,
                                                     Tensor input, const AllgatherOptions& opts,
                                                     uint64_t seq) {
-  return enqueue(OpType::kAllgather, seq, opts.timeout, [this, outputs, input, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kAllgather, seq, opts.timeout, [this, outputs, input, opts, tag]() {
     if (input.numel == 0) return Continuation();
     Scratch flat(input.nbytes() * size());
-    allgatherFlat(context_, input, flat.data(), tagOf(seq), opts.timeout);
+    allgatherFlat(context_, input, flat.data(), tag, opts.timeout);
     glooimpl::unflatten(flat.bytes(), outputs);
     return Continuation();
   });
@@ -74,17 +75,19 @@ std::shared_ptr<Work> ProcessGroupGloo::doAllgather(const std::vector<Tensor>& o
 std::shared_ptr<Work> ProcessGroupGloo::doAllgatherIntoTensor(Tensor output, Tensor input,
                                                               const AllgatherOptions& opts,
                                                               uint64_t seq) {
+  const uint32_t tag = nextCollectiveTag();
   return enqueue(OpType::kAllgatherIntoTensor, seq, opts.timeout,
-                 [this, output, input, opts, seq]() {
+                 [this, output, input, opts, tag]() {
                    if (input.numel == 0) return Continuation();
-                   allgatherFlat(context_, input, output.data, tagOf(seq), opts.timeout);
+                   allgatherFlat(context_, input, output.data, tag, opts.timeout);
                    return Continuation();
                  });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::doGather(const std::vector<Tensor>& outputs, Tensor input,
                                                  const GatherOptions& opts, uint64_t seq) {
-  return enqueue(OpType::kGather, seq, opts.timeout, [this, outputs, input, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kGather, seq, opts.timeout, [this, outputs, input, opts, tag]() {
     if (input.numel == 0) return Continuation();
     const bool isRoot = rank() == opts.rootRank;
     std::unique_ptr<Scratch> flat;
@@ -95,8 +98,8 @@ std::shared_ptr<Work> ProcessGroupGloo::doGather(const std::vector<Tensor>& outp
       o.setInput(static_cast<T*>(input.data), input.numel);
       if (isRoot) o.setOutput(static_cast<T*>(flat->data()), input.numel * size());
       o.setRoot(opts.rootRank);
-      o.setTag(tagOf(seq));
-      o.setTimeout(opts.timeout);
+      o.setTag(tag);
+      o.setTimeout(glooimpl::glooTimeout(opts.timeout));
       ::gloo::gather(o);
     });
     if (isRoot) glooimpl::unflatten(flat->bytes(), outputs);
@@ -106,7 +109,8 @@ std::shared_ptr<Work> ProcessGroupGloo::doGather(const std::vector<Tensor>& outp
 
 std::shared_ptr<Work> ProcessGroupGloo::doScatter(Tensor output, const std::vector<Tensor>& inputs,
                                                   const ScatterOptions& opts, uint64_t seq) {
-  return enqueue(OpType::kScatter, seq, opts.timeout, [this, output, inputs, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kScatter, seq, opts.timeout, [this, output, inputs, opts, tag]() {
     if (output.numel == 0) return Continuation();
     dispatchBySize(output.dtype, [&](auto type) {
       using T = decltype(type);
@@ -118,8 +122,8 @@ std::shared_ptr<Work> ProcessGroupGloo::doScatter(Tensor output, const std::vect
       }
       o.setOutput(static_cast<T*>(output.data), output.numel);
       o.setRoot(opts.rootRank);
-      o.setTag(tagOf(seq));
-      o.setTimeout(opts.timeout);
+      o.setTag(tag);
+      o.setTimeout(glooimpl::glooTimeout(opts.timeout));
       ::gloo::scatter(o);
     });
     return Continuation();
@@ -143,7 +147,7 @@ void alltoallvFlat(const std::shared_ptr<::gloo::Context>& ctx, DataType dtype, 
     o.setInput(static_cast<T*>(in), inCounts);
     o.setOutput(static_cast<T*>(out), outCounts);
     o.setTag(tag);
-    o.setTimeout(timeout);
+    o.setTimeout(glooimpl::glooTimeout(timeout));
     ::gloo::alltoallv(o);
   });
 }
@@ -153,14 +157,15 @@ void alltoallvFlat(const std::shared_ptr<::gloo::Context>& ctx, DataType dtype, 
 std::shared_ptr<Work> ProcessGroupGloo::doAlltoall(const std::vector<Tensor>& outputs,
                                                    const std::vector<Tensor>& inputs,
                                                    const AllToAllOptions& opts, uint64_t seq) {
-  return enqueue(OpType::kAlltoall, seq, opts.timeout, [this, outputs, inputs, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kAlltoall, seq, opts.timeout, [this, outputs, inputs, opts, tag]() {
     std::vector<int64_t> inCounts, outCounts;
     for (const Tensor& t : inputs) inCounts.push_back(static_cast<int64_t>(t.numel));
     for (const Tensor& t : outputs) outCounts.push_back(static_cast<int64_t>(t.numel));
     Scratch in(glooimpl::totalBytes(inputs));
     Scratch out(glooimpl::totalBytes(outputs));
     glooimpl::flatten(inputs, in.bytes());
-    alltoallvFlat(context_, inputs[0].dtype, out.data(), outCounts, in.data(), inCounts, tagOf(seq),
+    alltoallvFlat(context_, inputs[0].dtype, out.data(), outCounts, in.data(), inCounts, tag,
                   opts.timeout);
     glooimpl::unflatten(out.bytes(), outputs);
     return Continuation();
@@ -172,21 +177,23 @@ std::shared_ptr<Work> ProcessGroupGloo::doAlltoallSingle(Tensor output, Tensor i
                                                          const std::vector<size_t>& inputSplits,
                                                          const AllToAllOptions& opts,
                                                          uint64_t seq) {
+  const uint32_t tag = nextCollectiveTag();
   return enqueue(OpType::kAlltoallSingle, seq, opts.timeout,
-                 [this, output, input, outputSplits, inputSplits, opts, seq]() {
+                 [this, output, input, outputSplits, inputSplits, opts, tag]() {
                    std::vector<int64_t> inCounts(inputSplits.begin(), inputSplits.end());
                    std::vector<int64_t> outCounts(outputSplits.begin(), outputSplits.end());
                    alltoallvFlat(context_, input.dtype, output.data, outCounts, input.data,
-                                 inCounts, tagOf(seq), opts.timeout);
+                                 inCounts, tag, opts.timeout);
                    return Continuation();
                  });
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::doBarrier(const BarrierOptions& opts, uint64_t seq) {
-  return enqueue(OpType::kBarrier, seq, opts.timeout, [this, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kBarrier, seq, opts.timeout, [this, opts, tag]() {
     ::gloo::BarrierOptions o(context_);
-    o.setTag(tagOf(seq));
-    o.setTimeout(opts.timeout);
+    o.setTag(tag);
+    o.setTimeout(glooimpl::glooTimeout(opts.timeout));
     ::gloo::barrier(o);
     return Continuation();
   });

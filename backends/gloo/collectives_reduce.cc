@@ -31,7 +31,7 @@ void ProcessGroupGloo::runAllreduce(void* data, size_t numel, DataType dtype, Re
     o.setOutput(static_cast<T*>(data), numel);
     o.setReduceFunction(glooimpl::makeReduceFunc(dtype, op.kind));
     o.setTag(tag);
-    o.setTimeout(timeout);
+    o.setTimeout(glooimpl::glooTimeout(timeout));
     ::gloo::allreduce(o);
   });
   glooimpl::postReduce(data, numel, dtype, op, size());
@@ -39,9 +39,9 @@ void ProcessGroupGloo::runAllreduce(void* data, size_t numel, DataType dtype, Re
 
 std::shared_ptr<Work> ProcessGroupGloo::doAllreduce(Tensor tensor, const AllreduceOptions& opts,
                                                     uint64_t seq) {
-  return enqueue(OpType::kAllreduce, seq, opts.timeout, [this, tensor, opts, seq]() {
-    runAllreduce(tensor.data, tensor.numel, tensor.dtype, opts.reduceOp, glooimpl::tagOf(seq),
-                 opts.timeout);
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kAllreduce, seq, opts.timeout, [this, tensor, opts, tag]() {
+    runAllreduce(tensor.data, tensor.numel, tensor.dtype, opts.reduceOp, tag, opts.timeout);
     return Continuation();
   });
 }
@@ -49,14 +49,14 @@ std::shared_ptr<Work> ProcessGroupGloo::doAllreduce(Tensor tensor, const Allredu
 std::shared_ptr<Work> ProcessGroupGloo::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
                                                              const AllreduceCoalescedOptions& opts,
                                                              uint64_t seq) {
-  return enqueue(OpType::kAllreduceCoalesced, seq, opts.timeout, [this, tensors, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kAllreduceCoalesced, seq, opts.timeout, [this, tensors, opts, tag]() {
     if (tensors.empty()) return Continuation();
     const DataType dtype = tensors[0].dtype;
     const size_t bytes = glooimpl::totalBytes(tensors);
     Scratch flat(bytes);
     glooimpl::flatten(tensors, flat.bytes());
-    runAllreduce(flat.data(), bytes / elementSize(dtype), dtype, opts.reduceOp,
-                 glooimpl::tagOf(seq), opts.timeout);
+    runAllreduce(flat.data(), bytes / elementSize(dtype), dtype, opts.reduceOp, tag, opts.timeout);
     glooimpl::unflatten(flat.bytes(), tensors);
     return Continuation();
   });
@@ -64,7 +64,8 @@ std::shared_ptr<Work> ProcessGroupGloo::doAllreduceCoalesced(const std::vector<T
 
 std::shared_ptr<Work> ProcessGroupGloo::doReduce(Tensor tensor, const ReduceOptions& opts,
                                                  uint64_t seq) {
-  return enqueue(OpType::kReduce, seq, opts.timeout, [this, tensor, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kReduce, seq, opts.timeout, [this, tensor, opts, tag]() {
     if (tensor.numel == 0) return Continuation();
     const bool isRoot = rank() == opts.rootRank;
     // Gloo's ring reduce writes partial sums into every rank's output; non-roots reduce in a
@@ -83,8 +84,8 @@ std::shared_ptr<Work> ProcessGroupGloo::doReduce(Tensor tensor, const ReduceOpti
       o.setOutput(static_cast<T*>(data), tensor.numel);
       o.setRoot(opts.rootRank);
       o.setReduceFunction(glooimpl::makeReduceFunc(tensor.dtype, opts.reduceOp.kind));
-      o.setTag(glooimpl::tagOf(seq));
-      o.setTimeout(opts.timeout);
+      o.setTag(tag);
+      o.setTimeout(glooimpl::glooTimeout(opts.timeout));
       ::gloo::reduce(o);
     });
     if (isRoot) glooimpl::postReduce(data, tensor.numel, tensor.dtype, opts.reduceOp, size());
@@ -96,12 +97,13 @@ std::shared_ptr<Work> ProcessGroupGloo::doReduceScatter(Tensor output,
                                                         const std::vector<Tensor>& inputs,
                                                         const ReduceScatterOptions& opts,
                                                         uint64_t seq) {
-  return enqueue(OpType::kReduceScatter, seq, opts.timeout, [this, output, inputs, opts, seq]() {
+  const uint32_t tag = nextCollectiveTag();
+  return enqueue(OpType::kReduceScatter, seq, opts.timeout, [this, output, inputs, opts, tag]() {
     if (output.numel == 0) return Continuation();
     Scratch flat(glooimpl::totalBytes(inputs));
     glooimpl::flatten(inputs, flat.bytes());
-    runAllreduce(flat.data(), output.numel * size(), output.dtype, opts.reduceOp,
-                 glooimpl::tagOf(seq), opts.timeout);
+    runAllreduce(flat.data(), output.numel * size(), output.dtype, opts.reduceOp, tag,
+                 opts.timeout);
     std::memcpy(output.data, flat.bytes() + rank() * output.nbytes(), output.nbytes());
     return Continuation();
   });
@@ -110,13 +112,13 @@ std::shared_ptr<Work> ProcessGroupGloo::doReduceScatter(Tensor output,
 std::shared_ptr<Work> ProcessGroupGloo::doReduceScatterTensor(Tensor output, Tensor input,
                                                               const ReduceScatterOptions& opts,
                                                               uint64_t seq) {
+  const uint32_t tag = nextCollectiveTag();
   return enqueue(
-      OpType::kReduceScatterTensor, seq, opts.timeout, [this, output, input, opts, seq]() {
+      OpType::kReduceScatterTensor, seq, opts.timeout, [this, output, input, opts, tag]() {
         if (output.numel == 0) return Continuation();
         Scratch flat(input.nbytes());
         std::memcpy(flat.data(), input.data, input.nbytes());
-        runAllreduce(flat.data(), input.numel, input.dtype, opts.reduceOp, glooimpl::tagOf(seq),
-                     opts.timeout);
+        runAllreduce(flat.data(), input.numel, input.dtype, opts.reduceOp, tag, opts.timeout);
         std::memcpy(output.data, flat.bytes() + rank() * output.nbytes(), output.nbytes());
         return Continuation();
       });

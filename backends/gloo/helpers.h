@@ -64,6 +64,12 @@ size_t totalBytes(const std::vector<Tensor>& tensors);
 void preReduce(void* data, size_t numel, DataType dtype, const ReduceOp& op);
 void postReduce(void* data, size_t numel, DataType dtype, const ReduceOp& op, int groupSize);
 
+// Gloo treats a zero timeout as an error (alltoall) or as "none"; the core allows 0 ms, which
+// here means "the shortest wait".
+inline Milliseconds glooTimeout(Milliseconds t) {
+  return t < Milliseconds(1) ? Milliseconds(1) : t;
+}
+
 // The tag of an op: the low 32 bits of its sequence number (unique among ops in flight).
 inline uint32_t tagOf(uint64_t seq) {
   return static_cast<uint32_t>(seq);

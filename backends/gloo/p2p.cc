@@ -8,6 +8,7 @@
 
 #include <gloo/transport/unbound_buffer.h>
 
+#include "backends/gloo/helpers.h"
 #include "backends/gloo/p2p_waiters.h"
 #include "backends/gloo/p2p_work.h"
 #include "backends/gloo/process_group_gloo.h"
@@ -81,9 +82,9 @@ std::shared_ptr<Work> ProcessGroupGloo::postP2p(Tensor tensor, int peer, bool is
   C10D_CHECK_ARG(peer != rank(), "gloo: ", isSend ? "send to" : "recv from", " self (rank ", rank(),
                  ") is not supported in group ", name());
   const OpType op = isSend ? OpType::kSend : (peer < 0 ? OpType::kRecvAnySource : OpType::kRecv);
-  auto work = std::make_shared<glooimpl::P2pWork>(op, seq, name(), opts.timeout,
-                                                  buffer(tensor.data, tensor.nbytes()), !isSend);
-  const Milliseconds timeout = opts.timeout;
+  auto work = std::make_shared<glooimpl::P2pWork>(op, seq, name(), opts.timeout, *context_,
+                                                  tensor.data, tensor.nbytes(), !isSend);
+  const Milliseconds timeout = glooimpl::glooTimeout(opts.timeout);
   const uint64_t slot = p2pSlot(opts.tag);
   std::weak_ptr<glooimpl::P2pWork> weak = work;
   return enqueueWork(work, [this, work, weak, peer, isSend, slot, timeout]() -> Continuation {

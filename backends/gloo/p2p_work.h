@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
 #include "c10d/error.h"
@@ -17,9 +18,14 @@ namespace glooimpl {
 
 class P2pWork : public Work {
  public:
+  // Gloo cannot post a 0-byte recv (and a recv from any source must still learn its source), so
+  // an empty tensor travels as one dummy byte owned by the Work.
   P2pWork(OpType op, uint64_t seq, std::string group, Milliseconds timeout,
-          std::unique_ptr<::gloo::transport::UnboundBuffer> buf, bool isRecv)
-      : Work(op, seq, std::move(group), timeout), buf_(std::move(buf)), isRecv_(isRecv) {}
+          ::gloo::Context& context, void* data, size_t bytes, bool isRecv)
+      : Work(op, seq, std::move(group), timeout),
+        buf_(bytes > 0 ? context.createUnboundBuffer(data, bytes)
+                       : context.createUnboundBuffer(&dummy_, 1)),
+        isRecv_(isRecv) {}
 
   ::gloo::transport::UnboundBuffer& buffer() { return *buf_; }
   bool isRecv() const { return isRecv_; }
@@ -42,6 +48,7 @@ class P2pWork : public Work {
     }
   }
 
+  uint64_t dummy_ = 0;
   const std::unique_ptr<::gloo::transport::UnboundBuffer> buf_;
   const bool isRecv_;
 };

@@ -129,11 +129,6 @@ bool ProcessGroupGloo::supports(ReduceOp::Kind op, DataType dtype, Device device
   return device.isCPU() && isDefined(op, dtype);
 }
 
-std::unique_ptr<::gloo::transport::UnboundBuffer> ProcessGroupGloo::buffer(void* ptr,
-                                                                           size_t bytes) const {
-  return context_->createUnboundBuffer(ptr, bytes);
-}
-
 std::shared_ptr<Work> ProcessGroupGloo::enqueue(OpType op, uint64_t seq, Milliseconds timeout,
                                                 TaskFn fn) {
   return enqueueWork(std::make_shared<Work>(op, seq, name(), timeout), std::move(fn));

@@ -27,6 +27,7 @@
 //   running collective finish or time out, and joins every thread it started. Never throws.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -127,7 +128,6 @@ class ProcessGroupGloo : public ProcessGroup {
   std::exception_ptr handleFailure(const Work& work, std::exception_ptr error);
   // "rank N (host:port)" for the peer named in a gloo message, or "" when none matches.
   std::string peerFromMessage(const std::string& msg) const;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> buffer(void* ptr, size_t bytes) const;
   std::shared_ptr<Work> postP2p(Tensor tensor, int peer, bool isSend, const SendRecvOptions& opts,
                                 uint64_t seq);
   // Wraps `first` (the error that broke the group) for an op that could not run because of it.
@@ -137,7 +137,12 @@ class ProcessGroupGloo : public ProcessGroup {
   void runAllreduce(void* data, size_t numel, DataType dtype, ReduceOp op, uint32_t tag,
                     Milliseconds timeout);
 
+  // Gloo matches collectives by tag, which must agree across ranks. The core's sequence numbers
+  // do not (p2p ops count per rank), so collectives take tags from their own counter.
+  uint32_t nextCollectiveTag() { return collectiveTag_++; }
+
   const GlooConfig config_;
+  std::atomic<uint32_t> collectiveTag_{0};
   std::string boundAddress_;
   std::shared_ptr<Store> peerStore_;  // this group's rendezvous scope: pair addresses by rank
   std::shared_ptr<::gloo::transport::Device> device_;

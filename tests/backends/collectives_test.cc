@@ -1,0 +1,50 @@
+// Conformance: every collective x dtype x supported reduce op x count {0, 1, 7}, plus a
+// representative subset at 1,000,003 elements, per backend and world size {1, 2, 3, 4, 8}.
+// The full sweep at 1,000,003 elements is sweep_test.cc (ctest label "sweep").
+#include <tuple>
+
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+class Collectives : public ::testing::TestWithParam<std::tuple<BackendParam, int>> {};
+
+TEST_P(Collectives, EveryOpDtypeAndCount) {
+  const BackendParam p = std::get<0>(GetParam());
+  const int ws = std::get<1>(GetParam());
+  const std::string path = uniqueTempPath("collectives");
+  MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(110);
+  expectAllRanksOk(
+      ws,
+      [&](int rank, int size) {
+        auto pg = makeGroup(p, path, rank, size);
+        runSweep(*pg, p, SweepOptions{});
+        SweepOptions big;
+        big.counts = {1000003};
+        big.only = {{DataType::kFloat32, ReduceOp::SUM},
+                    {DataType::kInt32, ReduceOp::MAX},
+                    {DataType::kBFloat16, ReduceOp::SUM},
+                    {DataType::kFloat16, ReduceOp::AVG},
+                    {DataType::kFloat64, ReduceOp::PREMUL_SUM}};
+        big.dataMovement = size <= 4;  // the 8-rank large data moves run in the sweep label
+        big.pointToPoint = size <= 4;
+        runSweep(*pg, p, big);
+      },
+      mp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Collectives,
+                         ::testing::Combine(::testing::ValuesIn(conformanceBackends()),
+                                            ::testing::Values(1, 2, 3, 4, 8)),
+                         [](const auto& info) {
+                           return paramName(std::get<0>(info.param), std::get<1>(info.param));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Collectives);
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d

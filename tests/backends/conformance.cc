@@ -1,0 +1,286 @@
+#include "tests/backends/conformance.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "c10d/registry.h"
+#include "store/file_store.h"
+
+namespace c10d {
+namespace test {
+
+std::string BackendParam::label() const {
+  return backend + "_" + (device.isCPU() ? std::string("cpu") : std::string("cuda"));
+}
+
+std::vector<BackendParam> conformanceBackends() {
+  std::vector<BackendParam> out;
+  for (const char* name : {"gloo"}) {
+    if (!isBackendRegistered(name)) continue;
+    BackendParam p;
+    p.backend = name;
+    p.device = Device::cpu();
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string paramName(const BackendParam& p, int worldSize) {
+  return p.label() + "_ws" + std::to_string(worldSize);
+}
+
+Buffer::Buffer(const BackendParam& p, size_t numel, DataType dtype)
+    : p_(&p), numel_(numel), dtype_(dtype), host_((numel * elementSize(dtype) + 7) / 8 + 1) {
+  if (p.alloc) dev_ = p.alloc(numel * elementSize(dtype) + 8);
+}
+
+Buffer::~Buffer() {
+  if (dev_ != nullptr && p_->free) p_->free(dev_);
+}
+
+Buffer::Buffer(Buffer&& o) noexcept
+    : p_(o.p_), numel_(o.numel_), dtype_(o.dtype_), host_(std::move(o.host_)), dev_(o.dev_) {
+  o.dev_ = nullptr;
+}
+
+Tensor Buffer::tensor() const {
+  void* data = dev_ != nullptr ? dev_ : const_cast<uint64_t*>(host_.data());
+  return Tensor(numel_ == 0 ? nullptr : data, numel_, dtype_, p_->device);
+}
+
+void Buffer::upload() {
+  if (dev_ != nullptr) p_->toDevice(dev_, host_.data(), numel_ * elementSize(dtype_));
+}
+
+void Buffer::download() {
+  if (dev_ != nullptr) p_->toHost(host_.data(), dev_, numel_ * elementSize(dtype_));
+}
+
+double Buffer::get(size_t i) const {
+  const auto* b = reinterpret_cast<const uint8_t*>(host_.data());
+  switch (dtype_) {
+    case DataType::kFloat32: {
+      float v;
+      std::memcpy(&v, b + 4 * i, 4);
+      return v;
+    }
+    case DataType::kFloat64: {
+      double v;
+      std::memcpy(&v, b + 8 * i, 8);
+      return v;
+    }
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      uint16_t v;
+      std::memcpy(&v, b + 2 * i, 2);
+      return dtype_ == DataType::kFloat16 ? halfToFloat(v) : bf16ToFloat(v);
+    }
+    case DataType::kInt8:
+      return static_cast<int8_t>(b[i]);
+    case DataType::kUInt8:
+      return b[i];
+    case DataType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, b + 4 * i, 4);
+      return v;
+    }
+    case DataType::kInt64: {
+      int64_t v;
+      std::memcpy(&v, b + 8 * i, 8);
+      return static_cast<double>(v);
+    }
+    case DataType::kBool:
+      return b[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Buffer::set(size_t i, double v) {
+  auto* b = host();
+  switch (dtype_) {
+    case DataType::kFloat32: {
+      float f = static_cast<float>(v);
+      std::memcpy(b + 4 * i, &f, 4);
+      return;
+    }
+    case DataType::kFloat64:
+      std::memcpy(b + 8 * i, &v, 8);
+      return;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      uint16_t h = dtype_ == DataType::kFloat16 ? floatToHalf(static_cast<float>(v))
+                                                : floatToBf16(static_cast<float>(v));
+      std::memcpy(b + 2 * i, &h, 2);
+      return;
+    }
+    case DataType::kInt8:
+      b[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+      return;
+    case DataType::kUInt8:
+      b[i] = static_cast<uint8_t>(v);
+      return;
+    case DataType::kInt32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(b + 4 * i, &x, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(b + 8 * i, &x, 8);
+      return;
+    }
+    case DataType::kBool:
+      b[i] = v != 0 ? 1 : 0;
+      return;
+  }
+}
+
+std::shared_ptr<ProcessGroup> makeGroup(const BackendParam& p, const std::string& storePath,
+                                        int rank, int size, Milliseconds timeout) {
+  auto store = std::make_shared<FileStore>(storePath, size, timeout);
+  ProcessGroup::Options opts;
+  opts.timeout = timeout;
+  return createProcessGroup(p.backend, store, rank, size, opts);
+}
+
+std::vector<DataType> allDataTypes() {
+  std::vector<DataType> out;
+  for (int i = 0; i < kNumDataTypes; ++i) out.push_back(static_cast<DataType>(i));
+  return out;
+}
+
+std::vector<ReduceOp> opsFor(const ProcessGroup& pg, DataType dtype, const Device& dev) {
+  std::vector<ReduceOp> out;
+  for (int k = 0; k < ReduceOp::kNumKinds; ++k) {
+    auto kind = static_cast<ReduceOp::Kind>(k);
+    if (!pg.supports(kind, dtype, dev)) continue;
+    ReduceOp op(kind);
+    if (kind == ReduceOp::PREMUL_SUM) op = ReduceOp::premulSum(premulScale(dtype));
+    out.push_back(op);
+  }
+  return out;
+}
+
+double premulScale(DataType dtype) {
+  return isFloatingPoint(dtype) ? 0.5 : 2.0;
+}
+
+double inputValue(DataType dtype, const ReduceOp& op, int rank, size_t i) {
+  if (dtype == DataType::kBool) return ((i + static_cast<size_t>(rank)) % 5) != 0 ? 1 : 0;
+  if (op.kind == ReduceOp::PRODUCT) return (rank + i) % 3 == 0 ? 2 : 1;
+  const double v = static_cast<double>((static_cast<size_t>(rank) * 7 + i * 3) % 5);
+  const bool isSigned = dtype != DataType::kUInt8;
+  return isSigned ? v - 1 : v + 1;  // -1..3 or 1..5
+}
+
+double reference(DataType dtype, const ReduceOp& op, int size, size_t i) {
+  if (dtype == DataType::kBool) {
+    bool any = false, all = true, x = false;
+    for (int r = 0; r < size; ++r) {
+      bool v = inputValue(dtype, op, r, i) != 0;
+      any = any || v;
+      all = all && v;
+      x = x != v;
+    }
+    switch (op.kind) {
+      case ReduceOp::PRODUCT:
+      case ReduceOp::MIN:
+      case ReduceOp::BAND:
+        return all;
+      case ReduceOp::BXOR:
+        return x;
+      case ReduceOp::AVG:
+        return any && size == 1;  // OR, then integer division by size
+      default:
+        return any;
+    }
+  }
+  if (isFloatingPoint(dtype)) {
+    double acc = op.kind == ReduceOp::PRODUCT ? 1 : 0;
+    double mn = 1e300, mx = -1e300;
+    for (int r = 0; r < size; ++r) {
+      double v = inputValue(dtype, op, r, i);
+      if (op.kind == ReduceOp::PREMUL_SUM) v *= op.scale;
+      acc = op.kind == ReduceOp::PRODUCT ? acc * v : acc + v;
+      mn = std::min(mn, v);
+      mx = std::max(mx, v);
+    }
+    if (op.kind == ReduceOp::MIN) return mn;
+    if (op.kind == ReduceOp::MAX) return mx;
+    if (op.kind == ReduceOp::AVG) return acc / size;
+    return acc;
+  }
+  int64_t acc = op.kind == ReduceOp::PRODUCT ? 1 : (op.kind == ReduceOp::BAND ? -1 : 0);
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  for (int r = 0; r < size; ++r) {
+    auto v = static_cast<int64_t>(inputValue(dtype, op, r, i));
+    if (op.kind == ReduceOp::PREMUL_SUM)
+      v = static_cast<int64_t>(static_cast<double>(v) * op.scale);
+    switch (op.kind) {
+      case ReduceOp::PRODUCT:
+        acc *= v;
+        break;
+      case ReduceOp::BAND:
+        acc &= v;
+        break;
+      case ReduceOp::BOR:
+        acc |= v;
+        break;
+      case ReduceOp::BXOR:
+        acc ^= v;
+        break;
+      default:
+        acc += v;
+    }
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+  if (op.kind == ReduceOp::MIN) return static_cast<double>(mn);
+  if (op.kind == ReduceOp::MAX) return static_cast<double>(mx);
+  if (op.kind == ReduceOp::AVG) return static_cast<double>(acc / size);  // toward zero
+  return static_cast<double>(acc);
+}
+
+void fillInput(Buffer& buf, const ReduceOp& op, int rank, size_t offset) {
+  for (size_t i = 0; i < buf.numel(); ++i)
+    buf.set(i, inputValue(buf.dtype(), op, rank, offset + i));
+  buf.upload();
+}
+
+namespace {
+
+double tolerance(DataType dtype, int worldSize, double want) {
+  const double mag = std::max(1.0, std::fabs(want));
+  switch (dtype) {
+    case DataType::kFloat32:
+      return 1e-6 * mag;
+    case DataType::kFloat64:
+      return 1e-12 * mag;
+    case DataType::kFloat16:
+      return 1e-3 * (worldSize + 1) * mag;
+    case DataType::kBFloat16:
+      return 8e-3 * (worldSize + 1) * mag;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
+                  const std::string& what, int worldSize) {
+  const_cast<Buffer&>(buf).download();
+  for (size_t i = 0; i < buf.numel(); ++i) {
+    const double w = want(i);
+    const double g = buf.get(i);
+    if (std::fabs(g - w) > tolerance(buf.dtype(), worldSize, w)) {
+      ADD_FAILURE() << what << ": element " << i << " of " << buf.numel() << " ("
+                    << toString(buf.dtype()) << ") is " << g << ", expected " << w;
+      return;
+    }
+  }
+}
+
+}  // namespace test
+}  // namespace c10d

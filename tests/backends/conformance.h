@@ -1,0 +1,110 @@
+// Backend conformance suite: shared pieces.
+//
+// The suite is written once and run against every backend in conformanceBackends(): a
+// BackendParam names the registry backend and the device its tensors live on, with the device's
+// allocation and host<->device copies (CPU: plain host memory; a CUDA backend such as NCCL plugs
+// in its cudaMalloc/cudaMemcpy hooks). Every test forks real ranks on localhost
+// (tests/common/multiproc.h) that rendezvous over a FileStore and build the group through the
+// registry, so the tests see the backend exactly as users do.
+//
+// Values and references: inputValue() gives each (rank, element) a small number that every dtype
+// represents exactly; reference() reduces those in double / int64 / bool logic independently of
+// the library's kernels; expectClose() compares exactly for integers and bool, and with a
+// relative tolerance for floats that grows with the world size for f16/bf16.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "c10d/process_group.h"
+
+namespace c10d {
+namespace test {
+
+struct BackendParam {
+  std::string backend;  // registry name
+  Device device = Device::cpu();
+  // Device memory hooks; unset for CPU (host memory is the device memory).
+  std::function<void*(size_t bytes)> alloc;
+  std::function<void(void*)> free;
+  std::function<void(void* dst, const void* src, size_t bytes)> toDevice;
+  std::function<void(void* dst, const void* src, size_t bytes)> toHost;
+
+  std::string label() const;  // "gloo_cpu"
+};
+
+// Backends built into this library that the suite runs against ("gloo" on CPU now; "verbs" and
+// "nccl" are added here when registered).
+std::vector<BackendParam> conformanceBackends();
+
+// gtest printer for parameter names.
+std::string paramName(const BackendParam& p, int worldSize);
+
+// A tensor on the param's device with a host mirror. host() is what tests read and write;
+// upload()/download() move it (no-ops on CPU, where they are the same memory).
+class Buffer {
+ public:
+  Buffer(const BackendParam& p, size_t numel, DataType dtype);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept;
+
+  Tensor tensor() const;
+  uint8_t* host() { return reinterpret_cast<uint8_t*>(host_.data()); }
+  size_t numel() const { return numel_; }
+  DataType dtype() const { return dtype_; }
+  void upload();
+  void download();
+
+  double get(size_t i) const;
+  void set(size_t i, double v);
+
+ private:
+  const BackendParam* p_;
+  size_t numel_;
+  DataType dtype_;
+  std::vector<uint64_t> host_;
+  void* dev_ = nullptr;  // null on CPU
+};
+
+// Group over a FileStore at `storePath` (shared by `size` ranks) through the registry.
+std::shared_ptr<ProcessGroup> makeGroup(const BackendParam& p, const std::string& storePath,
+                                        int rank, int size,
+                                        Milliseconds timeout = Milliseconds(60000));
+
+// Every dtype, and the ops the group supports on it.
+std::vector<DataType> allDataTypes();
+std::vector<ReduceOp> opsFor(const ProcessGroup& pg, DataType dtype, const Device& dev);
+
+// Input value of element i on `rank` for a reduction with `op` (also used, with SUM, for data
+// movement). Exactly representable in dtype.
+double inputValue(DataType dtype, const ReduceOp& op, int rank, size_t i);
+// The scale used for PREMUL_SUM on dtype.
+double premulScale(DataType dtype);
+// Reference reduction over ranks [0, size) of element i.
+double reference(DataType dtype, const ReduceOp& op, int size, size_t i);
+
+// Fills buf with inputValue(rank, offset + i).
+void fillInput(Buffer& buf, const ReduceOp& op, int rank, size_t offset = 0);
+// Checks buf[i] == want(i) for every i (first mismatch only); `what` names the case.
+void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
+                  const std::string& what, int worldSize);
+
+// Runs every collective x dtype x supported op for each count in `counts` (one group, this rank).
+struct SweepOptions {
+  std::vector<size_t> counts{0, 1, 7};
+  bool reductions = true;
+  bool dataMovement = true;
+  bool pointToPoint = true;
+  // Only these (dtype, op) pairs (empty: all).
+  std::vector<std::pair<DataType, ReduceOp::Kind>> only;
+};
+void runSweep(ProcessGroup& pg, const BackendParam& p, const SweepOptions& opts);
+
+}  // namespace test
+}  // namespace c10d

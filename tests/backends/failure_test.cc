@@ -1,0 +1,249 @@
+// Conformance: bad input (rank-local InvalidArgument before communicating, group still usable),
+// a rank SIGKILLed mid-allreduce (CommError / TimeoutError on the others within the op timeout,
+// then the group refuses new ops), an op timing out (TimeoutError naming op and seq),
+// monitoredBarrier naming a missing rank, and shutdown with ops in flight (no hang, no crash).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <tuple>
+
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Failures : public ::testing::TestWithParam<BackendParam> {};
+
+bool contains(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
+
+TEST_P(Failures, BadInputRaisesBeforeCommunicatingAndGroupStillWorks) {
+  const BackendParam bp = GetParam();
+  const std::string path = uniqueTempPath("bad-input");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    Buffer f(bp, 8, DataType::kFloat32), i(bp, 8, DataType::kInt32),
+        big(bp, 16, DataType::kFloat32);
+    const Tensor nullData(nullptr, 4, DataType::kFloat32, bp.device);
+    const Tensor onCuda(f.host(), 8, DataType::kFloat32, Device::cuda(0));
+    const uint64_t seqBefore = pg->sequenceNumber();
+    EXPECT_THROW(pg->allreduce(nullData), InvalidArgument);
+    if (!pg->supportsDevice(Device::cuda(0))) {
+      EXPECT_THROW(pg->allreduce(onCuda), InvalidArgument);
+    }
+    EXPECT_THROW(pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::BXOR, kUnsetTimeout}),
+                 InvalidArgument);
+    EXPECT_THROW(pg->broadcast(f.tensor(), BroadcastOptions{size, kUnsetTimeout}), InvalidArgument);
+    EXPECT_THROW(pg->reduce(f.tensor(), ReduceOptions{ReduceOp::SUM, -1, kUnsetTimeout}),
+                 InvalidArgument);
+    EXPECT_THROW(pg->allgather({f.tensor()}, f.tensor()), InvalidArgument);  // 1 output, 2 ranks
+    EXPECT_THROW(pg->allgather({f.tensor(), i.tensor()}, f.tensor()), InvalidArgument);  // dtype
+    EXPECT_THROW(pg->allgatherIntoTensor(f.tensor(), f.tensor()), InvalidArgument);      // size
+    EXPECT_THROW(pg->reduceScatterTensor(f.tensor(), f.tensor()), InvalidArgument);
+    EXPECT_THROW(pg->alltoallSingle(f.tensor(), f.tensor(), {}, {3, 3}), InvalidArgument);
+    EXPECT_THROW(pg->alltoallSingle(f.tensor(), i.tensor(), {}, {}), InvalidArgument);
+    EXPECT_THROW(pg->send(f.tensor(), rank), InvalidArgument);
+    EXPECT_THROW(pg->recv(f.tensor(), 7), InvalidArgument);
+    EXPECT_THROW(pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::SUM, Milliseconds(-5)}),
+                 InvalidArgument);
+    try {
+      pg->broadcast(f.tensor(), BroadcastOptions{5, kUnsetTimeout});
+    } catch (const InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), "root")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "rank " + std::to_string(rank))) << e.what();
+    }
+    EXPECT_EQ(pg->sequenceNumber(), seqBefore) << "a rejected op consumed a sequence number";
+    // Nothing was sent: the group still works, in step on both ranks.
+    fillInput(big, ReduceOp::SUM, rank);
+    pg->allreduce(big.tensor())->wait();
+    expectValues(
+        big, [&](size_t k) { return reference(DataType::kFloat32, ReduceOp::SUM, size, k); },
+        "allreduce after bad input", size);
+  });
+}
+
+// Rank `victim` SIGKILLs itself right after issuing an allreduce; the others must fail with
+// CommError naming it (or TimeoutError naming op and seq) within the op timeout, then refuse.
+void killedRankCase(const BackendParam& bp, int ws, int victim) {
+  const std::string path = uniqueTempPath("killed");
+  const auto opTimeout = Milliseconds(3000);
+  auto results = runRanks(
+      ws,
+      [&](int rank, int size) {
+        auto pg = makeGroup(bp, path, rank, size, opTimeout);
+        Buffer b(bp, 100003, DataType::kFloat32);
+        constexpr int kBeforeKill = 20;
+        Clock::time_point killedAround{};
+        for (int it = 0;; ++it) {
+          fillInput(b, ReduceOp::SUM, rank);
+          if (it == kBeforeKill) killedAround = Clock::now();
+          std::shared_ptr<Work> w;
+          try {
+            w = pg->allreduce(b.tensor());
+          } catch (const Error& e) {
+            ADD_FAILURE() << "allreduce threw at issue: " << e.what();
+            return;
+          }
+          if (rank == victim && it == kBeforeKill) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            ::raise(SIGKILL);
+          }
+          try {
+            w->wait(Milliseconds(20000));
+          } catch (const CommError& e) {
+            const double s = std::chrono::duration<double>(Clock::now() - killedAround).count();
+            EXPECT_GE(it, kBeforeKill);
+            EXPECT_LT(s, 3.0 + 5.0) << "CommError came " << s << " s after the kill";
+            EXPECT_TRUE(contains(e.what(), "rank " + std::to_string(victim)) ||
+                        contains(e.what(), "peer"))
+                << e.what();
+            std::fprintf(stderr, "[rank %d] CommError after %.2f s: %s\n", rank, s, e.what());
+            break;
+          } catch (const TimeoutError& e) {
+            const double s = std::chrono::duration<double>(Clock::now() - killedAround).count();
+            EXPECT_LT(s, 3.0 + 5.0) << "TimeoutError came " << s << " s after the kill";
+            EXPECT_TRUE(contains(e.what(), "allreduce")) << e.what();
+            EXPECT_TRUE(contains(e.what(), "#")) << e.what();
+            std::fprintf(stderr, "[rank %d] TimeoutError after %.2f s: %s\n", rank, s, e.what());
+            break;
+          }
+          ASSERT_LT(it, kBeforeKill + 50) << "no error long after rank " << victim << " died";
+        }
+        EXPECT_NE(pg->brokenError(), nullptr);
+        // The group is unusable now and says so at once.
+        try {
+          pg->allreduce(b.tensor());
+          ADD_FAILURE() << "a broken group accepted an op";
+        } catch (const Error& e) {
+          EXPECT_TRUE(contains(e.what(), "unusable")) << e.what();
+        }
+      },
+      MultiProcOptions{std::chrono::seconds(60), nullptr});
+  for (const auto& r : results) {
+    if (r.rank == victim) {
+      EXPECT_TRUE(!r.exited && r.signal == SIGKILL) << r.describe();
+    } else {
+      EXPECT_TRUE(r.ok()) << r.describe();
+    }
+  }
+}
+
+TEST_P(Failures, KilledRankBecomesCommErrorOnOthers) {
+  killedRankCase(GetParam(), 3, 2);
+}
+TEST_P(Failures, KilledRankZeroBecomesCommErrorOnOthers) {
+  killedRankCase(GetParam(), 4, 0);
+}
+
+TEST_P(Failures, StuckOpTimesOutNamingOpAndSeq) {
+  const BackendParam bp = GetParam();
+  const std::string path = uniqueTempPath("timeout");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size, Milliseconds(20000));
+    Buffer b(bp, 64, DataType::kInt32);
+    fillInput(b, ReduceOp::SUM, rank);
+    pg->allreduce(b.tensor())->wait();  // seq 0, both ranks
+    if (rank == 0) {
+      const auto start = Clock::now();
+      auto w = pg->allreduce(b.tensor(), AllreduceOptions{ReduceOp::SUM, Milliseconds(1000)});
+      try {
+        w->wait();
+        ADD_FAILURE() << "allreduce without a peer completed";
+      } catch (const TimeoutError& e) {
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        EXPECT_LT(s, 6.0);
+        EXPECT_TRUE(contains(e.what(), "allreduce")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "#1")) << e.what();
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // never joins seq 1
+    }
+  });
+}
+
+TEST_P(Failures, MonitoredBarrierNamesTheMissingRank) {
+  const BackendParam bp = GetParam();
+  const std::string path = uniqueTempPath("monitored");
+  expectAllRanksOk(3, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    pg->monitoredBarrier(Milliseconds(20000));  // everyone arrives
+    if (rank == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+      return;
+    }
+    try {
+      pg->monitoredBarrier(Milliseconds(1000));
+      ADD_FAILURE() << "monitoredBarrier passed without rank 2";
+    } catch (const TimeoutError& e) {
+      if (rank == 0) {
+        EXPECT_TRUE(contains(e.what(), "2")) << e.what();
+      }
+    }
+  });
+}
+
+TEST_P(Failures, ShutdownWithOpsInFlightNeitherHangsNorCrashes) {
+  const BackendParam bp = GetParam();
+  const std::string path = uniqueTempPath("shutdown");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size, Milliseconds(5000));
+    std::vector<Buffer> bufs;
+    std::vector<std::shared_ptr<Work>> works;
+    for (int k = 0; k < 30; ++k) {
+      bufs.emplace_back(bp, 200003, DataType::kFloat32);
+      fillInput(bufs.back(), ReduceOp::SUM, rank);
+    }
+    for (auto& b : bufs) works.push_back(pg->allreduce(b.tensor()));
+    Buffer r(bp, 4, DataType::kInt32);
+    works.push_back(pg->recv(r.tensor(), 1 - rank, SendRecvOptions{99, kUnsetTimeout}));
+    const auto start = Clock::now();
+    if (rank == 0) pg->shutdown();
+    pg->shutdown();  // idempotent; on rank 1 the peer's shutdown shows up as failures
+    for (auto& w : works) {
+      try {
+        w->wait(Milliseconds(15000));
+      } catch (const TimeoutError& e) {
+        ADD_FAILURE() << "op still pending after shutdown: " << e.what();
+      } catch (const Error&) {
+        // shut down, or the peer went away: either is fine
+      }
+      EXPECT_TRUE(w->isCompleted());
+    }
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 12.0);
+    EXPECT_THROW(pg->allreduce(bufs[0].tensor())->wait(), Error);
+    pg.reset();  // destructor after shutdown
+  });
+}
+
+TEST_P(Failures, DestructorWithQueuedOpsDoesNotHang) {
+  const BackendParam bp = GetParam();
+  const std::string path = uniqueTempPath("dtor");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    std::vector<std::shared_ptr<Work>> works;
+    std::vector<Buffer> bufs;
+    for (int k = 0; k < 10; ++k) bufs.emplace_back(bp, 100003, DataType::kInt64);
+    {
+      auto pg = makeGroup(bp, path, rank, size, Milliseconds(5000));
+      for (auto& b : bufs) works.push_back(pg->allreduce(b.tensor()));
+    }
+    for (auto& w : works) {
+      EXPECT_TRUE(w->isCompleted());
+      w->exception();  // success, "shut down", or the peer's loss
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Failures, ::testing::ValuesIn(conformanceBackends()),
+                         [](const auto& info) { return info.param.label(); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Failures);
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d

@@ -1,0 +1,277 @@
+// Verbs-backend-specific tests: the device-free pieces (config and algorithm tables, ibverbs
+// address exchange, ring chunking, the registration cache), the shm workspace leaving nothing in
+// /dev/shm, every algorithm variant and the tcp transport through the conformance sweep, and a
+// killed rank turning into CommError on the others. The shared conformance suite covers the
+// default (shm) configuration.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/verbs/algo_select.h"
+#include "backends/verbs/config.h"
+#include "backends/verbs/ib_addr.h"
+#include "backends/verbs/ib_transport.h"
+#include "backends/verbs/mr_cache.h"
+#include "backends/verbs/process_group_verbs.h"
+#include "store/file_store.h"
+#include "store/hash_store.h"
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace verbs {
+namespace {
+
+using test::expectAllRanksOk;
+using test::uniqueTempPath;
+
+std::shared_ptr<ProcessGroupVerbs> makeVerbs(const std::string& path, int rank, int size,
+                                             std::map<std::string, std::string> config,
+                                             Milliseconds timeout = Milliseconds(30000)) {
+  auto store = std::make_shared<FileStore>(path, size);
+  ProcessGroup::Options o;
+  o.timeout = timeout;
+  o.config = std::move(config);
+  return std::make_shared<ProcessGroupVerbs>(store, rank, size, o);
+}
+
+TEST(VerbsConfig, ParsesAndRejects) {
+  VerbsConfig c = VerbsConfig::load({{"C10D_TRANSPORT", "tcp"}, {"C10D_SHM_CHUNK", "64K"},
+                                     {"C10D_ALGO", "allreduce:ring,broadcast:chain"}});
+  EXPECT_EQ(c.transport, "tcp");
+  EXPECT_EQ(c.shmChunkBytes, 64u << 10);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_TRANSPORT", "udp"}}), InvalidArgument);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_SHM_RING", "5000"}}), InvalidArgument);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "allreduce:chain"}}), InvalidArgument);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "allreduce"}}), InvalidArgument);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "bogus:ring"}}), InvalidArgument);
+  std::ostringstream os;
+  printConfig(os, c);
+  EXPECT_NE(os.str().find("C10D_TRANSPORT"), std::string::npos);
+  EXPECT_NE(os.str().find("override: allreduce -> ring"), std::string::npos);
+}
+
+TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
+  AlgoSelector def(VerbsConfig::load({{"C10D_ALGO", ""}}));
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, true), Algo::kShm);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 4096, 1024, 4, false), Algo::kRecursiveDoubling);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false), Algo::kRing);
+  EXPECT_EQ(def.select(Collective::kBroadcast, 1 << 24, 1 << 24, 4, false), Algo::kChain);
+  EXPECT_EQ(def.select(Collective::kBarrier, 0, 0, 4, false), Algo::kDissemination);
+  AlgoSelector o(VerbsConfig::load({{"C10D_ALGO", "allreduce:ring,barrier:shm"}}));
+  EXPECT_EQ(o.select(Collective::kAllreduce, 8, 2, 4, true), Algo::kRing);
+  // "shm" needs a workspace: falls back to the default without one.
+  EXPECT_EQ(o.select(Collective::kBarrier, 0, 0, 4, false), Algo::kDissemination);
+}
+
+TEST(VerbsIbAddress, EncodeDecodeRoundTrip) {
+  IbAddress a;
+  a.lid = 0xbeef;
+  a.qpn = 0x123456;
+  a.psn = 0xabcdef;
+  for (int i = 0; i < 16; ++i) a.gid[i] = static_cast<uint8_t>(i * 17);
+  a.ringAddr = 0x7fff12345678ull;
+  a.ringRkey = 42;
+  a.ringBytes = 1 << 18;
+  a.creditAddr = 0x7fff00001000ull;
+  a.creditRkey = 7;
+  EXPECT_EQ(decodeIbAddress(encodeIbAddress(a)), a);
+  EXPECT_THROW(decodeIbAddress("garbage"), Error);
+  EXPECT_THROW(decodeIbAddress(encodeIbAddress(a) + "x"), Error);
+}
+
+TEST(VerbsIbAddress, ExchangeThroughStore) {
+  // Ranks as threads over one HashStore: rank r's endpoint facing q has qpn r*100+q+ch.
+  constexpr int kSize = 3;
+  auto store = std::make_shared<HashStore>();
+  std::vector<std::vector<std::vector<IbAddress>>> got(kSize);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kSize; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<std::vector<IbAddress>> mine(kSize, std::vector<IbAddress>(2));
+      for (int q = 0; q < kSize; ++q)
+        for (int ch = 0; ch < 2; ++ch) mine[q][ch].qpn = r * 100 + q * 10 + ch;
+      got[r] = exchangeIbAddresses(*store, r, kSize, mine, Milliseconds(5000));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kSize; ++r)
+    for (int q = 0; q < kSize; ++q)
+      if (q != r)
+        for (int ch = 0; ch < 2; ++ch)
+          EXPECT_EQ(got[r][q][ch].qpn, static_cast<uint32_t>(q * 100 + r * 10 + ch))
+              << "rank " << r << " peer " << q;
+}
+
+TEST(VerbsIbAddress, RingPiecesNeverWrapOrExceed) {
+  auto p = ringPieces(1000, 300, 1024, 128);
+  size_t total = 0;
+  for (const auto& x : p) {
+    EXPECT_LE(x.offset + x.len, 1024u);
+    EXPECT_LE(x.len, 128u);
+    EXPECT_EQ(x.srcOffset, total);
+    total += x.len;
+  }
+  EXPECT_EQ(total, 300u);
+  EXPECT_EQ(p[0].offset, 1000u);
+  EXPECT_EQ(p[0].len, 24u);
+  EXPECT_EQ(p[1].offset, 0u);
+  EXPECT_TRUE(ringPieces(5, 0, 1024, 128).empty());
+}
+
+TEST(VerbsMrCache, HitsMissesEvictionAndInvalidate) {
+  int live = 0, regs = 0;
+  {
+    MrCache cache(
+        [&](void*, size_t) {
+          ++live;
+          ++regs;
+          MrRegion r;
+          r.lkey = static_cast<uint32_t>(regs);
+          return r;
+        },
+        [&](const MrRegion&) { --live; }, 2, 4096);
+    std::vector<uint8_t> a(3 * 4096), b(4096), c(4096);
+    const MrRegion& r1 = cache.get(a.data() + 10, 100);
+    EXPECT_TRUE(r1.covers(reinterpret_cast<uintptr_t>(a.data() + 10), 100));
+    EXPECT_EQ(r1.begin % 4096, 0u);
+    cache.get(a.data() + 20, 50);  // covered: hit
+    EXPECT_EQ(cache.hits(), 1u);
+    EXPECT_EQ(cache.misses(), 1u);
+    cache.get(b.data(), b.size());
+    cache.get(c.data(), c.size());  // third region: evicts the least recently used (a)
+    EXPECT_EQ(cache.evictions(), 1u);
+    EXPECT_EQ(cache.size(), 2u);
+    EXPECT_EQ(live, 2);
+    cache.invalidate(c.data(), 1);
+    EXPECT_EQ(cache.size(), 1u);
+    EXPECT_EQ(live, 1);
+  }
+  EXPECT_EQ(live, 0);  // the destructor deregistered the rest
+}
+
+TEST(VerbsIbverbs, DeviceOrSkip) {
+  std::string why;
+  if (!ibDeviceAvailable(VerbsConfig::load(), &why)) {
+    EXPECT_FALSE(why.empty());
+    GTEST_SKIP() << "ibverbs transport not testable here: " << why;
+  }
+  const std::string path = uniqueTempPath("verbs-ib");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_TRANSPORT", "ibverbs"}});
+    EXPECT_EQ(pg->transportName(), "ibverbs");
+    std::vector<float> x(100000, static_cast<float>(rank + 1));
+    pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+    EXPECT_EQ(x[99999], 3.0f);
+  });
+}
+
+TEST(VerbsIbverbs, ForcedWithoutDeviceSaysWhy) {
+  std::string why;
+  if (ibDeviceAvailable(VerbsConfig::load(), &why)) GTEST_SKIP() << "a device is present";
+  auto store = std::make_shared<HashStore>();
+  ProcessGroup::Options o;
+  o.config = {{"C10D_TRANSPORT", "ibverbs"}};
+  try {
+    ProcessGroupVerbs pg(store, 0, 1, o);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("ibverbs"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VerbsShm, WorkspaceUnlinkedAfterSetup) {
+  const std::string path = uniqueTempPath("verbs-shm");
+  expectAllRanksOk(3, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {});
+    EXPECT_EQ(pg->transportName(), "shm");
+    pg->barrier()->wait();
+    if (rank == 0) {
+      const std::string prefix = "c10d-verbs-" + std::to_string(getpid()) + "-";
+      DIR* d = opendir("/dev/shm");
+      ASSERT_NE(d, nullptr);
+      while (dirent* e = readdir(d))
+        EXPECT_NE(std::string(e->d_name).rfind(prefix, 0), 0u) << e->d_name << " left behind";
+      closedir(d);
+    }
+  });
+}
+
+// The conformance sweep over one configuration (transport / algorithm overrides).
+void sweepWith(int size, std::map<std::string, std::string> config,
+               std::vector<size_t> counts) {
+  const std::string path = uniqueTempPath("verbs-sweep");
+  test::BackendParam p;
+  p.backend = "verbs";
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(100);
+  expectAllRanksOk(
+      size,
+      [&](int rank, int n) {
+        auto pg = makeVerbs(path, rank, n, config);
+        if (config.count("C10D_TRANSPORT")) EXPECT_EQ(pg->transportName(), config["C10D_TRANSPORT"]);
+        test::SweepOptions o;
+        o.counts = counts;
+        test::runSweep(*pg, p, o);
+      },
+      mp);
+}
+
+TEST(VerbsTcp, Sweep2) { sweepWith(2, {{"C10D_TRANSPORT", "tcp"}}, {0, 1, 7, 70001}); }
+TEST(VerbsTcp, Sweep3) { sweepWith(3, {{"C10D_TRANSPORT", "tcp"}}, {0, 1, 7, 70001}); }
+TEST(VerbsTcp, Sweep4RecursiveDoublingFold) {
+  sweepWith(4, {{"C10D_TRANSPORT", "tcp"}, {"C10D_ALGO", "allreduce:recursive_doubling"}}, {5, 33});
+}
+
+TEST(VerbsShmAlgos, RingAndChainOverShmStreams) {
+  sweepWith(3, {{"C10D_ALGO", "allreduce:ring,broadcast:chain,barrier:dissemination"}},
+            {1, 7, 300001});
+}
+TEST(VerbsShmAlgos, RecursiveDoublingAndBinomial) {
+  sweepWith(3, {{"C10D_ALGO", "allreduce:recursive_doubling,broadcast:binomial"}}, {1, 7, 1001});
+}
+TEST(VerbsShmAlgos, ManySmallChunks) {
+  // 4 KiB staging slots: the shm pipeline runs hundreds of steps, tails and all.
+  sweepWith(4, {{"C10D_SHM_CHUNK", "4096"}, {"C10D_SMALL_BYTES", "0"}}, {1, 7, 100003});
+}
+
+// A rank SIGKILLed between ops: the others' next collective fails with CommError, quickly.
+void deadPeer(const std::string& transport) {
+  const std::string path = uniqueTempPath("verbs-dead");
+  auto results = test::runRanks(3, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_TRANSPORT", transport}}, Milliseconds(20000));
+    std::vector<float> x(1 << 16, 1.0f);
+    pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+    if (rank == 2) raise(SIGKILL);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto w = pg->allreduce(tensorOf(x.data(), x.size()));
+    try {
+      w->wait();
+      ADD_FAILURE() << "allreduce with a dead peer succeeded";
+    } catch (const CommError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "expected CommError, got: " << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    // The group is broken now: later ops fail fast too.
+    EXPECT_ANY_THROW(pg->allreduce(tensorOf(x.data(), x.size()))->wait());
+  });
+  EXPECT_TRUE(results[0].ok()) << results[0].describe();
+  EXPECT_TRUE(results[1].ok()) << results[1].describe();
+  EXPECT_FALSE(results[2].exited);
+}
+
+TEST(VerbsFailure, DeadPeerShm) { deadPeer("shm"); }
+TEST(VerbsFailure, DeadPeerTcp) { deadPeer("tcp"); }
+
+}  // namespace
+}  // namespace verbs
+}  // namespace c10d
