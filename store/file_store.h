@@ -1,9 +1,15 @@
 // FileStore: a Store in one file, shared by processes on one host or over NFS.
 //
-// The file is an append-only log of records under flock/fcntl locks; every process replays what
+// The file is an append-only log of records under flock(2) locks; every process replays what
 // others appended since its last read. No inotify (so it works on NFS): waiting readers re-read
 // the log with a short, growing sleep. The file is removed by the last of `numUsers` users to
 // destroy its FileStore (a user count kept in the file itself).
+//
+// Threads: none started. Every method is thread-safe (an in-process mutex plus the flock). get and
+// wait poll the file (1 ms doubling to 32 ms) until the timeout. Each FileStore object holds its
+// own open file; a forked child must construct its own FileStore rather than use the parent's (the
+// flock belongs to the open file, which fork shares). Keys starting with a NUL byte followed by
+// "c10d.filestore." are reserved for the user counters.
 #pragma once
 
 #include <memory>
@@ -28,8 +34,8 @@ class FileStore : public Store {
   int64_t getNumKeys() override;
   void wait(const std::vector<std::string>& keys, Milliseconds timeout) override;
   void append(const std::string& key, const Bytes& value) override;
-  using Store::wait;
   using Store::set;
+  using Store::wait;
 
   const std::string& path() const;
 

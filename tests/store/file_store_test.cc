@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,31 @@ TEST(FileStoreTest, InternalUserCountersAreNotKeys) {
   b.set("x", std::string("1"));
   EXPECT_EQ(a.getNumKeys(), 1);
   EXPECT_EQ(a.path(), path);
+}
+
+// Threads of one process share a FileStore object (the in-process mutex) and also use a second
+// object on the same path (the flock): add stays exact.
+TEST(FileStoreTest, ThreadsShareFileStores) {
+  const std::string path = uniqueTempPath("fs-threads");
+  constexpr int kThreads = 4;
+  constexpr int kAdds = 200;
+  {
+    FileStore a(path, 2, Milliseconds(20000));
+    FileStore b(path, 2, Milliseconds(20000));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        FileStore& store = t % 2 ? a : b;
+        for (int i = 0; i < kAdds; ++i) store.add("n", 1);
+        store.set("done" + std::to_string(t), std::string("1"));
+        EXPECT_EQ(store.getString("done" + std::to_string(kThreads - 1 - t)), "1");
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(a.add("n", 0), kThreads * kAdds);
+    EXPECT_EQ(b.getString("n"), std::to_string(kThreads * kAdds));
+  }
+  EXPECT_FALSE(exists(path));
 }
 
 }  // namespace
