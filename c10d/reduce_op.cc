@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "c10d/error.h"
+#include "c10d/float16.h"
 
 namespace c10d {
 
@@ -196,17 +197,17 @@ void loop(void* dstv, const void* srcv, size_t n) {
 template <typename Tag>
 float load16(uint16_t v) {
   if constexpr (std::is_same_v<Tag, Half>) {
-    return halfToFloat(v);
+    return detail::halfToFloatInline(v);
   } else {
-    return bf16ToFloat(v);
+    return detail::bf16ToFloatInline(v);
   }
 }
 template <typename Tag>
 uint16_t store16(float f) {
   if constexpr (std::is_same_v<Tag, Half>) {
-    return floatToHalf(f);
+    return detail::floatToHalfInline(f);
   } else {
-    return floatToBf16(f);
+    return detail::floatToBf16Inline(f);
   }
 }
 

@@ -404,21 +404,26 @@ TEST(Composition, AvgAndPremulSum) {
   }
 }
 
-// Not a benchmark, just a guard against a per-element dispatch creeping in: 8M float sums must
-// run at well over 1 GB/s even unoptimised-ish (debug sanitizer builds are excluded by margin).
-TEST(ReduceInto, Float32SumThroughput) {
-  const size_t n = 8 << 20;
-  std::vector<float> a(n, 1.0f), b(n, 2.0f);
-  reduceInto(a.data(), b.data(), n, DataType::kFloat32, ReduceOp::SUM);  // warm up
+// Not a benchmark, just a guard against a per-element dispatch creeping in; prints GB/s
+// (bytes read + written per second) for a cache-resident and a memory-sized f32 sum, and f16.
+double sumThroughput(DataType t, size_t n, int iters) {
+  std::vector<uint8_t> a(n * elementSize(t)), b(n * elementSize(t));
+  reduceInto(a.data(), b.data(), n, t, ReduceOp::SUM);  // warm up
   const auto t0 = std::chrono::steady_clock::now();
-  const int iters = 5;
-  for (int i = 0; i < iters; ++i)
-    reduceInto(a.data(), b.data(), n, DataType::kFloat32, ReduceOp::SUM);
+  for (int i = 0; i < iters; ++i) reduceInto(a.data(), b.data(), n, t, ReduceOp::SUM);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double gbps = 3.0 * n * sizeof(float) * iters / s / 1e9;  // read 2, write 1
-  std::printf("reduceInto f32 sum: %.2f GB/s (%zu elements)\n", gbps, n);
-  EXPECT_EQ(a[n - 1], 1.0f + 2.0f * (iters + 1));
-  EXPECT_GT(gbps, 0.3);
+  const double gbps = 3.0 * n * elementSize(t) * iters / s / 1e9;
+  std::printf("reduceInto %s sum, %zu elements: %.2f GB/s\n", toString(t), n, gbps);
+  return gbps;
+}
+
+TEST(ReduceInto, SumThroughput) {
+  EXPECT_GT(sumThroughput(DataType::kFloat32, 16 << 10, 4000), 0.3);
+  EXPECT_GT(sumThroughput(DataType::kFloat32, 8 << 20, 5), 0.3);
+  EXPECT_GT(sumThroughput(DataType::kFloat64, 8 << 10, 4000), 0.3);
+  EXPECT_GT(sumThroughput(DataType::kFloat16, 16 << 10, 200), 0.01);
+  EXPECT_GT(sumThroughput(DataType::kBFloat16, 16 << 10, 200), 0.01);
+  EXPECT_GT(sumThroughput(DataType::kInt32, 16 << 10, 4000), 0.3);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "c10d/error.h"
+#include "c10d/float16.h"
 #include "tests/core/float16_reference.h"
 
 namespace c10d {
@@ -127,6 +128,28 @@ TEST(Types, RoundingMatchesReference) {
   EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(floatToBf16(3.0e38f), test::refRoundToBf16(3.0e38f));
   EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
+}
+
+// The inline conversions the kernels use (c10d/float16.h) agree with the exported ones.
+TEST(Types, InlineConversionsMatchExported) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint16_t v = static_cast<uint16_t>(h);
+    const float a = halfToFloat(v);
+    const float b = detail::halfToFloatInline(v);
+    ASSERT_TRUE(std::memcmp(&a, &b, 4) == 0 || (std::isnan(a) && std::isnan(b))) << h;
+    const float c = bf16ToFloat(v);
+    const float d = detail::bf16ToFloatInline(v);
+    ASSERT_EQ(std::memcmp(&c, &d, 4), 0) << h;
+  }
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<uint32_t> bits;
+  for (int i = 0; i < 500000; ++i) {
+    const uint32_t x = bits(rng);
+    float f;
+    std::memcpy(&f, &x, 4);
+    ASSERT_EQ(floatToHalf(f), detail::floatToHalfInline(f)) << f;
+    ASSERT_EQ(floatToBf16(f), detail::floatToBf16Inline(f)) << f;
+  }
 }
 
 }  // namespace
