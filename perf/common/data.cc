@@ -178,6 +178,12 @@ void fillReduced(void* buf, size_t count, size_t offset, DataType dtype, ReduceO
   }
 }
 
+void corruptElement(void* buf, size_t i, DataType dtype) {
+  const double v = loadElement(buf, i, dtype);
+  // +7 never wraps back to v in an integer type; 2v + 7 is far from v for our values (>= 0).
+  storeElement(buf, i, dtype, isIntegral(dtype) ? v + 7 : 2 * v + 7);
+}
+
 int64_t countWrong(const void* got, const void* expected, size_t count, DataType dtype) {
   const size_t es = elementSize(dtype);
   if (isIntegral(dtype)) {

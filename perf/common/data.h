@@ -36,6 +36,9 @@ void fillReduced(void* buf, size_t count, size_t offset, DataType dtype, ReduceO
 // type's tolerance for floating point; NaN never matches).
 int64_t countWrong(const void* got, const void* expected, size_t count, DataType dtype);
 
+// Makes element i of `buf` wrong beyond any tolerance (for C10D_PERF_INJECT_ERROR and tests).
+void corruptElement(void* buf, size_t i, DataType dtype);
+
 // Reads / writes element i of a buffer of `dtype` as a double.
 double loadElement(const void* buf, size_t i, DataType dtype);
 void storeElement(void* buf, size_t i, DataType dtype, double v);

@@ -198,7 +198,7 @@ class Driver {
       got = hostRecv_.data();
     }
     if (inject_ && counts_.recvCount > 0) {
-      storeElement(got, 0, t, loadElement(got, 0, t) + 1);  // C10D_PERF_INJECT_ERROR: one bad value
+      corruptElement(got, 0, t);  // C10D_PERF_INJECT_ERROR: one bad value
     }
     return countWrong(got, expected_.data(), counts_.recvCount, t);
   }

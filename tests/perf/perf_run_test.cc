@@ -1,0 +1,255 @@
+// End-to-end tests of the perf binaries: real processes (forked, exec'd, one per rank, with the
+// environment c10drun gives them) over the gloo backend on localhost. Rank 0's output must parse
+// as nccl-tests' does, -c 1 must find no wrong element in a correct run, and must find the one
+// C10D_PERF_INJECT_ERROR plants (and exit non-zero).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "c10d/registry.h"
+#include "perf/common/report.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace perf {
+namespace {
+
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct RunResult {
+  std::vector<test::RankResult> ranks;
+  std::string out0;  // rank 0's stdout
+  std::string err;   // every rank's stderr
+  bool allOk() const {
+    for (const auto& r : ranks) {
+      if (!r.ok()) return false;
+    }
+    return true;
+  }
+  bool anyExitedNonZero() const {
+    for (const auto& r : ranks) {
+      if (r.exited && r.exitCode != 0) return true;
+    }
+    return false;
+  }
+};
+
+// Runs `binary args` as `n` ranks (n = 0: one process with no launcher environment at all).
+RunResult runPerf(const std::string& binary, int n, const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  const std::string dir = test::uniqueTempPath("perf");
+  const std::string path = std::string(C10D_PERF_BIN_DIR) + "/" + binary;
+  const int port = freePort();
+  const int size = n == 0 ? 1 : n;
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::milliseconds(90000);
+  RunResult res;
+  res.ranks = test::runRanks(
+      size,
+      [&](int rank, int world) {
+        for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                              "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
+                              "SLURM_NTASKS", "C10D_PERF_INJECT_ERROR"}) {
+          unsetenv(v);
+        }
+        if (n > 0) {
+          setenv("RANK", std::to_string(rank).c_str(), 1);
+          setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+          setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+          setenv("MASTER_ADDR", "127.0.0.1", 1);
+          setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+        }
+        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+        const std::string out = dir + ".out." + std::to_string(rank);
+        const std::string err = dir + ".err." + std::to_string(rank);
+        if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(3);
+        std::vector<std::string> words{path};
+        words.insert(words.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& w : words) argv.push_back(w.data());
+        argv.push_back(nullptr);
+        execv(path.c_str(), argv.data());
+        _exit(127);
+      },
+      mp);
+  res.out0 = readFile(dir + ".out.0");
+  for (int r = 0; r < size; ++r) {
+    res.err += readFile(dir + ".err." + std::to_string(r));
+    std::remove((dir + ".out." + std::to_string(r)).c_str());
+    std::remove((dir + ".err." + std::to_string(r)).c_str());
+  }
+  return res;
+}
+
+std::vector<ParsedRow> rowsOf(const std::string& out) {
+  std::vector<ParsedRow> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    ParsedRow r;
+    if (parseRow(line, &r)) rows.push_back(r);
+  }
+  return rows;
+}
+
+bool hasGloo() {
+  return isBackendRegistered("gloo");
+}
+
+#define REQUIRE_GLOO() \
+  if (!hasGloo()) GTEST_SKIP() << "the gloo backend is not built"
+
+TEST(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
+  REQUIRE_GLOO();
+  const std::string json = test::uniqueTempPath("perf") + ".json";
+  RunResult r = runPerf("all_reduce_perf", 2,
+                        {"-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-w", "1", "-c", "1",
+                         "--backend", "gloo", "-J", json});
+  for (const auto& rr : r.ranks) EXPECT_TRUE(rr.ok()) << rr.describe() << "\n" << r.err;
+  const std::string& out = r.out0;
+  // The nccl-tests preamble, in order.
+  std::istringstream in(out);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_GT(lines.size(), 12u) << out;
+  EXPECT_EQ(lines[0], "# Collective test starting: all_reduce_perf");
+  EXPECT_NE(out.find("# nThread 1 nGpus 1 minBytes 8 maxBytes 65536 step: 4(factor) warmup "
+                     "iters: 1 iters: 3 agg iters: 1 validation: 1 graph: 0 unalign: 0\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("#  Rank  0 Group  0 Pid "), std::string::npos) << out;
+  EXPECT_NE(out.find("#  Rank  1 Group  0 Pid "), std::string::npos) << out;
+  EXPECT_NE(out.find("device  0 [cpu] gloo\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("#       size         count      type   redop    root     time   algbw   "
+                     "busbw  #wrong     time   algbw   busbw  #wrong \n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("# Out of bounds values : 0 OK\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("# Avg bus bandwidth    : "), std::string::npos) << out;
+  EXPECT_NE(out.find("# Collective test concluded: all_reduce_perf\n"), std::string::npos);
+
+  // Rows: 8, 32, ..., 32768 bytes (factor 4), float sum, root -1, no wrong element.
+  std::vector<ParsedRow> rows = rowsOf(out);
+  ASSERT_EQ(rows.size(), 7u) << out;
+  size_t size = 8;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.size, size);
+    EXPECT_EQ(row.count, size / 4);
+    EXPECT_EQ(row.type, "float");
+    EXPECT_EQ(row.redop, "sum");
+    EXPECT_EQ(row.root, -1);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(row.wrong[k], 0);
+      EXPECT_GT(row.time[k], 0);
+      // busbw = algbw * 2(n-1)/n = algbw for n = 2 (up to the printed rounding).
+      EXPECT_NEAR(row.busBw[k], row.algBw[k], 0.011);
+    }
+    size *= 4;
+  }
+
+  // The JSON file holds the same rows.
+  std::ifstream jf(json);
+  ASSERT_TRUE(jf.good()) << json;
+  nlohmann::json doc = nlohmann::json::parse(jf);
+  EXPECT_EQ(doc["backend"], "gloo");
+  EXPECT_EQ(doc["world_size"], 2);
+  EXPECT_EQ(doc["config"]["minimum_bytes"], 8);
+  ASSERT_EQ(doc["results"].size(), rows.size());
+  EXPECT_EQ(doc["results"][0]["size"], 8);
+  EXPECT_EQ(doc["results"][6]["out_of_place"]["nwrong"], 0);
+  EXPECT_EQ(doc["devices"].size(), 2u);
+  EXPECT_EQ(doc["out_of_bounds"]["count"], 0);
+  std::remove(json.c_str());
+}
+
+TEST(PerfRun, InjectedWrongElementIsCaughtAndFailsTheRun) {
+  REQUIRE_GLOO();
+  RunResult r = runPerf("all_reduce_perf", 2, {"-b", "1K", "-e", "4K", "-f", "2", "-n", "2"},
+                        {{"C10D_PERF_INJECT_ERROR", "1"}});
+  EXPECT_TRUE(r.anyExitedNonZero()) << r.out0;
+  std::vector<ParsedRow> rows = rowsOf(r.out0);
+  ASSERT_EQ(rows.size(), 3u) << r.out0 << r.err;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.wrong[0], 1);  // one element on one rank
+    EXPECT_EQ(row.wrong[1], 1);
+  }
+  EXPECT_NE(r.out0.find("# Out of bounds values : 6 FAILED"), std::string::npos) << r.out0;
+
+  // Without a check nothing is counted: "N/A", exit 0.
+  RunResult n = runPerf("all_reduce_perf", 2, {"-b", "1K", "-e", "1K", "-n", "2", "-c", "0"},
+                        {{"C10D_PERF_INJECT_ERROR", "1"}});
+  EXPECT_TRUE(n.allOk()) << n.err;
+  rows = rowsOf(n.out0);
+  ASSERT_EQ(rows.size(), 1u) << n.out0;
+  EXPECT_EQ(rows[0].wrong[0], -1);
+}
+
+TEST(PerfRun, SingleProcessWithoutLauncher) {
+  REQUIRE_GLOO();
+  RunResult r = runPerf("all_reduce_perf", 0,
+                        {"-b", "64", "-e", "256", "-f", "2", "-d", "all", "-o", "all", "-n", "2"});
+  EXPECT_TRUE(r.allOk()) << r.out0 << r.err;
+  EXPECT_NE(r.out0.find("world size 1 launcher none"), std::string::npos) << r.out0;
+  for (const auto& row : rowsOf(r.out0)) {
+    EXPECT_EQ(row.wrong[0], 0) << row.type << " " << row.redop;
+    EXPECT_EQ(row.wrong[1], 0) << row.type << " " << row.redop;
+    EXPECT_EQ(row.busBw[0], 0);  // 2(n-1)/n = 0 for one rank
+  }
+}
+
+// Every collective, on an odd number of ranks, odd sizes, a non-zero root, checked.
+class PerfEveryCollective : public testing::TestWithParam<const char*> {};
+
+TEST_P(PerfEveryCollective, ThreeRanksCheckClean) {
+  REQUIRE_GLOO();
+  const std::string bin = std::string(GetParam()) + "_perf";
+  RunResult r = runPerf(
+      bin, 3, {"-b", "100", "-e", "40000", "-f", "20", "-n", "2", "-r", "1", "-d", "int32"});
+  EXPECT_TRUE(r.allOk()) << r.out0 << r.err;
+  std::vector<ParsedRow> rows = rowsOf(r.out0);
+  ASSERT_EQ(rows.size(), 3u) << r.out0 << r.err;
+  for (const auto& row : rows) {
+    EXPECT_NE(row.wrong[0], 0 + 1) << r.out0;
+    EXPECT_EQ(row.wrong[0], 0) << r.out0;
+    EXPECT_TRUE(row.wrong[1] == 0 || row.wrong[1] == -1) << r.out0;
+  }
+  EXPECT_NE(r.out0.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out0;
+}
+
+INSTANTIATE_TEST_SUITE_P(Perf, PerfEveryCollective,
+                         testing::Values("all_reduce", "all_gather", "broadcast", "reduce",
+                                         "reduce_scatter", "alltoall", "gather", "scatter",
+                                         "sendrecv"));
+
+}  // namespace
+}  // namespace perf
+}  // namespace c10d
