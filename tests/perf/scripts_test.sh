@@ -1,0 +1,27 @@
+#!/bin/sh
+# perf/compare and perf/plot end to end: compare runs all_reduce_perf on gloo twice (2 ranks
+# under c10drun) and prints its table; plot turns a -J file into a PNG. Exit 77 (ctest: skipped)
+# when gloo or matplotlib is missing.
+set -eu
+BIN="$1"; SRC="$2"
+TMP=$(mktemp -d /tmp/c10d-perf-scripts.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+"$BIN/all_reduce_perf" -b 64 -e 64 -n 1 --backend gloo > "$TMP/probe" 2>&1 || {
+  echo "gloo backend unavailable: skipped"; exit 77; }
+
+python3 "$SRC/perf/compare" --op all_reduce --np 2 --backends gloo,gloo --bin-dir "$BIN" \
+  -b 1K -e 4K -f 2 -n 2 --json "$TMP/cmp.json" > "$TMP/cmp.txt"
+cat "$TMP/cmp.txt"
+rows=$(grep -c '^ *[0-9]' "$TMP/cmp.txt")
+[ "$rows" -eq 3 ] || { echo "expected 3 rows, got $rows"; exit 1; }
+grep -q 'gloo/gloo' "$TMP/cmp.txt"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["rows"]) == 3, d' \
+  "$TMP/cmp.json"
+
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3  # Debian's, with python3-matplotlib
+$PY -c 'import matplotlib' 2>/dev/null || { echo "no matplotlib: plot skipped"; exit 77; }
+"$BIN/all_reduce_perf" -b 1K -e 16K -f 4 -n 2 -J "$TMP/run.json" > /dev/null
+$PY "$SRC/perf/plot" -o "$TMP/out.png" "$TMP/run.json"
+head -c 8 "$TMP/out.png" | od -An -c | grep -q 'P   N   G' || { echo "not a PNG"; exit 1; }
+echo "scripts ok"
