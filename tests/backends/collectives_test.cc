@@ -23,15 +23,19 @@ TEST_P(Collectives, EveryOpDtypeAndCount) {
       [&](int rank, int size) {
         auto pg = makeGroup(p, path, rank, size);
         runSweep(*pg, p, SweepOptions{});
+        // Representative large cases: a few (dtype, op) reductions, and f32 data movement.
         SweepOptions big;
         big.counts = {1000003};
-        big.only = {{DataType::kFloat32, ReduceOp::SUM},
-                    {DataType::kInt32, ReduceOp::MAX},
-                    {DataType::kBFloat16, ReduceOp::SUM},
-                    {DataType::kFloat16, ReduceOp::AVG},
+        big.only = {{DataType::kFloat32, ReduceOp::SUM},   {DataType::kInt32, ReduceOp::MAX},
+                    {DataType::kBFloat16, ReduceOp::SUM},  {DataType::kFloat16, ReduceOp::AVG},
                     {DataType::kFloat64, ReduceOp::PREMUL_SUM}};
-        big.dataMovement = size <= 4;  // the 8-rank large data moves run in the sweep label
-        big.pointToPoint = size <= 4;
+        big.dataMovement = false;
+        big.pointToPoint = false;
+        runSweep(*pg, p, big);
+        big.only = {{DataType::kFloat32, ReduceOp::SUM}};
+        big.reductions = false;
+        big.dataMovement = true;
+        big.pointToPoint = true;
         runSweep(*pg, p, big);
       },
       mp);
