@@ -48,7 +48,7 @@ void Comm::run(std::vector<P2POp>& ops) {
       if (n > 0) progress = true;
       if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
     }
-    if (all) return;
+    if (all && t_.sendsComplete(ch_)) return;
     if (progress) continue;
     auto now = Clock::now();
     if (now >= deadline_ || now - lastPeerCheck_ > std::chrono::milliseconds(20)) {

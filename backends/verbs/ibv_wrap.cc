@@ -56,6 +56,7 @@ const IbvApi* ibvApi(std::string* why) {
     all &= load(h, "ibv_create_qp", &api.createQp, &error);
     all &= load(h, "ibv_destroy_qp", &api.destroyQp, &error);
     all &= load(h, "ibv_modify_qp", &api.modifyQp, &error);
+    all &= load(h, "ibv_wc_status_str", &api.wcStatusStr, &error);
     ok = all;
   });
   if (!ok) {

@@ -35,6 +35,7 @@ struct IbvApi {
   ibv_qp* (*createQp)(ibv_pd*, ibv_qp_init_attr*) = nullptr;
   int (*destroyQp)(ibv_qp*) = nullptr;
   int (*modifyQp)(ibv_qp*, ibv_qp_attr*, int) = nullptr;
+  const char* (*wcStatusStr)(ibv_wc_status) = nullptr;
 };
 
 // The loaded API, or null with `why` filled ("libibverbs.so.1 not found: <dlerror>").

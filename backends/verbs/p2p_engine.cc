@@ -21,7 +21,8 @@ P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
       group_(std::move(groupName)),
       onError_(std::move(onError)),
       sends_(size),
-      incoming_(size) {
+      incoming_(size),
+      gone_(size) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "c10d-verbs-p2p");
     loop();
@@ -96,6 +97,23 @@ void P2PEngine::deliverPosted(RecvOp op) {
       return;
     }
   }
+  if (op.src >= 0 && gone_[op.src]) {
+    op.work->finish(gone_[op.src]);
+    return;
+  }
+  if (op.src < 0) {
+    std::exception_ptr last;
+    bool anyAlive = false;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      anyAlive |= !gone_[p];
+      if (gone_[p]) last = gone_[p];
+    }
+    if (!anyAlive && last) {
+      op.work->finish(last);
+      return;
+    }
+  }
   posted_.push_back(std::move(op));
 }
 
@@ -119,7 +137,8 @@ bool P2PEngine::progressSends(int peer) {
       progress |= n > 0;
       if (op.done < total) return progress;
     }
-    op.work->finish();
+    // Zero-copy transports may still read the buffer: finish once their sends completed.
+    unfinished_.push_back(std::move(op.work));
     q.pop_front();
     progress = true;
   }
@@ -190,6 +209,26 @@ bool P2PEngine::progressIncoming(int peer) {
   }
 }
 
+void P2PEngine::peerFailed(int peer, std::exception_ptr e) {
+  if (gone_[peer]) return;
+  gone_[peer] = e;
+  for (auto& op : sends_[peer]) op.work->finish(e);
+  sends_[peer].clear();
+  Incoming& in = incoming_[peer];
+  if (in.matched && in.target.work) in.target.work->finish(e);
+  in = Incoming{};
+  bool anyAlive = false;
+  for (int p = 0; p < size_; ++p) anyAlive |= p != rank_ && !gone_[p];
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if (it->src == peer || (it->src < 0 && !anyAlive)) {
+      it->work->finish(e);
+      it = posted_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void P2PEngine::failAll(std::exception_ptr e) {
   std::vector<SendOp> ns;
   std::vector<RecvOp> nr;
@@ -205,6 +244,8 @@ void P2PEngine::failAll(std::exception_ptr e) {
     for (auto& op : q) op.work->finish(e);
     q.clear();
   }
+  for (auto& w : unfinished_) w->finish(e);
+  unfinished_.clear();
   for (auto& op : posted_) op.work->finish(e);
   posted_.clear();
   for (auto& in : incoming_)
@@ -225,23 +266,50 @@ void P2PEngine::loop() {
           ns.swap(newSends_);
           nr.swap(newRecvs_);
         }
-        for (auto& op : ns) sends_[op.peer].push_back(std::move(op));
+        for (auto& op : ns) {
+          if (gone_[op.peer])
+            op.work->finish(gone_[op.peer]);
+          else
+            sends_[op.peer].push_back(std::move(op));
+        }
         for (auto& op : nr) deliverPosted(std::move(op));
       }
       bool progress = false, pending = !posted_.empty();
       interests.clear();
       for (int p = 0; p < size_; ++p) {
-        if (p == rank_) continue;
-        progress |= progressSends(p);
-        progress |= progressIncoming(p);
+        if (p == rank_ || gone_[p]) continue;
+        try {
+          progress |= progressSends(p);
+          progress |= progressIncoming(p);
+        } catch (const CommError&) {
+          peerFailed(p, std::current_exception());
+          continue;
+        }
         pending |= !sends_[p].empty() || incoming_[p].hdrDone > 0;
         interests.push_back(Interest{p, !sends_[p].empty(), true});
       }
+      if (!unfinished_.empty() && t_.sendsComplete(kP2PChannel)) {
+        for (auto& w : unfinished_) w->finish();
+        unfinished_.clear();
+        progress = true;
+      }
+      pending |= !unfinished_.empty();
       if (progress) continue;
       auto now = Clock::now();
       if (pending && now - lastCheck > std::chrono::milliseconds(20)) {
         lastCheck = now;
-        t_.checkPeers();
+        for (int p = 0; p < size_; ++p) {
+          if (p == rank_ || gone_[p] || !t_.peerGone(p)) continue;
+          // Drain what it sent before it went, then fail what still needs it.
+          try {
+            while (progressIncoming(p)) {
+            }
+          } catch (const CommError&) {
+          }
+          peerFailed(p, std::make_exception_ptr(CommError(detail::str(
+                            "verbs: rank ", p, " is gone (exited or died); seen by rank ", rank_,
+                            " in group ", group_, " (", t_.name(), ")"))));
+        }
       }
       t_.wait(kP2PChannel, token, interests, Milliseconds(pending ? 10 : 50));
     }

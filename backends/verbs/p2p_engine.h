@@ -87,6 +87,8 @@ class P2PEngine {
   bool progressIncoming(int peer);
   void deliverPosted(RecvOp op);
   void failAll(std::exception_ptr e);
+  // `peer` is gone (or its stream broke): fails the ops that need it, keeps the others.
+  void peerFailed(int peer, std::exception_ptr e);
 
   Transport& t_;
   const int rank_;
@@ -104,7 +106,9 @@ class P2PEngine {
   std::vector<std::deque<SendOp>> sends_;
   std::list<RecvOp> posted_;
   std::vector<Incoming> incoming_;
+  std::vector<std::exception_ptr> gone_;  // per peer: why it is gone (null while alive)
   std::deque<Unexpected> unexpected_;
+  std::vector<std::shared_ptr<Work>> unfinished_;  // sent, awaiting the transport's completion
 
   std::thread thread_;
 };

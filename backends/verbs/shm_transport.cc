@@ -219,17 +219,18 @@ void ShmTransport::wakeSelf(int ch) {
   wake(db);
 }
 
+bool ShmTransport::peerGone(int r) {
+  if (r == rank_) return false;
+  if (pidfds_[r] >= 0) {
+    pollfd p{pidfds_[r], POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+  }
+  return !procAlive(pids_[r]);
+}
+
 void ShmTransport::checkPeers() {
   for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    bool dead;
-    if (pidfds_[r] >= 0) {
-      pollfd p{pidfds_[r], POLLIN, 0};
-      dead = ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
-    } else {
-      dead = !procAlive(pids_[r]);
-    }
-    if (dead)
+    if (peerGone(r))
       C10D_THROW(CommError, "verbs/shm: rank ", r, " (pid ", pids_[r],
                  ") on this host died; seen by rank ", rank_);
   }

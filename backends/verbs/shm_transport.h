@@ -68,6 +68,7 @@ class ShmTransport : public Transport {
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   void checkPeers() override;
+  bool peerGone(int peer) override;
 
   // ---- the direct collectives' view of the workspace ----
   int rank() const { return rank_; }

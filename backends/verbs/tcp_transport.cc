@@ -75,7 +75,7 @@ void writeAll(int fd, const void* p, size_t n) {
 
 TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                            Milliseconds timeout)
-    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size) {
+    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size), closed_(size, 0) {
   for (auto& e : eventFds_) {
     e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     C10D_SYSCHECK(e, "verbs/tcp: eventfd");
@@ -182,9 +182,16 @@ size_t TcpTransport::trySend(int ch, int peer, const void* buf, size_t n) {
 }
 
 size_t TcpTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
+  if (ch == kP2PChannel && closed_[peer]) return 0;
   ssize_t k = ::recv(fd(ch, peer), buf, n, MSG_DONTWAIT);
   if (k > 0) return static_cast<size_t>(k);
-  if (k == 0) fail(peer, "recv from", 0);
+  if (k == 0) {
+    // On the p2p channel a clean close is a peer that finished and exited: what it sent was
+    // delivered; ops still waiting on it fail in the p2p engine. On collectives it is an error.
+    closed_[peer] = 1;
+    if (ch == kP2PChannel) return 0;
+    fail(peer, "recv from", 0);
+  }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
   fail(peer, "recv from", errno);
 }
@@ -195,6 +202,7 @@ void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests
   p.reserve(interests.size() + 1);
   p.push_back(pollfd{eventFds_[ch], POLLIN, 0});
   for (const auto& i : interests) {
+    if (ch == kP2PChannel && closed_[i.peer]) continue;
     short ev = 0;
     if (i.send) ev |= POLLOUT;
     if (i.recv) ev |= POLLIN;

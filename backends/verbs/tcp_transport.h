@@ -35,6 +35,7 @@ class TcpTransport : public Transport {
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   void checkPeers() override {}
+  bool peerGone(int peer) override { return closed_[peer] != 0; }
 
  private:
   int& fd(int ch, int peer) { return fds_[ch * size_ + peer]; }
@@ -44,6 +45,7 @@ class TcpTransport : public Transport {
   const int size_;
   std::vector<int> fds_;  // [channel * size + peer]
   std::vector<std::string> addrs_;
+  std::vector<char> closed_;  // peer closed its p2p connection (exited)
   int eventFds_[kNumChannels] = {-1, -1};
 };
 

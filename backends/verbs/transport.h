@@ -53,6 +53,12 @@ class Transport {
                     Milliseconds maxWait) = 0;
   // Wakes this rank's own waiter on `ch` (used to hand the p2p thread new work).
   virtual void wakeSelf(int ch) = 0;
+  // False while this rank's sends on `ch` may still read from callers' buffers (zero-copy
+  // transports); Comm::run does not return before it is true. The default copies, so: true.
+  virtual bool sendsComplete(int /*ch*/) { return true; }
+  // Whether `peer` is known to be gone (process exited, connection closed). Data it sent before
+  // may still be readable. Never throws.
+  virtual bool peerGone(int /*peer*/) { return false; }
   // Throws CommError naming the first peer known to be dead or disconnected.
   virtual void checkPeers() = 0;
 };

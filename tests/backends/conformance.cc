@@ -16,7 +16,7 @@ std::string BackendParam::label() const {
 
 std::vector<BackendParam> conformanceBackends() {
   std::vector<BackendParam> out;
-  for (const char* name : {"gloo"}) {
+  for (const char* name : {"gloo", "verbs"}) {
     if (!isBackendRegistered(name)) continue;
     BackendParam p;
     p.backend = name;
