@@ -60,6 +60,13 @@ class Reply {
     check(r_.u8(&v));
     return v != 0;
   }
+  // The last field as bytes, moved out of the reply without copying the value.
+  Bytes lastBytes() {
+    uint32_t n = 0;
+    check(r_.u32(&n) && r_.left() == n);
+    body_.erase(body_.begin(), body_.end() - n);
+    return std::move(body_);
+  }
   uint32_t u32() {
     uint32_t v = 0;
     check(r_.u32(&v));
@@ -122,7 +129,7 @@ void TCPStore::set(const std::string& key, const Bytes& value) {
 Bytes TCPStore::get(const std::string& key) {
   FrameWriter w = request(Op::kGet, key.size() + 8);
   w.str(key);
-  return impl_->call(w, describeKey("get", key)).bytes();
+  return impl_->call(w, describeKey("get", key)).lastBytes();
 }
 
 int64_t TCPStore::add(const std::string& key, int64_t delta) {

@@ -62,6 +62,24 @@ Io recvAll(int fd, uint8_t* p, size_t n, net::Clock::time_point deadline, int* e
   return Io::kOk;
 }
 
+// Waits for data, then receives what is there (at most n bytes, at least 1).
+Io recvSome(int fd, uint8_t* p, size_t n, net::Clock::time_point deadline, size_t* got, int* err) {
+  while (true) {
+    Io io = waitReady(fd, POLLIN, deadline, err);
+    if (io != Io::kOk) return io;
+    ssize_t rc = ::recv(fd, p, n, 0);
+    if (rc > 0) {
+      *got = static_cast<size_t>(rc);
+      return Io::kOk;
+    }
+    if (rc == 0) return Io::kClosed;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      *err = errno;
+      return Io::kError;
+    }
+  }
+}
+
 }  // namespace
 
 void TCPStoreConnection::checkRequestSize(size_t bytes, const std::string& what) {
@@ -133,16 +151,29 @@ std::vector<uint8_t> TCPStoreConnection::exchange(const std::vector<uint8_t>& fr
   int err = 0;
   Io io = sendAll(fd_.get(), frame.data(), frame.size(), deadline, &err);
   if (io != Io::kOk) fail(io == Io::kTimeout, err, "sending the request failed", what, timeout);
-  uint8_t header[4];
-  io = recvAll(fd_.get(), header, sizeof(header), deadline, &err);
-  if (io != Io::kOk)
-    fail(io == Io::kTimeout, err, "the server closed the connection", what, timeout);
-  const uint32_t len = tcpstore::readFrameLength(header);
-  if (len == 0) fail(false, 0, "the server sent an empty reply frame", what, timeout);
-  std::vector<uint8_t> body(len);
-  io = recvAll(fd_.get(), body.data(), len, deadline, &err);
-  if (io != Io::kOk) {
-    fail(io == Io::kTimeout, err, "the server closed the connection mid-reply", what, timeout);
+  // One recv usually brings the whole reply; only large values need more.
+  uint8_t head[1024];
+  size_t have = 0;
+  while (have < 4) {
+    size_t got = 0;
+    io = recvSome(fd_.get(), head + have, sizeof(head) - have, deadline, &got, &err);
+    if (io != Io::kOk) {
+      fail(io == Io::kTimeout, err, "the server closed the connection", what, timeout);
+    }
+    have += got;
+  }
+  const uint32_t len = tcpstore::readFrameLength(head);
+  if (len == 0 || have - 4 > len) {
+    fail(false, 0, "the server sent a malformed reply frame", what, timeout);
+  }
+  std::vector<uint8_t> body(head + 4, head + have);
+  if (body.size() < len) {
+    const size_t done = body.size();
+    body.resize(len);
+    io = recvAll(fd_.get(), body.data() + done, len - done, deadline, &err);
+    if (io != Io::kOk) {
+      fail(io == Io::kTimeout, err, "the server closed the connection mid-reply", what, timeout);
+    }
   }
   const auto status = static_cast<tcpstore::Status>(body[0]);
   if (status != tcpstore::Status::kOk) {

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include "c10d/error.h"
 #include "store/tcp_store_server_loop.h"
@@ -27,11 +28,12 @@ constexpr size_t kReadBudget = 1 << 20;
 constexpr size_t kKeepCapacity = 1 << 20;
 constexpr size_t kFrameHeader = 4;
 
-void epollCtl(int epfd, int op, int fd, uint32_t events, uint64_t id) {
+// epoll_ctl; returns 0 or the errno.
+int epollCtl(int epfd, int op, int fd, uint32_t events, uint64_t id) {
   epoll_event ev{};
   ev.events = events;
   ev.data.u64 = id;
-  C10D_SYSCHECK(epoll_ctl(epfd, op, fd, &ev), "TCPStore server: fd ", fd);
+  return epoll_ctl(epfd, op, fd, &ev) == 0 ? 0 : errno;
 }
 
 // Drops consumed bytes at the front of a buffer; frees large idle buffers.
@@ -57,8 +59,13 @@ TCPStoreServer::Loop::Loop(const std::string& bindAddress, uint16_t port) {
   wakeFd_ = net::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   C10D_SYSCHECK(wakeFd_.get(), "TCPStore server on port ", port_);
   spareFd_ = net::Fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
-  epollCtl(epollFd_.get(), EPOLL_CTL_ADD, listenFd_.get(), EPOLLIN, kListenId);
-  epollCtl(epollFd_.get(), EPOLL_CTL_ADD, wakeFd_.get(), EPOLLIN, kWakeId);
+  for (auto [fd, id] : {std::pair<int, uint64_t>{listenFd_.get(), kListenId},
+                        std::pair<int, uint64_t>{wakeFd_.get(), kWakeId}}) {
+    if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_ADD, fd, EPOLLIN, id)) {
+      C10D_THROW(Error, "TCPStore server on port ", port_,
+                 ": epoll_ctl failed: ", net::describeErrno(err));
+    }
+  }
   scratch_.resize(kReadChunk);
   thread_ = std::thread([this] { run(); });
 }
@@ -164,7 +171,11 @@ void TCPStoreServer::Loop::acceptAll() {
     conn->fd = net::Fd(fd);
     conn->peer = net::peerName(fd);
     net::setNoDelay(fd);
-    epollCtl(epollFd_.get(), EPOLL_CTL_ADD, fd, EPOLLIN, conn->id);
+    if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_ADD, fd, EPOLLIN, conn->id)) {
+      std::fprintf(stderr, "c10d TCPStore server on port %u: dropping client %s: epoll_ctl: %s\n",
+                   port_, conn->peer.c_str(), net::describeErrno(err).c_str());
+      continue;
+    }
     conns_.emplace(conn->id, std::move(conn));
     ++numConns_;
   }
@@ -191,6 +202,8 @@ void TCPStoreServer::Loop::onReadable(Conn& c) {
       c.in.insert(c.in.end(), scratch_.data(), scratch_.data() + n);
       budget -= std::min(budget, static_cast<size_t>(n));
       processInput(c);
+      // A short read drained the socket; level-triggered epoll reports anything newer.
+      if (static_cast<size_t>(n) < scratch_.size()) return;
       continue;
     }
     if (n == 0) {
@@ -267,8 +280,10 @@ void TCPStoreServer::Loop::flush(Conn& c) {
   compact(&c.out, &c.outBegin);
   if (drained == c.pollingOut) {
     c.pollingOut = !drained;
-    epollCtl(epollFd_.get(), EPOLL_CTL_MOD, c.fd.get(), drained ? EPOLLIN : EPOLLIN | EPOLLOUT,
-             c.id);
+    const uint32_t events = drained ? EPOLLIN : EPOLLIN | EPOLLOUT;
+    if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_MOD, c.fd.get(), events, c.id)) {
+      closeConn(c, "epoll_ctl failed: " + net::describeErrno(err));
+    }
   }
 }
 

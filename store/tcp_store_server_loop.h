@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -77,6 +78,8 @@ class TCPStoreServer::Loop {
   bool handleFrame(Conn& c, const uint8_t* body, size_t n, std::string* why);
   // Stores a value and wakes the connections waiting on the key.
   void setKey(const std::string& key, Bytes value);
+  // Re-evaluates the requests parked on `key`, which now exists.
+  void wakeWaiters(const std::string& key);
   // Parks c on a get / wait / multiGet, replying at once when every key exists.
   void park(Conn& c, tcpstore::Op op, std::vector<std::string> keys);
   // Replies to c's parked request if all its keys exist (true), else waits on the next missing one.

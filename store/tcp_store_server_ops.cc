@@ -185,9 +185,8 @@ bool TCPStoreServer::Loop::handleFrame(Conn& c, const uint8_t* body, size_t n, s
                                  tcpstore::kMaxFrameBytes));
           return true;
         } else {
-          Bytes joined = it->second;
-          joined.insert(joined.end(), value.begin(), value.end());
-          setKey(key, std::move(joined));
+          it->second.insert(it->second.end(), value.begin(), value.end());
+          wakeWaiters(key);
         }
       }
       break;
@@ -218,6 +217,10 @@ void TCPStoreServer::Loop::replyError(Conn& c, Status status, const std::string&
 
 void TCPStoreServer::Loop::setKey(const std::string& key, Bytes value) {
   kv_[key] = std::move(value);
+  wakeWaiters(key);
+}
+
+void TCPStoreServer::Loop::wakeWaiters(const std::string& key) {
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
   std::vector<uint64_t> ids = std::move(it->second);

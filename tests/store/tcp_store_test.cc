@@ -420,9 +420,10 @@ TEST(TCPStoreTest, ResolvesHostnamesAndIPv6) {
   EXPECT_EQ(v6.getString("h"), "1");
   // A server bound to ::1 only; errors name the bracketed address.
   TCPStoreServer v6only("::1", 0);
-  TCPStoreOptions o6 = clientOptions(v6only.port(), Milliseconds(100));
+  TCPStoreOptions o6 = clientOptions(v6only.port());
   o6.host = "::1";
   TCPStore v6client(o6);
+  v6client.setTimeout(Milliseconds(100));
   std::string msg = expectThrows<TimeoutError>([&] { v6client.get("nope"); });
   EXPECT_NE(msg.find("[::1]:" + std::to_string(v6only.port())), std::string::npos) << msg;
 }
