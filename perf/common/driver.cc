@@ -61,6 +61,8 @@ class Driver {
         device_(device),
         json_(json),
         ex_(pg_->store(), rank_, n_) {
+    C10D_CHECK_ARG(!coll_.rooted || o_.root < n_, "root ", o_.root,
+                   " (-r) is not a rank of a group of ", n_);
     const char* inject = std::getenv("C10D_PERF_INJECT_ERROR");
     inject_ = inject != nullptr && std::atoi(inject) != 0 && rank_ == n_ - 1;
     const char* minBw = std::getenv("NCCL_TESTS_MIN_BW");
@@ -101,7 +103,6 @@ class Driver {
     }
     std::vector<int> roots{-1};
     if (coll_.rooted) {
-      C10D_CHECK_ARG(o_.root < n_, "root ", o_.root, " (-r) is not a rank of a group of ", n_);
       roots.clear();
       if (o_.root == -1) {
         for (int r = 0; r < n_; ++r) roots.push_back(r);

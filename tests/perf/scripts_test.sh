@@ -19,6 +19,14 @@ grep -q 'gloo/gloo' "$TMP/cmp.txt"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["rows"]) == 3, d' \
   "$TMP/cmp.json"
 
+if [ -x "$BIN/mpi_all_reduce_perf" ] && command -v mpirun > /dev/null; then
+  python3 "$SRC/perf/compare" --op all_reduce --np 2 --backends gloo --mpi --bin-dir "$BIN" \
+    -b 1K -e 4K -f 4 -n 2 > "$TMP/mpi.txt"
+  cat "$TMP/mpi.txt"
+  grep -q 'mpi/gloo' "$TMP/mpi.txt"
+  [ "$(grep -c '^ *[0-9]' "$TMP/mpi.txt")" -eq 2 ] || { echo "expected 2 rows with --mpi"; exit 1; }
+fi
+
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3  # Debian's, with python3-matplotlib
 $PY -c 'import matplotlib' 2>/dev/null || { echo "no matplotlib: plot skipped"; exit 77; }
 "$BIN/all_reduce_perf" -b 1K -e 16K -f 4 -n 2 -J "$TMP/run.json" > /dev/null
