@@ -118,9 +118,8 @@ Clock::time_point deadlineAfter(Milliseconds t) {
 }
 
 int pollTimeoutUntil(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<Milliseconds>(deadline - Clock::now());
-  // Round up so that a poll never returns just before the deadline and spins.
-  if (deadline > Clock::now() && left.count() == 0) return 1;
+  // Rounded up: poll() must not return before the deadline (callers treat 0 ready as expiry).
+  const auto left = std::chrono::ceil<Milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 

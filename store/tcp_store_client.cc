@@ -18,7 +18,10 @@ Io waitReady(int fd, short events, net::Clock::time_point deadline, int* err) {
     pollfd pfd{fd, events, 0};
     int rc = poll(&pfd, 1, net::pollTimeoutUntil(deadline));
     if (rc > 0) return Io::kOk;  // readable, writable, or an error recv/send will report
-    if (rc == 0) return Io::kTimeout;
+    if (rc == 0) {
+      if (net::Clock::now() >= deadline) return Io::kTimeout;
+      continue;
+    }
     if (errno != EINTR) {
       *err = errno;
       return Io::kError;
