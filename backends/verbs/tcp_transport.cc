@@ -76,6 +76,16 @@ void writeAll(int fd, const void* p, size_t n) {
 TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                            Milliseconds timeout)
     : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size), closed_(size, 0) {
+  try {
+    setup(store, cfg, timeout);
+  } catch (...) {
+    closeAll();
+    throw;
+  }
+}
+
+void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds timeout) {
+  const int rank = rank_, size = size_;
   for (auto& e : eventFds_) {
     e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     C10D_SYSCHECK(e, "verbs/tcp: eventfd");
@@ -162,10 +172,18 @@ TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& 
 }
 
 TcpTransport::~TcpTransport() {
-  for (int x : fds_)
+  closeAll();
+}
+
+void TcpTransport::closeAll() {
+  for (int& x : fds_) {
     if (x >= 0) close(x);
-  for (int e : eventFds_)
+    x = -1;
+  }
+  for (int& e : eventFds_) {
     if (e >= 0) close(e);
+    e = -1;
+  }
 }
 
 void TcpTransport::fail(int peer, const char* what, int err) {
@@ -188,8 +206,10 @@ size_t TcpTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
   if (k == 0) {
     // On the p2p channel a clean close is a peer that finished and exited: what it sent was
     // delivered; ops still waiting on it fail in the p2p engine. On collectives it is an error.
-    closed_[peer] = 1;
-    if (ch == kP2PChannel) return 0;
+    if (ch == kP2PChannel) {
+      closed_[peer] = 1;  // touched by the p2p thread only
+      return 0;
+    }
     fail(peer, "recv from", 0);
   }
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;

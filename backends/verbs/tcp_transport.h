@@ -40,6 +40,8 @@ class TcpTransport : public Transport {
  private:
   int& fd(int ch, int peer) { return fds_[ch * size_ + peer]; }
   [[noreturn]] void fail(int peer, const char* what, int err);
+  void setup(Store& store, const VerbsConfig& cfg, Milliseconds timeout);
+  void closeAll();
 
   const int rank_;
   const int size_;
