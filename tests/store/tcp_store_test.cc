@@ -261,6 +261,39 @@ TEST(TCPStoreTest, MalformedRequestsCloseOnlyThatClient) {
   EXPECT_EQ(server.numConnections(), 2);
 }
 
+// Frames with valid lengths and random bodies (every op, random field lengths): whatever the
+// server makes of them, it must not crash, leak parked requests or stop serving others.
+TEST(TCPStoreTest, RandomFramesNeverBreakTheServer) {
+  TCPStoreServer server;
+  TCPStore good(clientOptions(server.port()));
+  std::mt19937 rng(1234);
+  testing::internal::CaptureStderr();  // the server logs each malformed frame
+  for (int i = 0; i < 200; ++i) {
+    net::Fd fd = net::connectTo("127.0.0.1", server.port(), Milliseconds(5000));
+    std::vector<uint8_t> frames;
+    for (int f = 0; f < 3; ++f) {
+      const uint32_t len = 1 + rng() % 40;
+      for (uint8_t b : le32(len)) frames.push_back(b);
+      frames.push_back(static_cast<uint8_t>(1 + rng() % 13));  // ops 1..12 and one unknown
+      for (uint32_t k = 1; k < len; ++k) {
+        // Small bytes make plausible field lengths.
+        frames.push_back(static_cast<uint8_t>(rng() % 3 == 0 ? rng() : rng() % 4));
+      }
+    }
+    ssize_t n = send(fd.get(), frames.data(), frames.size(), MSG_NOSIGNAL);
+    (void)n;
+  }
+  EXPECT_EQ(good.add("still-alive", 1), 1);
+  const auto deadline = Clock::now() + Milliseconds(10000);
+  while (server.numConnections() > 1 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(Milliseconds(5));
+  }
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(server.numConnections(), 1);
+  good.set("k", "v");
+  EXPECT_EQ(good.getString("k"), "v");
+}
+
 TEST(TCPStoreTest, ServerDeathGivesCommErrorNotAHang) {
   const std::string portFile = test::uniqueTempPath("tcpstore-port");
   auto results = test::runRanks(2, [&](int rank, int) {
