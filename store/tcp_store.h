@@ -3,8 +3,9 @@
 // The server runs on a thread inside the process that constructs the TCPStore with
 // isServer = true (rank 0, as in torch), or standalone through TCPStoreServer. One epoll loop
 // serves every client; `wait` and `get` on a missing key are answered by the server when the key
-// is set (pushed, never polled). Clients connect with retry and exponential backoff until their
-// timeout, then throw TimeoutError naming host and port.
+// is set (pushed, never polled). Clients connect with retry and exponential backoff (10 ms
+// doubling to 1 s; ECONNREFUSED while the server starts is normal) until their timeout, then throw
+// TimeoutError naming host, port and the last errno. Wire format: store/tcp_store_protocol.h.
 //
 // Threads: the server owns one thread ("c10d-tcpstore"); a client owns none. Each client object
 // holds one connection, used under a mutex (so it is safe from several threads, one request at a
@@ -34,7 +35,8 @@ struct TCPStoreOptions {
   // The server binds this address; "" = all interfaces ("0.0.0.0" / "::").
   std::string bindAddress;
   // When set on the server side with waitForWorkers, the constructor waits until this many
-  // clients (the server's own included) have connected, or the timeout.
+  // TCPStore clients (the server's own included; counted by the server as each first connects)
+  // have connected, or throws TimeoutError at the timeout.
   int numWorkers = -1;
   bool waitForWorkers = false;
   Milliseconds timeout = kDefaultStoreTimeout;
