@@ -95,6 +95,8 @@ std::shared_ptr<Work> ProcessGroup::doEndCoalescing(std::vector<std::shared_ptr<
 
 namespace {
 
+constexpr Milliseconds kMaxBarrierWait{365LL * 24 * 3600 * 1000};
+
 std::string joinRanks(const std::vector<int>& ranks) {
   std::string s;
   for (size_t i = 0; i < ranks.size(); ++i) {
@@ -121,11 +123,16 @@ void ProcessGroup::monitoredBarrier(Milliseconds timeout, bool waitAllRanks) {
 
   if (rank_ != 0) {
     store_->set(detail::str(base, "arrived/", rank_), std::string("1"));
+    // Rank 0 itself takes up to `t` to decide; waiting a grace period longer lets this rank
+    // report rank 0's verdict (which ranks are missing) instead of a bare timeout.
+    const Milliseconds grace = std::min(t, Milliseconds(5000));
+    const Milliseconds wait = t > kMaxBarrierWait - grace ? kMaxBarrierWait : t + grace;
     try {
-      store_->wait({releaseKey}, t);
+      store_->wait({releaseKey}, wait);
     } catch (const TimeoutError&) {
       C10D_THROW(TimeoutError, "monitoredBarrier: rank ", rank_, " of group ", name(),
-                 " got no release from rank 0 within ", t.count(), " ms");
+                 " got no release from rank 0 within ", wait.count(), " ms (timeout ", t.count(),
+                 " ms plus a grace period)");
     }
     const std::string v = store_->getString(releaseKey);
     if (v != "ok") {
