@@ -23,7 +23,8 @@
 //   newGroup(ranks) and split(color, key) are collective over this group (every rank calls them,
 //   in the same order with the same arguments for newGroup). Each sub-group gets its own PrefixStore
 //   over this group's store and its own backend instance (createSubgroup()); ranks outside it get
-//   nullptr.
+//   nullptr. An Options::groupName left as "world" becomes "<parent>/group<id>" (newGroup) or
+//   "<parent>/split<id>/color<c>" (split); the id counts this group's newGroup/split calls.
 #pragma once
 
 #include <atomic>
