@@ -354,8 +354,9 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
     json->finish(errors, d.avgBusBw(), d.minBw());
     json->write(o.jsonPath);
   }
-  d.exchange().allgather("done");  // nobody tears the group down under a rank still reading
   pg->shutdown();
+  // Rank 0 serves the store: it leaves last.
+  d.exchange().finish(Milliseconds(static_cast<int64_t>(o.timeoutSec) * 1000));
   const bool bwFailed = d.minBw() >= 0 && d.avgBusBw() < d.minBw() * 0.9;
   return errors != 0 || bwFailed ? 1 : 0;
 }

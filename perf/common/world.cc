@@ -100,6 +100,17 @@ double RankExchange::combine(double value, TimeCombine how) {
   }
 }
 
+void RankExchange::finish(Milliseconds timeout) {
+  if (size_ == 1) return;
+  if (rank_ != 0) {
+    store_->set(detail::str("c10d_perf/done/", rank_), std::string("1"));
+    return;
+  }
+  std::vector<std::string> keys;
+  for (int r = 1; r < size_; ++r) keys.push_back(detail::str("c10d_perf/done/", r));
+  store_->wait(keys, timeout);
+}
+
 int64_t RankExchange::sum(int64_t value) {
   int64_t total = 0;
   for (const auto& s : allgather(std::to_string(value))) total += std::stoll(s);

@@ -48,6 +48,10 @@ class RankExchange {
   // Combines one double per rank as nccl-tests' -a does (rank 0's, mean, min or max).
   double combine(double value, TimeCombine how);
   int64_t sum(int64_t value);
+  // The last call before exiting: rank 0 (which hosts the TCPStore under env://) waits until
+  // every other rank says it is done with the store, so that nobody loses the server mid-call.
+  // Other ranks must not use the store after it.
+  void finish(Milliseconds timeout);
 
  private:
   std::string key(uint64_t round, int rank) const;
