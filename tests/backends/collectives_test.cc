@@ -17,20 +17,27 @@ TEST_P(Collectives, EveryOpDtypeAndCount) {
   const int ws = std::get<1>(GetParam());
   const std::string path = uniqueTempPath("collectives");
   MultiProcOptions mp;
-  mp.timeout = std::chrono::seconds(110);
+  mp.timeout = std::chrono::seconds(280);
   expectAllRanksOk(
       ws,
       [&](int rank, int size) {
         auto pg = makeGroup(p, path, rank, size);
-        // 8 ranks share 2 cores in CI: one small count there (0 and 1 are covered at 1..4 ranks).
+        // 8 ranks share 2 cores in CI: there, one small count and one dtype per element size and
+        // kind (every dtype and count runs at 1..4 ranks, and at 8 in the "sweep" label).
         SweepOptions small;
-        if (size >= 8) small.counts = {7};
+        if (size >= 8) {
+          small.counts = {7};
+          small.dtypes = {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64,
+                          DataType::kInt8, DataType::kBool};
+        }
         runSweep(*pg, p, small);
         // Representative large cases: a few (dtype, op) reductions, and f32 data movement.
         SweepOptions big;
         big.counts = {1000003};
-        big.only = {{DataType::kFloat32, ReduceOp::SUM},   {DataType::kInt32, ReduceOp::MAX},
-                    {DataType::kBFloat16, ReduceOp::SUM},  {DataType::kFloat16, ReduceOp::AVG},
+        big.only = {{DataType::kFloat32, ReduceOp::SUM},
+                    {DataType::kInt32, ReduceOp::MAX},
+                    {DataType::kBFloat16, ReduceOp::SUM},
+                    {DataType::kFloat16, ReduceOp::AVG},
                     {DataType::kFloat64, ReduceOp::PREMUL_SUM}};
         if (size >= 8) big.only.resize(2);
         big.dataMovement = false;

@@ -98,6 +98,7 @@ void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
 // Runs every collective x dtype x supported op for each count in `counts` (one group, this rank).
 struct SweepOptions {
   std::vector<size_t> counts{0, 1, 7};
+  std::vector<DataType> dtypes;  // empty: every dtype
   bool reductions = true;
   bool dataMovement = true;
   bool pointToPoint = true;

@@ -283,7 +283,7 @@ void pointToPoint(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c
 void runSweep(ProcessGroup& pg, const BackendParam& p, const SweepOptions& o) {
   int round = 0;
   for (size_t c : o.counts) {
-    for (DataType dt : allDataTypes()) {
+    for (DataType dt : o.dtypes.empty() ? allDataTypes() : o.dtypes) {
       if (o.reductions) reductions(pg, p, dt, c, o);
       if (o.dataMovement && wantedDtype(o, dt)) dataMovement(pg, p, dt, c, round);
       if (o.pointToPoint && wantedDtype(o, dt)) pointToPoint(pg, p, dt, c, 100 + 2 * round);
