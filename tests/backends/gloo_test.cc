@@ -1,0 +1,83 @@
+// Gloo-specific tests (the shared behaviour is in the conformance suite): the configuration table,
+// binding to an interface by name, and what the backend reports it supports.
+#include <cstdlib>
+
+#include "backends/gloo/config.h"
+#include "c10d/registry.h"
+#include "store/file_store.h"
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+TEST(GlooConfig, DefaultsEnvironmentAndOptions) {
+  ::unsetenv("C10D_SOCKET_IFNAME");
+  ::unsetenv("C10D_GLOO_P2P_THREADS");
+  GlooConfig d = parseGlooConfig({});
+  EXPECT_EQ(d.ifname, "");
+  EXPECT_EQ(d.maxP2pThreads, 64);
+  ::setenv("C10D_SOCKET_IFNAME", "eth7", 1);
+  EXPECT_EQ(parseGlooConfig({}).ifname, "eth7");
+  EXPECT_EQ(parseGlooConfig({{"ifname", "lo"}}).ifname, "lo");  // options win over env
+  ::unsetenv("C10D_SOCKET_IFNAME");
+  EXPECT_EQ(parseGlooConfig({{"max_p2p_threads", "3"}}).maxP2pThreads, 3);
+  EXPECT_THROW(parseGlooConfig({{"max_p2p_threads", "0"}}), InvalidArgument);
+  EXPECT_THROW(parseGlooConfig({{"max_p2p_threads", "x"}}), InvalidArgument);
+  try {
+    parseGlooConfig({{"ifnam", "lo"}});
+    ADD_FAILURE() << "unknown key accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("ifnam"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ifname"), std::string::npos) << e.what();
+  }
+  const std::string table = describeGlooConfig(d);
+  for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
+    EXPECT_NE(table.find(e->name), std::string::npos) << table;
+    EXPECT_NE(table.find(e->env), std::string::npos) << table;
+  }
+}
+
+TEST(GlooConfig, BindAddressFollowsMasterAddr) {
+  ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+  EXPECT_EQ(defaultGlooBindAddress(), "127.0.0.1");
+  ::unsetenv("MASTER_ADDR");
+  EXPECT_FALSE(defaultGlooBindAddress().empty());
+}
+
+TEST(GlooBackend, RegisteredAndSupportsEveryDefinedOpOnCpuOnly) {
+  ASSERT_TRUE(isBackendRegistered("gloo"));
+  EXPECT_EQ(backendInfo("gloo").priority, 10);
+  const std::string path = uniqueTempPath("gloo-supports");
+  expectAllRanksOk(1, [&](int rank, int size) {
+    auto pg = makeGroup(conformanceBackends()[0], path, rank, size);
+    EXPECT_EQ(pg->backendName(), "gloo");
+    EXPECT_FALSE(pg->supportsDevice(Device::cuda(0)));
+    for (DataType dt : allDataTypes()) {
+      for (int k = 0; k < ReduceOp::kNumKinds; ++k) {
+        auto op = static_cast<ReduceOp::Kind>(k);
+        EXPECT_EQ(pg->supports(op, dt, Device::cpu()), isDefined(op, dt));
+        EXPECT_FALSE(pg->supports(op, dt, Device::cuda(0)));
+      }
+    }
+  });
+}
+
+TEST(GlooBackend, BindsToInterfaceByName) {
+  const std::string path = uniqueTempPath("gloo-ifname");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto store = std::make_shared<FileStore>(path, size, Milliseconds(30000));
+    ProcessGroup::Options o;
+    o.timeout = Milliseconds(30000);
+    o.config["ifname"] = "lo";
+    auto pg = createProcessGroup("gloo", store, rank, size, o);
+    int64_t v = rank + 1;
+    pg->allreduce(tensorOf(&v, 1))->wait();
+    EXPECT_EQ(v, 3);
+  });
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
