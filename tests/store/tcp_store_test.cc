@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -148,34 +149,79 @@ TEST(TCPStoreTest, TimeoutNamesKeyAndLaterCallsStillWork) {
   EXPECT_EQ(server.numWorkers(), 1);  // reconnects are not new workers
 }
 
-TEST(TCPStoreTest, WaitIsPushedNotPolled) {
-  TCPStoreServer server;
-  const uint16_t port = server.port();
-  int64_t best = 1 << 30;
-  for (int round = 0; round < 5; ++round) {
-    const std::string key = "go" + std::to_string(round);
-    auto results = test::runRanks(2, [&](int rank, int) {
-      TCPStore store(clientOptions(port));
-      if (rank == 0) {
-        store.set("parked" + key, "1");
-        store.wait({key});
-        const int64_t now = Clock::now().time_since_epoch().count();
-        const int64_t sent = std::stoll(store.getString("t" + key));
-        store.set("latency" + key, std::to_string(now - sent));
-      } else {
-        store.wait({"parked" + key});
-        std::this_thread::sleep_for(Milliseconds(150));  // the waiter is parked on the server
-        store.set("t" + key, std::to_string(Clock::now().time_since_epoch().count()));
-        store.set(key, "x");
-      }
-    });
-    for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.describe();
-    TCPStore store(clientOptions(port));
-    const auto ns = std::stoll(store.getString("latency" + key));
-    best = std::min<int64_t>(best, ns / 1000000);
+// Reads the port a server process published with publishPort (waits for it up to 30 s).
+uint16_t readPort(const std::string& file) {
+  const auto deadline = Clock::now() + Milliseconds(30000);
+  uint16_t port = 0;
+  while (port == 0 && Clock::now() < deadline) {
+    std::ifstream(file) >> port;
+    if (port == 0) std::this_thread::sleep_for(Milliseconds(5));
   }
-  // steady_clock is CLOCK_MONOTONIC, shared by the processes. Polling would show its interval.
-  EXPECT_LT(best, 20) << "best wake-up latency " << best << " ms";
+  return port;
+}
+
+void publishPort(const std::string& file, uint16_t port) {
+  std::ofstream(file + ".tmp") << port;
+  std::rename((file + ".tmp").c_str(), file.c_str());
+}
+
+// Runs `clients` client processes against a TCPStore server in a process of its own (rank 0), so
+// that the test process forks while it has no threads (fork from a threaded process can deadlock
+// under TSan). Ranks 1..clients run fn(rank, store); once all are done the server rank runs
+// check(store) on its own store.
+void runAgainstServerProcess(int clients, const std::function<void(int, TCPStore&)>& fn,
+                             const std::function<void(TCPStore&)>& check, Milliseconds timeout) {
+  const std::string portFile = test::uniqueTempPath("tcpstore-port");
+  test::MultiProcOptions opts;
+  opts.timeout = timeout;
+  test::expectAllRanksOk(
+      clients + 1,
+      [&](int rank, int size) {
+        if (rank == 0) {
+          TCPStoreOptions o = clientOptions(0, timeout);
+          o.isServer = true;
+          TCPStore server(o);
+          publishPort(portFile, server.port());
+          server.wait({"clients-done"});
+          check(server);
+          return;
+        }
+        TCPStore store(clientOptions(readPort(portFile), timeout));
+        fn(rank, store);
+        if (store.add("clients-finished", 1) == size - 1) store.set("clients-done", "1");
+      },
+      opts);
+  std::remove(portFile.c_str());
+}
+
+TEST(TCPStoreTest, WaitIsPushedNotPolled) {
+  constexpr int kRounds = 5;
+  runAgainstServerProcess(
+      2,
+      [](int rank, TCPStore& store) {
+        int64_t bestMs = 1 << 30;
+        for (int round = 0; round < kRounds; ++round) {
+          const std::string key = "go" + std::to_string(round);
+          if (rank == 1) {
+            store.set("parked" + key, "1");
+            store.wait({key});
+            const int64_t now = Clock::now().time_since_epoch().count();
+            const int64_t sent = std::stoll(store.getString("t" + key));
+            bestMs = std::min<int64_t>(bestMs, (now - sent) / 1000000);
+          } else {
+            store.wait({"parked" + key});
+            std::this_thread::sleep_for(Milliseconds(150));  // the waiter is parked on the server
+            store.set("t" + key, std::to_string(Clock::now().time_since_epoch().count()));
+            store.set(key, "x");
+          }
+        }
+        // steady_clock is CLOCK_MONOTONIC, shared by the processes. Polling would show its
+        // interval.
+        if (rank == 1) {
+          EXPECT_LT(bestMs, 20) << "best wake-up latency " << bestMs << " ms";
+        }
+      },
+      [](TCPStore&) {}, Milliseconds(60000));
 }
 
 // Opens a raw socket to the server, sends `bytes`, optionally half-closes, and expects the server
@@ -301,17 +347,12 @@ TEST(TCPStoreTest, ServerDeathGivesCommErrorNotAHang) {
       TCPStoreOptions o = clientOptions(0);
       o.isServer = true;
       TCPStore server(o);
-      std::ofstream(portFile + ".tmp") << server.port();
-      std::rename((portFile + ".tmp").c_str(), portFile.c_str());
+      publishPort(portFile, server.port());
       server.wait({"client-waiting"});
       std::this_thread::sleep_for(Milliseconds(100));
       _exit(0);  // dies without any goodbye
     }
-    uint16_t port = 0;
-    while (port == 0) {
-      std::ifstream(portFile) >> port;
-      std::this_thread::sleep_for(Milliseconds(5));
-    }
+    const uint16_t port = readPort(portFile);
     TCPStore store(clientOptions(port));
     store.set("client-waiting", "1");
     const auto start = Clock::now();
@@ -342,22 +383,18 @@ TEST(TCPStoreTest, DestroyingTheServerStoreWakesClients) {
 }
 
 TEST(TCPStoreTest, SixtyFourProcessesAddExactly) {
-  TCPStoreServer server;
-  const uint16_t port = server.port();
   constexpr int kProcs = 64;
   constexpr int kAdds = 1000;
-  test::MultiProcOptions opts;
-  opts.timeout = Milliseconds(100000);
-  test::expectAllRanksOk(
+  runAgainstServerProcess(
       kProcs,
-      [&](int, int) {
-        TCPStore store(clientOptions(port, Milliseconds(60000)));
+      [](int, TCPStore& store) {
         for (int i = 0; i < kAdds; ++i) store.add("counter", 1);
       },
-      opts);
-  TCPStore store(clientOptions(port));
-  EXPECT_EQ(store.add("counter", 0), kProcs * kAdds);
-  EXPECT_EQ(server.numWorkers(), kProcs + 1);
+      [](TCPStore& server) {
+        EXPECT_EQ(server.add("counter", 0), kProcs * kAdds);
+        EXPECT_EQ(server.server()->numWorkers(), kProcs + 1);
+      },
+      Milliseconds(100000));
 }
 
 TEST(TCPStoreTest, SixteenMiBValueRoundTrips) {
