@@ -157,9 +157,29 @@ class Driver {
     return coll_.run(a);
   }
 
-  void waitAll(std::vector<std::shared_ptr<Work>>* works) {
-    for (auto& w : *works) w->wait();
-    works->clear();
+  // Ops in flight never share memory (nccl-tests gets this from its CUDA stream's ordering; a
+  // CPU backend may run ops concurrently): op `iter` uses buffer slot iter % steps, and first
+  // waits for the op still using that slot, if any. Small sizes thus keep -n ops in flight; sizes
+  // near -e run one after the other.
+  void issue(DataType t, ReduceOp::Kind op, int root, bool inPlace, int iter) {
+    const size_t total = std::max(counts_.sendCount, counts_.recvCount) * es_;
+    const size_t steps = total ? std::max<size_t>(1, o_.maxBytes / total) : 1;
+    const size_t slot = static_cast<size_t>(iter) % steps;
+    if (slot >= inFlight_.size()) inFlight_.resize(slot + 1);
+    if (inFlight_[slot]) inFlight_[slot]->wait();
+    inFlight_[slot] = startColl(t, op, root, inPlace, iter);
+    if (o_.blocking) {
+      inFlight_[slot]->wait();
+      inFlight_[slot].reset();
+    }
+  }
+
+  // Waits for every op in flight.
+  void drain() {
+    for (auto& w : inFlight_) {
+      if (w) w->wait();
+    }
+    inFlight_.clear();
   }
 
   void barrier() { pg_->barrier()->wait(); }
@@ -210,29 +230,21 @@ class Driver {
     startColl(t, op, root, inPlace, 0)->wait();
     barrier();
 
-    std::vector<std::shared_ptr<Work>> pending;
     const auto t0 = std::chrono::steady_clock::now();
     for (int iter = 0; iter < o_.iters; ++iter) {
-      if (o_.aggIters > 1) pg_->startCoalescing();
-      for (int a = 0; a < o_.aggIters; ++a) {
-        auto w = startColl(t, op, root, inPlace, iter * o_.aggIters + a);
-        if (o_.aggIters > 1) continue;  // the coalesced Work below stands for it
-        if (o_.blocking) {
-          w->wait();
-        } else {
-          pending.push_back(std::move(w));
-        }
+      if (o_.aggIters == 1) {
+        issue(t, op, root, inPlace, iter);
+        continue;
       }
-      if (o_.aggIters > 1) {
-        auto w = pg_->endCoalescing();
-        if (o_.blocking) {
-          w->wait();
-        } else {
-          pending.push_back(std::move(w));
-        }
-      }
+      // -m: one coalesced group per iteration. Groups run one after the other (the ops of one
+      // group may share buffers when m * size exceeds -e: their results are not checked).
+      drain();
+      pg_->startCoalescing();
+      for (int a = 0; a < o_.aggIters; ++a) startColl(t, op, root, inPlace, iter * o_.aggIters + a);
+      inFlight_.push_back(pg_->endCoalescing());
+      if (o_.blocking) drain();
     }
-    waitAll(&pending);
+    drain();
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double deltaSec = sec / (static_cast<double>(o_.iters) * o_.aggIters);
     deltaSec = ex_.combine(deltaSec, o_.average);
@@ -267,9 +279,8 @@ class Driver {
     barrier();
     for (size_t size = o_.minBytes; size <= o_.maxBytes; size = nextSize(size, 2, 0)) {
       setup(size, t);
-      std::vector<std::shared_ptr<Work>> works;
-      for (int i = 0; i < o_.warmupIters; ++i) works.push_back(startColl(t, op, root, false, i));
-      waitAll(&works);
+      for (int i = 0; i < o_.warmupIters; ++i) issue(t, op, root, false, i);
+      drain();
     }
     for (size_t size = o_.minBytes; size <= o_.maxBytes;
          size = nextSize(size, o_.stepFactor, o_.stepBytes)) {
@@ -295,6 +306,7 @@ class Driver {
   bool inject_ = false;
   double minBw_ = -1;
 
+  std::vector<std::shared_ptr<Work>> inFlight_;  // by buffer slot (issue())
   Buffer send_, recv_;
   std::vector<char> hostSend_, hostRecv_, expected_;
   CollCounts counts_;
