@@ -417,13 +417,19 @@ double sumThroughput(DataType t, size_t n, int iters) {
   return gbps;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kMinGBps = 0.0;  // instrumented builds: print only
+#else
+constexpr double kMinGBps = 0.3;
+#endif
+
 TEST(ReduceInto, SumThroughput) {
-  EXPECT_GT(sumThroughput(DataType::kFloat32, 16 << 10, 4000), 0.3);
-  EXPECT_GT(sumThroughput(DataType::kFloat32, 8 << 20, 5), 0.3);
-  EXPECT_GT(sumThroughput(DataType::kFloat64, 8 << 10, 4000), 0.3);
-  EXPECT_GT(sumThroughput(DataType::kFloat16, 16 << 10, 200), 0.01);
-  EXPECT_GT(sumThroughput(DataType::kBFloat16, 16 << 10, 200), 0.01);
-  EXPECT_GT(sumThroughput(DataType::kInt32, 16 << 10, 4000), 0.3);
+  EXPECT_GE(sumThroughput(DataType::kFloat32, 16 << 10, 4000), kMinGBps);
+  EXPECT_GE(sumThroughput(DataType::kFloat32, 8 << 20, 5), kMinGBps);
+  EXPECT_GE(sumThroughput(DataType::kFloat64, 8 << 10, 4000), kMinGBps);
+  EXPECT_GE(sumThroughput(DataType::kFloat16, 16 << 10, 200), kMinGBps / 30);
+  EXPECT_GE(sumThroughput(DataType::kBFloat16, 16 << 10, 200), kMinGBps / 30);
+  EXPECT_GE(sumThroughput(DataType::kInt32, 16 << 10, 4000), kMinGBps);
 }
 
 }  // namespace
