@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ struct BackendParam {
 
   std::string label() const;  // "gloo_cpu"
 };
+
+// gtest prints parameters with this (ADL) instead of their bytes.
+inline void PrintTo(const BackendParam& p, std::ostream* os) { *os << p.label(); }
 
 // Backends built into this library that the suite runs against ("gloo" on CPU now; "verbs" and
 // "nccl" are added here when registered).
