@@ -10,7 +10,7 @@ namespace c10d {
 namespace verbs {
 
 namespace {
-constexpr size_t kSegmentBytes = 256 << 10;
+constexpr size_t kSegmentBytes = 1 << 20;
 }
 
 void splitBlocks(size_t count, int n, std::vector<size_t>* off, std::vector<size_t>* cnt) {
