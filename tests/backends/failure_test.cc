@@ -194,6 +194,7 @@ TEST_P(Failures, ShutdownWithOpsInFlightNeitherHangsNorCrashes) {
   const std::string path = uniqueTempPath("shutdown");
   expectAllRanksOk(2, [&](int rank, int size) {
     auto pg = makeGroup(bp, path, rank, size, Milliseconds(5000));
+    pg->barrier()->wait();  // both ranks connected before one of them shuts down
     std::vector<Buffer> bufs;
     std::vector<std::shared_ptr<Work>> works;
     for (int k = 0; k < 30; ++k) {
@@ -231,6 +232,8 @@ TEST_P(Failures, DestructorWithQueuedOpsDoesNotHang) {
     for (int k = 0; k < 10; ++k) bufs.emplace_back(bp, 100003, DataType::kInt64);
     {
       auto pg = makeGroup(bp, path, rank, size, Milliseconds(5000));
+      // Both ranks fully connected first: a peer leaving during setup is a setup failure.
+      pg->barrier()->wait();
       for (auto& b : bufs) works.push_back(pg->allreduce(b.tensor()));
     }
     for (auto& w : works) {
