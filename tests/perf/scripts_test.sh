@@ -7,6 +7,7 @@ BIN="$1"; SRC="$2"
 TMP=$(mktemp -d /tmp/c10d-perf-scripts.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
+[ -x "$BIN/c10drun" ] || { echo "c10drun not built in $BIN: skipped"; exit 77; }
 "$BIN/all_reduce_perf" -b 64 -e 64 -n 1 --backend gloo > "$TMP/probe" 2>&1 || {
   echo "gloo backend unavailable: skipped"; exit 77; }
 
