@@ -167,6 +167,11 @@ int64_t TCPStore::getNumKeys() {
 }
 
 void TCPStore::wait(const std::vector<std::string>& keys, Milliseconds timeout) {
+  // A zero timeout cannot cover a round trip: it means "are they all there now?".
+  if (timeout.count() == 0) {
+    if (check(keys)) return;
+    C10D_THROW(TimeoutError, describeKeys("wait", keys), ": keys not present (timeout 0 ms)");
+  }
   FrameWriter w = request(Op::kWait);
   putKeys(w, keys);
   impl_->call(w, describeKeys("wait", keys), timeout);

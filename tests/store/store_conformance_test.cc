@@ -163,6 +163,9 @@ TEST_P(StoreConformanceTest, WaitOnPresentKeysReturns) {
   store_->set("w2", std::string("y"));
   store_->wait({"w1", "w2"}, Milliseconds(100));
   store_->wait({}, Milliseconds(100));
+  // A zero timeout means "present now?": returns for present keys, throws for a missing one.
+  store_->wait({"w1"}, Milliseconds(0));
+  EXPECT_THROW(store_->wait({"w1", "absent"}, Milliseconds(0)), TimeoutError);
 }
 
 TEST_P(StoreConformanceTest, PrefixesNeverCollide) {
