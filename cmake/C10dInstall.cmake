@@ -23,5 +23,8 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/c10dConfigVersion.cmake
 install(FILES ${CMAKE_BINARY_DIR}/c10dConfig.cmake ${CMAKE_BINARY_DIR}/c10dConfigVersion.cmake
         DESTINATION ${C10D_CMAKE_DIR})
 
+# Relocatable: the .pc finds the prefix from its own location, so `cmake --install --prefix P`
+# works for any P.
+file(RELATIVE_PATH C10D_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/c10d.pc.in ${CMAKE_BINARY_DIR}/c10d.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/c10d.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
