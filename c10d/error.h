@@ -59,25 +59,25 @@ std::string errnoString(int err);
   throw Exc(::c10d::detail::str(__VA_ARGS__, " [", __FILE__, ":", __LINE__, "]"))
 
 // Throws InvalidArgument unless `cond` holds.
-#define C10D_CHECK_ARG(cond, ...)                                   \
-  do {                                                              \
+#define C10D_CHECK_ARG(cond, ...)                                  \
+  do {                                                             \
     if (!(cond)) C10D_THROW(::c10d::InvalidArgument, __VA_ARGS__); \
   } while (0)
 
 // Throws Error unless `cond` holds (an internal invariant).
-#define C10D_CHECK(cond, ...)                                                          \
-  do {                                                                                 \
+#define C10D_CHECK(cond, ...)                                                           \
+  do {                                                                                  \
     if (!(cond)) C10D_THROW(::c10d::Error, "check failed: " #cond ": ", ##__VA_ARGS__); \
   } while (0)
 
 // Throws Error naming both operands unless `a op b`.
-#define C10D_CHECK_OP(a, op, b, ...)                                                       \
-  do {                                                                                     \
-    const auto& c10d_a_ = (a);                                                             \
-    const auto& c10d_b_ = (b);                                                             \
-    if (!(c10d_a_ op c10d_b_))                                                             \
-      C10D_THROW(::c10d::Error, "check failed: " #a " " #op " " #b " (", c10d_a_, " vs ", \
-                 c10d_b_, ") ", ##__VA_ARGS__);                                            \
+#define C10D_CHECK_OP(a, op, b, ...)                                                               \
+  do {                                                                                             \
+    const auto& c10d_a_ = (a);                                                                     \
+    const auto& c10d_b_ = (b);                                                                     \
+    if (!(c10d_a_ op c10d_b_))                                                                     \
+      C10D_THROW(::c10d::Error, "check failed: " #a " " #op " " #b " (", c10d_a_, " vs ", c10d_b_, \
+                 ") ", ##__VA_ARGS__);                                                             \
   } while (0)
 #define C10D_CHECK_EQ(a, b, ...) C10D_CHECK_OP(a, ==, b, ##__VA_ARGS__)
 #define C10D_CHECK_NE(a, b, ...) C10D_CHECK_OP(a, !=, b, ##__VA_ARGS__)
@@ -86,11 +86,11 @@ std::string errnoString(int err);
 #define C10D_CHECK_GE(a, b, ...) C10D_CHECK_OP(a, >=, b, ##__VA_ARGS__)
 
 // Throws Error naming the failed syscall and errno if `expr` returns -1.
-#define C10D_SYSCHECK(expr, ...)                                                             \
-  do {                                                                                       \
-    if ((expr) == -1) {                                                                      \
-      int c10d_err_ = errno;                                                                 \
-      C10D_THROW(::c10d::Error, #expr " failed: ", ::c10d::detail::errnoString(c10d_err_), \
-                 " ", ##__VA_ARGS__);                                                        \
-    }                                                                                        \
+#define C10D_SYSCHECK(expr, ...)                                                                \
+  do {                                                                                          \
+    if ((expr) == -1) {                                                                         \
+      int c10d_err_ = errno;                                                                    \
+      C10D_THROW(::c10d::Error, #expr " failed: ", ::c10d::detail::errnoString(c10d_err_), " ", \
+                 ##__VA_ARGS__);                                                                \
+    }                                                                                           \
   } while (0)

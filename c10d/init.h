@@ -24,14 +24,14 @@ namespace c10d {
 class Store;
 
 struct InitOptions {
-  std::string backend;               // "" = defaultBackend()
+  std::string backend;  // "" = defaultBackend()
   std::string initMethod = "env://";
-  int rank = -1;                     // -1 = from the URL / environment
-  int worldSize = -1;                // -1 = from the URL / environment
+  int rank = -1;       // -1 = from the URL / environment
+  int worldSize = -1;  // -1 = from the URL / environment
   Milliseconds timeout = kDefaultTimeout;
   std::string groupName = "world";
   std::map<std::string, std::string> config;  // backend settings (ProcessGroup::Options::config)
-  std::shared_ptr<Store> store;      // when set, used as is instead of initMethod's store
+  std::shared_ptr<Store> store;               // when set, used as is instead of initMethod's store
 };
 
 // The parts of an init URL. Query keys are kept as given.

@@ -21,9 +21,10 @@
 //
 // Sub-groups
 //   newGroup(ranks) and split(color, key) are collective over this group (every rank calls them,
-//   in the same order with the same arguments for newGroup). Each sub-group gets its own PrefixStore
-//   over this group's store and its own backend instance (createSubgroup()); ranks outside it get
-//   nullptr. An Options::groupName left as "world" becomes "<parent>/group<id>" (newGroup) or
+//   in the same order with the same arguments for newGroup). Each sub-group gets its own
+//   PrefixStore over this group's store and its own backend instance (createSubgroup()); ranks
+//   outside it get nullptr. An Options::groupName left as "world" becomes "<parent>/group<id>"
+//   (newGroup) or
 //   "<parent>/split<id>/color<c>" (split); the id counts this group's newGroup/split calls.
 #pragma once
 
@@ -175,8 +176,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   virtual std::shared_ptr<Work> doScatter(Tensor output, const std::vector<Tensor>& inputs,
                                           const ScatterOptions& opts, uint64_t seq) = 0;
   virtual std::shared_ptr<Work> doReduceScatter(Tensor output, const std::vector<Tensor>& inputs,
-                                                const ReduceScatterOptions& opts,
-                                                uint64_t seq) = 0;
+                                                const ReduceScatterOptions& opts, uint64_t seq) = 0;
   virtual std::shared_ptr<Work> doReduceScatterTensor(Tensor output, Tensor input,
                                                       const ReduceScatterOptions& opts,
                                                       uint64_t seq) = 0;

@@ -1,8 +1,9 @@
 // Reduction operators.
 //
-// PREMUL_SUM multiplies each rank's input by `scale` before summing (NCCL's ncclRedOpCreatePreMulSum,
-// torch's _make_nccl_premul_sum). AVG is SUM divided by the group size; on integer types it rounds
-// toward zero. BAND/BOR/BXOR are defined for integer types and bool only.
+// PREMUL_SUM multiplies each rank's input by `scale` before summing (NCCL's
+// ncclRedOpCreatePreMulSum, torch's _make_nccl_premul_sum). AVG is SUM divided by the group size;
+// on integer types it rounds toward zero. BAND/BOR/BXOR are defined for integer types and bool
+// only.
 //
 // A backend that cannot do an (op, dtype, device) triple says so through
 // ProcessGroup::supports(); the ProcessGroup then raises InvalidArgument before communicating.

@@ -27,15 +27,24 @@ size_t elementSize(DataType t) {
 
 const char* toString(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return "float";
-    case DataType::kFloat64: return "double";
-    case DataType::kFloat16: return "half";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kInt8: return "int8";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kBool: return "bool";
+    case DataType::kFloat32:
+      return "float";
+    case DataType::kFloat64:
+      return "double";
+    case DataType::kFloat16:
+      return "half";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kBool:
+      return "bool";
   }
   return "unknown";
 }
@@ -46,18 +55,18 @@ DataType parseDataType(const std::string& name) {
     DataType type;
   };
   static const Alias kAliases[] = {
-      {"float", DataType::kFloat32},    {"float32", DataType::kFloat32},
-      {"f32", DataType::kFloat32},      {"fp32", DataType::kFloat32},
-      {"double", DataType::kFloat64},   {"float64", DataType::kFloat64},
-      {"f64", DataType::kFloat64},      {"fp64", DataType::kFloat64},
-      {"half", DataType::kFloat16},     {"float16", DataType::kFloat16},
-      {"f16", DataType::kFloat16},      {"fp16", DataType::kFloat16},
+      {"float", DataType::kFloat32},     {"float32", DataType::kFloat32},
+      {"f32", DataType::kFloat32},       {"fp32", DataType::kFloat32},
+      {"double", DataType::kFloat64},    {"float64", DataType::kFloat64},
+      {"f64", DataType::kFloat64},       {"fp64", DataType::kFloat64},
+      {"half", DataType::kFloat16},      {"float16", DataType::kFloat16},
+      {"f16", DataType::kFloat16},       {"fp16", DataType::kFloat16},
       {"bfloat16", DataType::kBFloat16}, {"bf16", DataType::kBFloat16},
-      {"int8", DataType::kInt8},        {"i8", DataType::kInt8},
-      {"uint8", DataType::kUInt8},      {"u8", DataType::kUInt8},
-      {"int32", DataType::kInt32},      {"int", DataType::kInt32},
-      {"i32", DataType::kInt32},        {"int64", DataType::kInt64},
-      {"i64", DataType::kInt64},        {"bool", DataType::kBool},
+      {"int8", DataType::kInt8},         {"i8", DataType::kInt8},
+      {"uint8", DataType::kUInt8},       {"u8", DataType::kUInt8},
+      {"int32", DataType::kInt32},       {"int", DataType::kInt32},
+      {"i32", DataType::kInt32},         {"int64", DataType::kInt64},
+      {"i64", DataType::kInt64},         {"bool", DataType::kBool},
   };
   for (const auto& a : kAliases) {
     if (name == a.name) return a.type;
@@ -71,7 +80,9 @@ bool isFloatingPoint(DataType t) {
          t == DataType::kBFloat16;
 }
 
-bool isIntegral(DataType t) { return !isFloatingPoint(t); }
+bool isIntegral(DataType t) {
+  return !isFloatingPoint(t);
+}
 
 std::string toString(const Device& d) {
   return d.isCPU() ? std::string("cpu") : "cuda:" + std::to_string(d.index);
@@ -124,7 +135,7 @@ uint16_t floatToHalf(float f) {
   if (absx >= 0x477ff000) {  // rounds to >= 65520: overflow to inf
     return sign | 0x7c00;
   }
-  if (absx < 0x38800000) {  // below the smallest normal half: subnormal or zero
+  if (absx < 0x38800000) {               // below the smallest normal half: subnormal or zero
     if (absx < 0x33000000) return sign;  // < 2^-25 rounds to zero
     const uint32_t e = absx >> 23;
     const uint32_t m = (absx & 0x7fffff) | 0x800000;

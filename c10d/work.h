@@ -122,12 +122,12 @@ class Work : public std::enable_shared_from_this<Work> {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool completed_ = false;            // guarded by mu_
-  bool aborting_ = false;             // guarded by mu_; abort() calls onAbort() once
-  std::exception_ptr error_;          // guarded by mu_
-  std::vector<Callback> callbacks_;   // guarded by mu_
+  bool completed_ = false;                       // guarded by mu_
+  bool aborting_ = false;                        // guarded by mu_; abort() calls onAbort() once
+  std::exception_ptr error_;                     // guarded by mu_
+  std::vector<Callback> callbacks_;              // guarded by mu_
   std::unique_ptr<std::promise<void>> promise_;  // guarded by mu_
-  std::shared_future<void> future_;   // guarded by mu_
+  std::shared_future<void> future_;              // guarded by mu_
 };
 
 // A Work that completes when all of `parts` complete; its error is the first part's error (in

@@ -24,8 +24,8 @@ class HashStore : public Store {
   int64_t getNumKeys() override;
   void wait(const std::vector<std::string>& keys, Milliseconds timeout) override;
   void append(const std::string& key, const Bytes& value) override;
-  using Store::wait;
   using Store::set;
+  using Store::wait;
 
  private:
   std::mutex mu_;

@@ -26,8 +26,8 @@ class PrefixStore : public Store {
   std::vector<Bytes> multiGet(const std::vector<std::string>& keys) override;
   void multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) override;
   void setTimeout(Milliseconds timeout) override;
-  using Store::wait;
   using Store::set;
+  using Store::wait;
 
   const std::shared_ptr<Store>& underlying() const { return store_; }
   const std::string& prefix() const { return prefix_; }

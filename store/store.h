@@ -2,9 +2,9 @@
 //
 // Keys are strings; values are arbitrary bytes (NUL bytes included). All methods are thread-safe
 // and may be called from any thread. Blocking methods (get, wait) block at most the timeout: the
-// explicit argument, else the store's own timeout() (setTimeout / constructor); on expiry they throw
-// TimeoutError naming the key(s) and the timeout. A store that loses its server or file throws
-// CommError / Error naming what it lost.
+// explicit argument, else the store's own timeout() (setTimeout / constructor); on expiry they
+// throw TimeoutError naming the key(s) and the timeout. A store that loses its server or file
+// throws CommError / Error naming what it lost.
 //
 // Semantics shared by every implementation (checked by tests/store/store_conformance_test.cc):
 //   set(k, v)            stores v, waking waiters on k.
@@ -34,8 +34,12 @@ namespace c10d {
 
 using Bytes = std::vector<uint8_t>;
 
-inline Bytes toBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
-inline std::string toString(const Bytes& b) { return std::string(b.begin(), b.end()); }
+inline Bytes toBytes(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
+inline std::string toString(const Bytes& b) {
+  return std::string(b.begin(), b.end());
+}
 
 class Store {
  public:
@@ -47,8 +51,7 @@ class Store {
   virtual void set(const std::string& key, const Bytes& value) = 0;
   virtual Bytes get(const std::string& key) = 0;
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
-  virtual Bytes compareSet(const std::string& key, const Bytes& expected,
-                           const Bytes& desired) = 0;
+  virtual Bytes compareSet(const std::string& key, const Bytes& expected, const Bytes& desired) = 0;
   virtual bool check(const std::vector<std::string>& keys) = 0;
   virtual bool deleteKey(const std::string& key) = 0;
   virtual int64_t getNumKeys() = 0;

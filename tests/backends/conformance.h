@@ -14,8 +14,8 @@
 #pragma once
 
 #include <functional>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,7 +39,9 @@ struct BackendParam {
 };
 
 // gtest prints parameters with this (ADL) instead of their bytes.
-inline void PrintTo(const BackendParam& p, std::ostream* os) { *os << p.label(); }
+inline void PrintTo(const BackendParam& p, std::ostream* os) {
+  *os << p.label();
+}
 
 // Backends built into this library that the suite runs against ("gloo" on CPU now; "verbs" and
 // "nccl" are added here when registered).

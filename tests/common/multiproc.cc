@@ -117,8 +117,7 @@ std::string uniqueTempPath(const std::string& tag) {
   static std::atomic<int> counter{0};
   const char* dir = std::getenv("TMPDIR");
   std::ostringstream ss;
-  ss << (dir && *dir ? dir : "/tmp") << "/c10d-test-" << getpid() << "-" << counter++ << "-"
-     << tag;
+  ss << (dir && *dir ? dir : "/tmp") << "/c10d-test-" << getpid() << "-" << counter++ << "-" << tag;
   return ss.str();
 }
 

@@ -17,10 +17,10 @@ namespace test {
 
 struct RankResult {
   int rank = -1;
-  bool exited = false;   // exited normally (else: killed by a signal)
-  int exitCode = -1;     // when exited
-  int signal = 0;        // when killed
-  bool timedOut = false; // still running at the deadline, killed by the harness
+  bool exited = false;    // exited normally (else: killed by a signal)
+  int exitCode = -1;      // when exited
+  int signal = 0;         // when killed
+  bool timedOut = false;  // still running at the deadline, killed by the harness
   bool ok() const { return exited && exitCode == 0 && !timedOut; }
   std::string describe() const;
 };
