@@ -123,11 +123,6 @@ int pollTimeoutUntil(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
-void Fd::reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 std::string errnoName(int err) {
   switch (err) {
 #define C10D_ERRNO_CASE(e) \

@@ -5,6 +5,8 @@
 // timeout; everything else returns immediately (sockets it returns are non-blocking).
 #pragma once
 
+#include "c10d/fd.h"
+
 #include <sys/socket.h>
 
 #include <chrono>
@@ -23,32 +25,7 @@ Clock::time_point deadlineAfter(Milliseconds t);
 // Milliseconds left until `deadline` (0 when past), clamped to what poll() accepts.
 int pollTimeoutUntil(Clock::time_point deadline);
 
-// An owned file descriptor; closed on destruction. Move-only.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) reset(o.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using ::c10d::Fd;
 
 // The symbolic name of an errno value ("EADDRINUSE"), or "errno N" for uncommon ones.
 std::string errnoName(int err);

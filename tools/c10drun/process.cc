@@ -21,11 +21,6 @@ void throwSystemError(const std::string& what, int err) {
   throw Error(what + " failed: " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
 }
 
-void Fd::reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
-
 namespace {
 
 struct Pipe {

@@ -12,6 +12,8 @@
 // Nothing here blocks except spawnWorker() waiting for the child's exec (bounded by execve).
 #pragma once
 
+#include "c10d/fd.h"
+
 #include <signal.h>
 #include <sys/types.h>
 
@@ -26,32 +28,7 @@ namespace run {
 // Throws c10d::Error "<what> failed: <strerror> (errno N)".
 [[noreturn]] void throwSystemError(const std::string& what, int err);
 
-// Owns one file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) reset(other.release());
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
+using ::c10d::Fd;
 
 // exec of PROGRAM failed in the child (errno `err`).
 class ExecError : public Error {
