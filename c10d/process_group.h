@@ -209,6 +209,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   Milliseconds resolveTimeout(Milliseconds t) const {
     return t == kUnsetTimeout ? options_.timeout : t;
   }
+  // A copy of an op's options with its timeout resolved.
+  template <typename Opts>
+  Opts withResolvedTimeout(const Opts& opts) const {
+    Opts o = opts;
+    o.timeout = resolveTimeout(opts.timeout);
+    return o;
+  }
 
  private:
   // Validation and bookkeeping shared by every public collective; returns the op's seq.

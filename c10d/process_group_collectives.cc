@@ -142,9 +142,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOpti
   c.root(opts.rootRank);
   c.tensor(tensor, "tensor");
   const uint64_t seq = beginOp(OpType::kBroadcast);
-  BroadcastOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doBroadcast(tensor, o, seq));
+  return track(doBroadcast(tensor, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOptions& opts) {
@@ -153,9 +151,7 @@ std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOpti
   c.tensor(tensor, "tensor");
   c.reduceOp(opts.reduceOp, tensor);
   const uint64_t seq = beginOp(OpType::kAllreduce);
-  AllreduceOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAllreduce(tensor, o, seq));
+  return track(doAllreduce(tensor, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -169,9 +165,7 @@ std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>
   }
   c.reduceOp(opts.reduceOp, tensors[0]);
   const uint64_t seq = beginOp(OpType::kAllreduceCoalesced);
-  AllreduceCoalescedOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAllreduceCoalesced(tensors, o, seq));
+  return track(doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& opts) {
@@ -181,9 +175,7 @@ std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& o
   c.tensor(tensor, "tensor");
   c.reduceOp(opts.reduceOp, tensor);
   const uint64_t seq = beginOp(OpType::kReduce);
-  ReduceOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doReduce(tensor, o, seq));
+  return track(doReduce(tensor, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs, Tensor input,
@@ -198,9 +190,7 @@ std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs
     c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
   }
   const uint64_t seq = beginOp(OpType::kAllgather);
-  AllgatherOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAllgather(outputs, input, o, seq));
+  return track(doAllgather(outputs, input, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor input,
@@ -212,9 +202,7 @@ std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor in
   c.like(output, "output", input, "input");
   c.numel(output, "output", c.times(input.numel, "input"), "group size * the input's numel");
   const uint64_t seq = beginOp(OpType::kAllgatherIntoTensor);
-  AllgatherOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAllgatherIntoTensor(output, input, o, seq));
+  return track(doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, Tensor input,
@@ -235,9 +223,7 @@ std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, T
            "; only the root receives)");
   }
   const uint64_t seq = beginOp(OpType::kGather);
-  GatherOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doGather(outputs, input, o, seq));
+  return track(doGather(outputs, input, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -258,9 +244,7 @@ std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Ten
            "; only the root sends)");
   }
   const uint64_t seq = beginOp(OpType::kScatter);
-  ScatterOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doScatter(output, inputs, o, seq));
+  return track(doScatter(output, inputs, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -276,9 +260,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vect
   }
   c.reduceOp(opts.reduceOp, output);
   const uint64_t seq = beginOp(OpType::kReduceScatter);
-  ReduceScatterOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doReduceScatter(output, inputs, o, seq));
+  return track(doReduceScatter(output, inputs, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor input,
@@ -291,9 +273,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor in
   c.numel(input, "input", c.times(output.numel, "output"), "group size * the output's numel");
   c.reduceOp(opts.reduceOp, output);
   const uint64_t seq = beginOp(OpType::kReduceScatterTensor);
-  ReduceScatterOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doReduceScatterTensor(output, input, o, seq));
+  return track(doReduceScatterTensor(output, input, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
@@ -312,9 +292,7 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
     c.like(outputs[i], at("outputs", i), inputs[0], "inputs[0]");
   }
   const uint64_t seq = beginOp(OpType::kAlltoall);
-  AllToAllOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAlltoall(outputs, inputs, o, seq));
+  return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
@@ -329,18 +307,14 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   std::vector<size_t> in = c.splits(inputSplits, input, "input");
   std::vector<size_t> out = c.splits(outputSplits, output, "output");
   const uint64_t seq = beginOp(OpType::kAlltoallSingle);
-  AllToAllOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doAlltoallSingle(output, input, out, in, o, seq));
+  return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& opts) {
   Check c(*this, OpType::kBarrier);
   c.timeout(opts.timeout);
   const uint64_t seq = beginOp(OpType::kBarrier);
-  BarrierOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doBarrier(o, seq));
+  return track(doBarrier(withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendRecvOptions& opts) {
@@ -349,9 +323,7 @@ std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendR
   c.peer(dstRank, "destination");
   c.tensor(tensor, "tensor");
   const uint64_t seq = beginOp(OpType::kSend);
-  SendRecvOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doSend(tensor, dstRank, o, seq));
+  return track(doSend(tensor, dstRank, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendRecvOptions& opts) {
@@ -360,9 +332,7 @@ std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendR
   c.peer(srcRank, "source");
   c.tensor(tensor, "tensor");
   const uint64_t seq = beginOp(OpType::kRecv);
-  SendRecvOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doRecv(tensor, srcRank, o, seq));
+  return track(doRecv(tensor, srcRank, withResolvedTimeout(opts), seq));
 }
 
 std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvOptions& opts) {
@@ -371,9 +341,7 @@ std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvO
   c.tensor(tensor, "tensor");
   if (size() < 2) c.fail("no other rank to receive from");
   const uint64_t seq = beginOp(OpType::kRecvAnySource);
-  SendRecvOptions o = opts;
-  o.timeout = resolveTimeout(opts.timeout);
-  return track(doRecv(tensor, -1, o, seq));
+  return track(doRecv(tensor, -1, withResolvedTimeout(opts), seq));
 }
 
 }  // namespace c10d
