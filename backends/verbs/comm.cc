@@ -8,23 +8,29 @@
 namespace c10d {
 namespace verbs {
 
-Comm::Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, std::string what,
-           Milliseconds timeout)
+Comm::Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, OpType op,
+           uint64_t seq, const std::string& group, Milliseconds timeout)
     : t_(t),
       ch_(ch),
       rank_(rank),
       size_(size),
       deadline_(deadline),
-      what_(std::move(what)),
+      op_(op),
+      seq_(seq),
+      group_(group),
       timeout_(timeout),
       lastPeerCheck_(Clock::now()) {
   checkFn_ = [this] { check(); };
 }
 
+std::string Comm::what() const {
+  return detail::str(c10d::toString(op_), " #", seq_, " in group ", group_);
+}
+
 void Comm::check() {
   t_.checkPeers();
   if (Clock::now() >= deadline_)
-    C10D_THROW(TimeoutError, what_, " timed out after ", timeout_.count(), " ms on rank ", rank_,
+    C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
                " (verbs/", t_.name(), ")");
 }
 
@@ -60,7 +66,7 @@ void Comm::run(std::vector<P2POp>& ops) {
           if (op.done < op.len)
             pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
                     << "/" << op.len << " bytes)";
-        C10D_THROW(TimeoutError, what_, " timed out after ", timeout_.count(), " ms on rank ",
+        C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
                    rank_, " (verbs/", t_.name(), "); pending:", pending.str());
       }
     }

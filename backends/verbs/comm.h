@@ -17,6 +17,7 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport.h"
+#include "c10d/work.h"
 
 namespace c10d {
 namespace verbs {
@@ -33,8 +34,10 @@ struct P2POp {
 
 class Comm {
  public:
-  Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, std::string what,
-       Milliseconds timeout);
+  // `group` must outlive the Comm (it is the group's cached name); messages are built from op,
+  // seq and group only when an error needs them (nothing is formatted on the fast path).
+  Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, OpType op,
+       uint64_t seq, const std::string& group, Milliseconds timeout);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -58,7 +61,8 @@ class Comm {
     scratch_[0] = a;
     scratch_[1] = b;
   }
-  const std::string& what() const { return what_; }
+  // "allreduce #12 in group verbs:world"
+  std::string what() const;
 
  private:
   Transport& t_;
@@ -66,7 +70,9 @@ class Comm {
   const int rank_;
   const int size_;
   const Clock::time_point deadline_;
-  const std::string what_;
+  const OpType op_;
+  const uint64_t seq_;
+  const std::string& group_;
   const Milliseconds timeout_;
   ShmTransport* shm_ = nullptr;
   std::vector<uint8_t>* scratch_[2] = {nullptr, nullptr};

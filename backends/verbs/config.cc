@@ -74,6 +74,11 @@ const std::vector<Setting>& table() {
       {"C10D_SPIN_US", "microseconds a waiter spins (sched_yield) before sleeping on a futex",
        [](VerbsConfig& c, const std::string& v) { c.spinUs = parseInt("C10D_SPIN_US", v); },
        [](const VerbsConfig& c) { return std::to_string(c.spinUs); }},
+      {"C10D_BUSY_US",
+       "microseconds a waiter polls with no syscall before the sched_yield phase (-1: auto, "
+       "20 when the host's ranks fit its CPUs, else 0)",
+       [](VerbsConfig& c, const std::string& v) { c.busyUs = parseInt("C10D_BUSY_US", v); },
+       [](const VerbsConfig& c) { return std::to_string(c.busyUs); }},
       {"C10D_SMALL_BYTES", "shm allreduce: up to this size every rank reduces everything (1 sync)",
        [](VerbsConfig& c, const std::string& v) {
          c.smallBytes = parseSize("C10D_SMALL_BYTES", v);

@@ -19,6 +19,7 @@ struct VerbsConfig {
   size_t shmChunkBytes = 1 << 20;   // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
   int spinUs = 60;                  // C10D_SPIN_US: spin (with sched_yield) before a futex sleep
+  int busyUs = -1;                  // C10D_BUSY_US: pure polling before that; -1 = auto
   size_t smallBytes = 32 << 10;     // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
   std::string ibDevice;             // C10D_IB_DEVICE: ibverbs device name (first one if empty)
   int ibPort = 1;                   // C10D_IB_PORT

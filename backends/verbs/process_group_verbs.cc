@@ -35,7 +35,8 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
                                      Options options)
     : ProcessGroup(store, rank, size, options),
       cfg_(VerbsConfig::load(options.config)),
-      selector_(cfg_) {
+      selector_(cfg_),
+      name_(detail::str("verbs:", options.groupName)) {
   // Several verbs groups may share one store: every rank numbers its groups the same way.
   const std::string prefix =
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
@@ -104,22 +105,24 @@ template <typename Fn>
 std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                                                        Milliseconds timeout, Fn&& fn) {
   timeout = resolveTimeout(timeout);
-  const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name());
   try {
-    if (shutdown_) C10D_THROW(Error, what, ": the group was shut down");
-    Comm c(*transport_, kCollectiveChannel, rank(), size(), Clock::now() + timeout, what, timeout);
+    if (shutdown_)
+      C10D_THROW(Error, c10d::toString(op), " #", seq, " in group ", name_,
+                 ": the group was shut down");
+    Comm c(*transport_, kCollectiveChannel, rank(), size(), Clock::now() + timeout, op, seq, name_,
+           timeout);
     c.setShm(shm_);
     c.setScratch(&scratch_[0], &scratch_[1]);
     fn(c);
-    return makeCompletedWork(op, seq, name());
+    return makeCompletedWork(op, seq, name_);
   } catch (const CommError&) {
     setBroken(std::current_exception());
-    return makeCompletedWork(op, seq, name(), std::current_exception());
+    return makeCompletedWork(op, seq, name_, std::current_exception());
   } catch (const TimeoutError&) {
     setBroken(std::current_exception());
-    return makeCompletedWork(op, seq, name(), std::current_exception());
+    return makeCompletedWork(op, seq, name_, std::current_exception());
   } catch (...) {
-    return makeCompletedWork(op, seq, name(), std::current_exception());
+    return makeCompletedWork(op, seq, name_, std::current_exception());
   }
 }
 

@@ -89,6 +89,7 @@ class ProcessGroupVerbs : public ProcessGroup {
 
   VerbsConfig cfg_;
   AlgoSelector selector_;
+  const std::string name_;  // name(), formatted once: it is in every op's Work
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   std::unique_ptr<P2PEngine> p2p_;

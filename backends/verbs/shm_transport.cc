@@ -83,6 +83,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       ringBytes_(cfg.shmRingBytes),
       slotBytes_(alignUp(cfg.shmChunkBytes, 4096)),
       spinUs_(cfg.spinUs),
+      busy_(resolveBusyUs(cfg.busyUs, size)),
       pids_(pids) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
   size_t off = 4096;
@@ -203,12 +204,22 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
                         Milliseconds maxWait) {
   WaitWord& db = rankCtl(rank_).doorbell[ch];
   auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
-  const auto spinEnd = Clock::now() + std::chrono::microseconds(spinUs_);
+  if (changed()) return;
+  const auto start = Clock::now();
+  if (busyPoll(changed, busy_.current())) {
+    busy_.record(Clock::now() - start);
+    return;
+  }
+  const auto spinEnd = start + std::chrono::microseconds(busy_.current() + spinUs_);
   for (int i = 0;; ++i) {
-    if (changed()) return;
+    if (changed()) {
+      busy_.record(Clock::now() - start);
+      return;
+    }
     relax();
     if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
   }
+  busy_.record(Clock::now() - start);
   int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(10, maxWait.count())));
   sleepOn(db, token, ms);
 }
@@ -246,9 +257,11 @@ void ShmTransport::barrier(const CheckFn& check) {
     wake(b.generation);
     return;
   }
-  waitUntil(
-      b.generation, gen, [&] { return b.generation.value.load(std::memory_order_acquire) != gen; },
-      spinUs_, check);
+  auto released = [&] { return b.generation.value.load(std::memory_order_acquire) != gen; };
+  if (released()) return;
+  const auto start = Clock::now();
+  waitUntil(b.generation, gen, released, busy_.current(), spinUs_, check);
+  busy_.record(Clock::now() - start);
 }
 
 }  // namespace verbs

@@ -97,6 +97,7 @@ class ShmTransport : public Transport {
   const size_t ringBytes_;
   const size_t slotBytes_;
   const int spinUs_;
+  BusyBudget busy_;  // resolved C10D_BUSY_US, adapted per wait
   std::string shmName_;
   std::unique_ptr<ShmMapping> map_;
   size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;

@@ -33,10 +33,16 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs) {
 }
 
 void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+  cpuPause();
   sched_yield();
+}
+
+int resolveBusyUs(int configured, int localRanks) {
+  if (configured >= 0) return configured;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return localRanks <= cpus ? 20 : 0;
 }
 
 }  // namespace verbs

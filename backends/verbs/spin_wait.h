@@ -1,9 +1,14 @@
 // Spin-then-sleep waiting on a 32-bit word in (possibly shared) memory.
 //
-// Why: with 4 ranks on 2 cores, pure spinning collapses (a spinning rank steals the core the rank
-// it waits for needs), and sleeping at once costs a futex wake-up (~5-20 us) on every step. So a
-// waiter spins with sched_yield() for a short while (C10D_SHM_SPIN_US, ~50 us) and then sleeps on
-// a futex in slices (10 ms), checking the deadline and the liveness of its peers between slices.
+// First, when the ranks have a CPU each (C10D_BUSY_US, auto: ~20 us, else 0), a waiter polls with
+// only a pause instruction: on a VM a sched_yield syscall costs ~1 us, more than a whole small
+// collective between two ranks on two cores.
+//
+// Why the rest: with 4 ranks on 2 cores, pure spinning collapses (a spinning rank steals the core
+// the rank it waits for needs), and sleeping at once costs a futex wake-up (~5-20 us) on every
+// step. So a waiter spins with sched_yield() for a short while (C10D_SHM_SPIN_US, ~50 us) and then
+// sleeps on a futex in slices (10 ms), checking the deadline and the liveness of its peers between
+// slices.
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -37,18 +42,70 @@ using CheckFn = std::function<void()>;
 
 // Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
 // `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
-// never missed). `spinUs` bounds the spin phase; `check` runs between sleep slices.
+// never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase; `check`
+// runs between sleep slices.
 template <typename Ready>
-void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int spinUs, const CheckFn& check);
+void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
+               const CheckFn& check);
+
+// Polls ready() with only a pause between tries for at most `busyUs`; true once it holds.
+template <typename Ready>
+bool busyPoll(Ready&& ready, int busyUs);
+
+// The polling budget, adapted to how long waits take (additive increase, multiplicative
+// decrease): a wait that ends within the full budget adds 1 us back (up to the maximum); a longer
+// one halves it, so on a loaded or oversubscribed host a waiter soon stops burning CPU its peers
+// need, and on an idle one it polls fully after a few dozen quick waits. Per waiter (not shared
+// between processes); not thread-safe.
+class BusyBudget {
+ public:
+  explicit BusyBudget(int maxUs) : max_(maxUs), cur_(maxUs) {}
+  int current() const { return cur_; }
+  int max() const { return max_; }
+  void record(std::chrono::nanoseconds waited) {
+    if (waited <= std::chrono::microseconds(max_))
+      cur_ = cur_ < max_ ? cur_ + 1 : max_;
+    else
+      cur_ /= 2;
+  }
+
+ private:
+  int max_, cur_;
+};
+
+// C10D_BUSY_US resolved: `configured` if >= 0, else 20 when `localRanks` fit the CPUs this
+// process may run on, else 0.
+int resolveBusyUs(int configured, int localRanks);
 
 // Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
 void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
 // sched_yield, with a pause instruction first.
 void relax();
 
+inline void cpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 template <typename Ready>
-void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int spinUs, const CheckFn& check) {
-  if (ready()) return;
+bool busyPoll(Ready&& ready, int busyUs) {
+  if (ready()) return true;
+  if (busyUs <= 0) return false;
+  const auto end = Clock::now() + std::chrono::microseconds(busyUs);
+  for (int i = 1;; ++i) {
+    cpuPause();
+    if (ready()) return true;
+    if ((i & 63) == 0 && Clock::now() >= end) return false;
+  }
+}
+
+template <typename Ready>
+void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
+               const CheckFn& check) {
+  if (busyPoll(ready, busyUs)) return;
   const auto spinEnd = Clock::now() + std::chrono::microseconds(spinUs);
   for (int i = 0;; ++i) {
     relax();
