@@ -11,18 +11,32 @@ namespace c10d {
 namespace test {
 
 std::string BackendParam::label() const {
-  return backend + "_" + (device.isCPU() ? std::string("cpu") : std::string("cuda"));
+  return backend + (variant.empty() ? "" : "_" + variant) + "_" +
+         (device.isCPU() ? std::string("cpu") : std::string("cuda"));
 }
+
+namespace {
+
+BackendParam cpuParam(const std::string& backend, const std::string& variant = "",
+                      std::map<std::string, std::string> config = {}) {
+  BackendParam p;
+  p.backend = backend;
+  p.variant = variant;
+  p.config = std::move(config);
+  p.device = Device::cpu();
+  return p;
+}
+
+}  // namespace
 
 std::vector<BackendParam> conformanceBackends() {
   std::vector<BackendParam> out;
-  for (const char* name : {"gloo", "verbs"}) {
-    if (!isBackendRegistered(name)) continue;
-    BackendParam p;
-    p.backend = name;
-    p.device = Device::cpu();
-    out.push_back(p);
-  }
+  auto add = [&out](BackendParam p) {
+    if (isBackendRegistered(p.backend)) out.push_back(std::move(p));
+  };
+  add(cpuParam("gloo"));
+  add(cpuParam("verbs"));  // default transport: shm (every rank on this host)
+  add(cpuParam("verbs", "tcp", {{"C10D_TRANSPORT", "tcp"}}));
   return out;
 }
 
@@ -141,6 +155,7 @@ std::shared_ptr<ProcessGroup> makeGroup(const BackendParam& p, const std::string
   auto store = std::make_shared<FileStore>(storePath, size, timeout);
   ProcessGroup::Options opts;
   opts.timeout = timeout;
+  opts.config = p.config;
   return createProcessGroup(p.backend, store, rank, size, opts);
 }
 

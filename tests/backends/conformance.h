@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -28,6 +29,11 @@ namespace test {
 
 struct BackendParam {
   std::string backend;  // registry name
+  // Distinguishes several params of one backend in test names ("tcp" -> "verbs_tcp_cpu").
+  std::string variant;
+  // Passed as ProcessGroup::Options::config (and InitOptions::config): backend settings, e.g.
+  // {"C10D_TRANSPORT", "tcp"} for verbs.
+  std::map<std::string, std::string> config;
   Device device = Device::cpu();
   // Device memory hooks; unset for CPU (host memory is the device memory).
   std::function<void*(size_t bytes)> alloc;
@@ -35,7 +41,7 @@ struct BackendParam {
   std::function<void(void* dst, const void* src, size_t bytes)> toDevice;
   std::function<void(void* dst, const void* src, size_t bytes)> toHost;
 
-  std::string label() const;  // "gloo_cpu"
+  std::string label() const;  // "gloo_cpu", "verbs_tcp_cpu"
 };
 
 // gtest prints parameters with this (ADL) instead of their bytes.
@@ -43,8 +49,8 @@ inline void PrintTo(const BackendParam& p, std::ostream* os) {
   *os << p.label();
 }
 
-// Backends built into this library that the suite runs against ("gloo" on CPU now; "verbs" and
-// "nccl" are added here when registered).
+// Backends built into this library that the suite runs against: gloo, verbs over its default
+// transport (shm on one host) and verbs over tcp, on CPU; each only when registered.
 std::vector<BackendParam> conformanceBackends();
 
 // gtest printer for parameter names.

@@ -203,6 +203,7 @@ TEST_P(Semantics, InitFromFileUrl) {
     o.initMethod =
         "file://" + path + "?rank=" + std::to_string(rank) + "&world_size=" + std::to_string(size);
     o.timeout = std::chrono::seconds(60);
+    o.config = bp.config;
     auto pg = init(o);
     EXPECT_EQ(pg->backendName(), bp.backend);
     EXPECT_EQ(pg->rank(), rank);
