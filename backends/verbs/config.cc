@@ -57,6 +57,11 @@ const std::vector<Setting>& table() {
          c.algo = v;
        },
        [](const VerbsConfig& c) { return c.algo; }},
+      {"C10D_HOST_ID",
+       "this rank's host identity: ranks with equal ones talk through shm (default: the kernel's "
+       "boot id and the hostname)",
+       [](VerbsConfig& c, const std::string& v) { c.hostId = v; },
+       [](const VerbsConfig& c) { return c.hostId; }},
       {"C10D_SHM_CHUNK", "shm: bytes per rank per pipeline step of the direct collectives",
        [](VerbsConfig& c, const std::string& v) {
          c.shmChunkBytes = parseSize("C10D_SHM_CHUNK", v);

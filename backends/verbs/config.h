@@ -15,6 +15,7 @@ namespace verbs {
 
 struct VerbsConfig {
   std::string transport = "auto";   // C10D_TRANSPORT: auto | shm | tcp | ibverbs
+  std::string hostId;               // C10D_HOST_ID: this rank's host identity (default: boot id)
   std::string algo;                 // C10D_ALGO: "op:algo,op:algo" overrides (algo_select.h)
   size_t shmChunkBytes = 1 << 20;   // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)

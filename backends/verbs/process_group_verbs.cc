@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
 #include "backends/verbs/algorithms.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/ib_transport.h"
+#include "backends/verbs/mixed_transport.h"
 #include "backends/verbs/p2p_engine.h"
 #include "backends/verbs/reduce_kernels.h"
 #include "backends/verbs/shm_transport.h"
@@ -40,44 +42,61 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   // Several verbs groups may share one store: every rank numbers its groups the same way.
   const std::string prefix =
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
-  const std::string me = hostIdentity() + "|" + std::to_string(getpid());
+  const std::string me =
+      (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(prefix + "host/" + std::to_string(r));
   store->wait(keys, options.timeout);
   std::vector<Bytes> ids = store->multiGet(keys);
   const std::string myHost = me.substr(0, me.rfind('|'));
-  bool allLocal = true;
-  std::vector<int> pids(size);
+  std::vector<int> pids(size), localRanks;
   for (int r = 0; r < size; ++r) {
     std::string id = c10d::toString(ids[r]);
     auto bar = id.rfind('|');
     pids[r] = std::atoi(id.c_str() + bar + 1);
-    allLocal &= id.substr(0, bar) == myHost;
+    if (id.substr(0, bar) == myHost) localRanks.push_back(r);
   }
+  const bool allLocal = static_cast<int>(localRanks.size()) == size;
 
   std::string choice = cfg_.transport;
   std::string ibReason;
+  const bool ib =
+      choice == "ibverbs" || (choice == "auto" && !allLocal && ibDeviceAvailable(cfg_, &ibReason));
   if (choice == "auto") {
     if (allLocal)
       choice = "shm";
-    else if (ibDeviceAvailable(cfg_, &ibReason))
-      choice = "ibverbs";
+    else if (localRanks.size() > 1)
+      choice = "mixed";  // shm to the ranks on this host, the network to the others
     else
-      choice = "tcp";
+      choice = ib ? "ibverbs" : "tcp";
   }
-  auto psPtr = std::make_shared<PrefixStore>(prefix + choice, store);
-  Store& ps = *psPtr;
+  auto net = [&](Store& s) -> std::unique_ptr<Transport> {
+    if (ib) return makeIbTransport(s, rank, size, cfg_, options.timeout);
+    return std::make_unique<TcpTransport>(s, rank, size, cfg_, options.timeout);
+  };
   if (choice == "shm") {
     C10D_CHECK_ARG(allLocal, "verbs: C10D_TRANSPORT=shm but the ranks of group ", name(),
                    " are not all on one host");
+    PrefixStore ps(prefix + "shm", store);
     auto shm = std::make_unique<ShmTransport>(ps, rank, size, pids, cfg_, options.timeout);
     shm_ = shm.get();
     transport_ = std::move(shm);
-  } else if (choice == "tcp") {
-    transport_ = std::make_unique<TcpTransport>(ps, rank, size, cfg_, options.timeout);
+  } else if (choice == "mixed") {
+    // One shm workspace per host (keyed by its lowest rank), one network mesh for the group.
+    PrefixStore shmStore(prefix + "shm/" + std::to_string(localRanks[0]), store);
+    const int localRank = static_cast<int>(std::find(localRanks.begin(), localRanks.end(), rank) -
+                                           localRanks.begin());
+    std::vector<int> localPids;
+    for (int r : localRanks) localPids.push_back(pids[r]);
+    auto shm = std::make_unique<ShmTransport>(
+        shmStore, localRank, static_cast<int>(localRanks.size()), localPids, cfg_, options.timeout);
+    shm->setGroupRanks(localRanks);
+    PrefixStore netStore(prefix + (ib ? "ibverbs" : "tcp"), store);
+    transport_ = std::make_unique<MixedTransport>(std::move(shm), localRanks, net(netStore), size);
   } else {
-    transport_ = makeIbTransport(ps, rank, size, cfg_, options.timeout);
+    PrefixStore ps(prefix + choice, store);
+    transport_ = net(ps);
   }
   p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
                                      [this](std::exception_ptr e) { setBroken(e); });

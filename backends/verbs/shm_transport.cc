@@ -242,8 +242,9 @@ bool ShmTransport::peerGone(int r) {
 void ShmTransport::checkPeers() {
   for (int r = 0; r < size_; ++r) {
     if (peerGone(r))
-      C10D_THROW(CommError, "verbs/shm: rank ", r, " (pid ", pids_[r],
-                 ") on this host died; seen by rank ", rank_);
+      C10D_THROW(CommError, "verbs/shm: rank ", groupRanks_.empty() ? r : groupRanks_[r], " (pid ",
+                 pids_[r], ") on this host died; seen by rank ",
+                 groupRanks_.empty() ? rank_ : groupRanks_[rank_]);
   }
 }
 

@@ -70,6 +70,10 @@ class ShmTransport : public Transport {
   void checkPeers() override;
   bool peerGone(int peer) override;
 
+  // When this workspace spans a subset of a larger group (MixedTransport), the group's rank of
+  // each local rank, so errors name ranks as the user knows them. Default: the identity.
+  void setGroupRanks(std::vector<int> groupRanks) { groupRanks_ = std::move(groupRanks); }
+
   // ---- the direct collectives' view of the workspace ----
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -103,7 +107,8 @@ class ShmTransport : public Transport {
   size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
   uint64_t step_ = 0;
   std::vector<int> pids_;
-  std::vector<int> pidfds_;  // -1 where pidfd_open failed (then /proc is checked)
+  std::vector<int> groupRanks_;  // empty: local rank == group rank
+  std::vector<int> pidfds_;      // -1 where pidfd_open failed (then /proc is checked)
 };
 
 }  // namespace verbs

@@ -1,0 +1,122 @@
+// The verbs backend across "hosts": every rank sets its host identity (C10D_HOST_ID), so one
+// machine plays several hosts. Ranks sharing an identity talk through shm, the others through tcp
+// (MixedTransport). The conformance sweep runs against references computed in the test, for
+// hosts of equal and unequal sizes, interleaved rank placement and a rank alone on its host; a
+// rank that dies mid-job becomes CommError on every other rank, local or remote.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/verbs/process_group_verbs.h"
+#include "store/file_store.h"
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace verbs {
+namespace {
+
+using test::expectAllRanksOk;
+using test::uniqueTempPath;
+
+std::shared_ptr<ProcessGroupVerbs> makeOnHost(const std::string& path, int rank, int size,
+                                              const std::string& host,
+                                              Milliseconds timeout = Milliseconds(30000)) {
+  auto store = std::make_shared<FileStore>(path, size);
+  ProcessGroup::Options o;
+  o.timeout = timeout;
+  o.config = {{"C10D_HOST_ID", host}};
+  return std::make_shared<ProcessGroupVerbs>(store, rank, size, o);
+}
+
+// hosts[r] is rank r's host; the transport each rank must pick follows from it.
+void sweepOnHosts(const std::vector<std::string>& hosts, std::vector<size_t> counts) {
+  const int size = static_cast<int>(hosts.size());
+  const std::string path = uniqueTempPath("verbs-mixed");
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(100);
+  expectAllRanksOk(
+      size,
+      [&](int rank, int n) {
+        auto pg = makeOnHost(path, rank, n, hosts[rank]);
+        int local = 0;
+        for (const auto& h : hosts) local += h == hosts[rank];
+        const std::string expected = local == n ? "shm" : local > 1 ? "shm+tcp" : "tcp";
+        EXPECT_EQ(pg->transportName(), expected) << "rank " << rank;
+        test::BackendParam p;
+        p.backend = "verbs";
+        test::SweepOptions o;
+        o.counts = counts;
+        test::runSweep(*pg, p, o);
+      },
+      mp);
+}
+
+TEST(VerbsMixed, TwoHostsOfTwo) {
+  sweepOnHosts({"a", "a", "b", "b"}, {0, 1, 7, 70001});
+}
+
+TEST(VerbsMixed, InterleavedHostsOfThreeAndTwo) {
+  sweepOnHosts({"a", "b", "a", "b", "a"}, {1, 7, 4099});
+}
+
+TEST(VerbsMixed, OneRankAloneOnItsHost) {
+  sweepOnHosts({"a", "a", "b"}, {0, 1, 7, 4099});
+}
+
+// A rank killed between two allreduces: every other rank, on its host (shm) or not (tcp), gets
+// CommError (not a hang, not a timeout) from the second.
+void killedRankCase(int victim) {
+  const std::vector<std::string> hosts = {"a", "a", "b", "b"};
+  const int size = 4;
+  const std::string path = uniqueTempPath("verbs-mixed-kill");
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(60);
+  auto results = test::runRanks(
+      size,
+      [&](int rank, int n) {
+        auto pg = makeOnHost(path, rank, n, hosts[rank], Milliseconds(20000));
+        std::vector<float> v(1 << 16, 1.0f);
+        Tensor t{v.data(), v.size(), DataType::kFloat32, Device::cpu()};
+        pg->allreduce(t)->wait();
+        if (rank == victim) raise(SIGKILL);
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          for (int i = 0; i < 1000; ++i) pg->allreduce(t)->wait();
+          ADD_FAILURE() << "rank " << rank << ": allreduce went on without rank " << victim;
+        } catch (const CommError& e) {
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                               .count();
+          EXPECT_LT(s, 15.0) << "rank " << rank << " took " << s << " s to see the dead rank";
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "rank " << rank << ": expected CommError, got: " << e.what();
+        }
+        if (::testing::Test::HasFailure()) _exit(1);
+      },
+      mp);
+  for (int r = 0; r < size; ++r) {
+    if (r == victim) {
+      EXPECT_EQ(results[r].signal, SIGKILL) << results[r].describe();
+    } else {
+      EXPECT_TRUE(results[r].ok()) << results[r].describe();
+    }
+  }
+}
+
+TEST(VerbsMixed, KilledRankBecomesCommErrorOnLocalAndRemotePeers) {
+  killedRankCase(1);
+}
+
+TEST(VerbsMixed, KilledRankZeroBecomesCommErrorEverywhere) {
+  killedRankCase(0);
+}
+
+}  // namespace
+}  // namespace verbs
+}  // namespace c10d
