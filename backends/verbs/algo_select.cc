@@ -16,15 +16,16 @@ const Collective kAllCollectives[] = {
     Collective::kAllreduce, Collective::kReduceScatter, Collective::kAllgather,
     Collective::kBroadcast, Collective::kReduce,        Collective::kGather,
     Collective::kScatter,   Collective::kAlltoall,      Collective::kBarrier};
-const Algo kAllAlgos[] = {Algo::kShm,      Algo::kRing,         Algo::kRecursiveDoubling,
-                          Algo::kBinomial, Algo::kChain,        Algo::kDirect,
-                          Algo::kPairwise, Algo::kDissemination};
+const Algo kAllAlgos[] = {Algo::kShm,      Algo::kRing,          Algo::kRecursiveDoubling,
+                          Algo::kBinomial, Algo::kChain,         Algo::kDirect,
+                          Algo::kPairwise, Algo::kDissemination, Algo::kRabenseifner};
 
 // Which algorithms implement which collective.
 bool implements(Collective c, Algo a) {
   switch (c) {
     case Collective::kAllreduce:
-      return a == Algo::kShm || a == Algo::kRing || a == Algo::kRecursiveDoubling;
+      return a == Algo::kShm || a == Algo::kRing || a == Algo::kRecursiveDoubling ||
+             a == Algo::kRabenseifner;
     case Collective::kReduceScatter:
     case Collective::kAllgather:
       return a == Algo::kRing;
@@ -86,6 +87,8 @@ const char* toString(Algo a) {
       return "pairwise";
     case Algo::kDissemination:
       return "dissemination";
+    case Algo::kRabenseifner:
+      return "rabenseifner";
   }
   return "?";
 }

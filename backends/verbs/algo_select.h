@@ -45,7 +45,8 @@ enum class Algo {
   kChain,
   kDirect,
   kPairwise,
-  kDissemination
+  kDissemination,
+  kRabenseifner
 };
 
 const char* toString(Collective c);

@@ -25,6 +25,8 @@ void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataT
 void allreduceRing(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
 void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtype,
                                 ReduceOp::Kind op);
+// Reduce-scatter by recursive halving + allgather by recursive doubling (non-powers of two fold).
+void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
 // Needs c.shm(). Divides by the group size itself when `avg` (so it happens once per element).
 void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
                   size_t smallBytes);

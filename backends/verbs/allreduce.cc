@@ -21,6 +21,9 @@ void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataT
     case Algo::kRecursiveDoubling:
       allreduceRecursiveDoubling(c, data, count, dtype, k);
       break;
+    case Algo::kRabenseifner:
+      allreduceRabenseifner(c, data, count, dtype, k);
+      break;
     default:
       allreduceRing(c, data, count, dtype, k);
       break;

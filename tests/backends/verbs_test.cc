@@ -70,6 +70,10 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   EXPECT_EQ(o.select(Collective::kAllreduce, 8, 2, 4, true), Algo::kRing);
   // "shm" needs a workspace: falls back to the default without one.
   EXPECT_EQ(o.select(Collective::kBarrier, 0, 0, 4, false), Algo::kDissemination);
+  AlgoSelector rab(VerbsConfig::load({{"C10D_ALGO", "allreduce:rabenseifner"}}));
+  EXPECT_EQ(rab.select(Collective::kAllreduce, 8, 2, 5, false), Algo::kRabenseifner);
+  EXPECT_EQ(rab.select(Collective::kAllreduce, 8, 2, 5, true), Algo::kRabenseifner);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "broadcast:rabenseifner"}}), InvalidArgument);
 }
 
 TEST(VerbsIbAddress, EncodeDecodeRoundTrip) {
@@ -259,6 +263,61 @@ TEST(VerbsShmAlgos, ManySmallChunks) {
   // 4 KiB staging slots: the shm pipeline runs hundreds of steps, tails and all.
   sweepWith(4, {{"C10D_SHM_CHUNK", "4096"}, {"C10D_SMALL_BYTES", "0"}}, {1, 7, 30011});
 }
+
+// The rabenseifner allreduce override at world sizes 1..8 (the fold for 3, 5, 6, 7) over shm
+// streams and tcp: every dtype x op at counts 0, 1, below the world size and odd, then counts
+// that take several 1 MiB segments per exchange for f32 and i64.
+class VerbsRabenseifner : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(VerbsRabenseifner, AllreduceEveryDtypeOpAndCount) {
+  const std::string transport = std::get<0>(GetParam());
+  const int size = std::get<1>(GetParam());
+  const std::string path = uniqueTempPath("verbs-rab");
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(100);
+  expectAllRanksOk(
+      size,
+      [&](int rank, int n) {
+        auto pg =
+            makeVerbs(path, rank, n,
+                      {{"C10D_TRANSPORT", transport}, {"C10D_ALGO", "allreduce:rabenseifner"}});
+        test::BackendParam p;
+        p.backend = "verbs";
+        auto check = [&](DataType dt, size_t count) {
+          for (const ReduceOp& op : test::opsFor(*pg, dt, p.device)) {
+            test::Buffer b(p, count, dt);
+            test::fillInput(b, op, rank);
+            AllreduceOptions ao;
+            ao.reduceOp = op;
+            pg->allreduce(b.tensor(), ao)->wait();
+            std::ostringstream what;
+            what << "rabenseifner/" << transport << " rank " << rank << "/" << n << " "
+                 << toString(dt) << " " << toString(op) << " count " << count;
+            test::expectValues(
+                b, [&](size_t i) { return test::reference(dt, op, n, i); }, what.str(), n);
+            if (::testing::Test::HasFailure()) return;
+          }
+        };
+        const size_t small[] = {0, 1, static_cast<size_t>(std::max(2, n - 1)), 1001};
+        for (size_t count : small)
+          for (DataType dt : test::allDataTypes()) check(dt, count);
+        check(DataType::kFloat32, 600001);
+        check(DataType::kInt64, 300007);
+        // The folded pair finishes last: without this, a rank that is done exits while they
+        // still run, and shm's liveness check (any peer gone) fails them.
+        pg->barrier()->wait();
+      },
+      mp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, VerbsRabenseifner,
+                         ::testing::Combine(::testing::Values(std::string("shm"),
+                                                              std::string("tcp")),
+                                            ::testing::Range(1, 9)),
+                         [](const ::testing::TestParamInfo<VerbsRabenseifner::ParamType>& i) {
+                           return std::get<0>(i.param) + "_np" +
+                                  std::to_string(std::get<1>(i.param));
+                         });
 
 // A rank SIGKILLed between ops: the others' next collective fails with CommError, quickly.
 void deadPeer(const std::string& transport) {
