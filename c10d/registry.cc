@@ -14,6 +14,13 @@
 #endif
 #endif
 
+#if C10D_HAVE_NCCL && defined(__has_include)
+#if __has_include("backends/nccl/register.h")
+#include "backends/nccl/register.h"
+#define C10D_REGISTER_NCCL 1
+#endif
+#endif
+
 #if defined(__has_include)
 #if __has_include("backends/verbs/register.h")
 #include "backends/verbs/register.h"
@@ -50,6 +57,9 @@ void registerBuiltins() {
 #endif
 #ifdef C10D_REGISTER_VERBS
   registerVerbsBackend();
+#endif
+#ifdef C10D_REGISTER_NCCL
+  registerNcclBackend();
 #endif
 }
 

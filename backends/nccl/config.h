@@ -1,0 +1,65 @@
+// The nccl backend's settings, declared once in a table (name, environment variable, default,
+// range, description) and parsed in one place. A setting's value comes from
+// ProcessGroup::Options::config[name] if present, else from its environment variable, else its
+// default. CUDA-free (unit-tested on machines without a GPU).
+//
+//   name                  env                              default  description
+//   eager_init            C10D_NCCL_EAGER_INIT             0        create the communicator in the
+//                                                                   constructor (else on first op)
+//   device_id             C10D_NCCL_DEVICE_ID              -1       device for eager init and for a
+//                                                                   barrier before any op; -1: the
+//                                                                   thread's current CUDA device
+//   high_priority_stream  C10D_NCCL_HIGH_PRIORITY_STREAM   0        ops run on a high-priority
+//   stream blocking_wait         C10D_NCCL_BLOCKING_WAIT          1        1: Work::wait() blocks
+//   the host
+//                                                                   until the op is done; 0: it
+//                                                                   only makes the current stream
+//                                                                   wait
+//   watchdog_poll_us      C10D_NCCL_WATCHDOG_POLL_US       1000     longest sleep of the watchdog
+//                                                                   between polls (it polls faster
+//                                                                   while ops complete)
+//   shutdown_grace_ms     C10D_NCCL_SHUTDOWN_GRACE_MS      2000     how long shutdown() lets ops in
+//                                                                   flight finish before aborting
+//   split                 C10D_NCCL_SPLIT                  1        sub-groups spanning the whole
+//                                                                   parent use ncclCommSplit
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace c10d {
+namespace nccl {
+
+struct ConfigEntry {
+  const char* name;
+  const char* env;
+  const char* defaultValue;
+  long min;
+  long max;
+  const char* description;
+};
+
+// The table above; ends with an entry whose name is nullptr.
+extern const ConfigEntry kConfigTable[];
+
+struct Config {
+  bool eagerInit = false;
+  int deviceId = -1;
+  bool highPriorityStream = false;
+  bool blockingWait = true;
+  int watchdogPollUs = 1000;
+  int shutdownGraceMs = 2000;
+  bool split = true;
+};
+
+// Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws
+// InvalidArgument naming the setting, where its value came from and the allowed range for an
+// unknown key or a malformed value.
+Config parseConfig(const std::map<std::string, std::string>& config);
+
+// The table with each setting's value, one per line ("nccl.eager_init = 0 (env ..., default 0):
+// ..."), for --print-config / c10d-info.
+std::string describeConfig(const Config& config);
+
+}  // namespace nccl
+}  // namespace c10d

@@ -1,0 +1,102 @@
+#include "backends/nccl/nccl_types.h"
+
+#include <cstring>
+
+#include "c10d/error.h"
+
+namespace c10d {
+namespace nccl {
+
+ncclDataType_t toNcclDataType(DataType t) {
+  switch (t) {
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kUInt8:
+    case DataType::kBool:
+      return ncclUint8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
+  }
+  C10D_THROW(InvalidArgument, "nccl: invalid dtype ", static_cast<int>(t));
+}
+
+bool supportsReduce(ReduceOp::Kind op, DataType dtype) {
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::PRODUCT:
+    case ReduceOp::MIN:
+    case ReduceOp::MAX:
+      return true;
+    case ReduceOp::AVG:
+      return dtype != DataType::kBool;
+    case ReduceOp::PREMUL_SUM:
+      return isFloatingPoint(dtype);
+    case ReduceOp::BAND:
+    case ReduceOp::BOR:
+    case ReduceOp::BXOR:
+      return false;
+  }
+  return false;
+}
+
+ncclRedOp_t toNcclRedOp(ReduceOp::Kind op, DataType dtype) {
+  C10D_CHECK_ARG(supportsReduce(op, dtype) && op != ReduceOp::PREMUL_SUM, "nccl: reduce op ",
+                 toString(op), " on ", toString(dtype), " has no built-in NCCL op");
+  const bool isBool = dtype == DataType::kBool;
+  switch (op) {
+    case ReduceOp::SUM:
+      return isBool ? ncclMax : ncclSum;
+    case ReduceOp::PRODUCT:
+      return isBool ? ncclMin : ncclProd;
+    case ReduceOp::MIN:
+      return ncclMin;
+    case ReduceOp::MAX:
+      return ncclMax;
+    case ReduceOp::AVG:
+      return ncclAvg;
+    default:
+      break;
+  }
+  C10D_THROW(InvalidArgument, "nccl: reduce op ", toString(op), " has no NCCL equivalent");
+}
+
+PreMulScalar makePreMulScalar(double scale, DataType dtype) {
+  PreMulScalar s;
+  switch (dtype) {
+    case DataType::kFloat32: {
+      const float f = static_cast<float>(scale);
+      std::memcpy(s.bytes, &f, sizeof(f));
+      return s;
+    }
+    case DataType::kFloat64:
+      std::memcpy(s.bytes, &scale, sizeof(scale));
+      return s;
+    case DataType::kFloat16: {
+      const uint16_t h = floatToHalf(static_cast<float>(scale));
+      std::memcpy(s.bytes, &h, sizeof(h));
+      return s;
+    }
+    case DataType::kBFloat16: {
+      const uint16_t b = floatToBf16(static_cast<float>(scale));
+      std::memcpy(s.bytes, &b, sizeof(b));
+      return s;
+    }
+    default:
+      break;
+  }
+  C10D_THROW(InvalidArgument, "nccl: PREMUL_SUM needs a floating-point dtype, got ",
+             toString(dtype));
+}
+
+}  // namespace nccl
+}  // namespace c10d

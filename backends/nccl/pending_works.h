@@ -1,0 +1,70 @@
+// PendingWorks: a group's ops in flight and the timeout bookkeeping of its watchdog, kept apart
+// from CUDA so that it is unit-tested on machines without a GPU (the event query is injected, and
+// poll() takes the current time as an argument).
+//
+// Each entry is a Work, its deadline (issue time + the op's timeout), a query that says whether
+// the op's completion event has fired, and where it runs ("cuda:0") for messages. poll() finishes
+// every entry whose query says done (Work::finish(), on the polling thread, outside the lock) and
+// drops entries that were completed elsewhere (Work::wait() finishing them first, abort()); it then
+// reports the running entry with the earliest deadline that has passed, if any. A query that
+// throws fails its Work with that exception and is reported too. failAll() fails and drops every
+// entry (used after the communicator is aborted).
+//
+// Thread-safe: add() from the issuing thread, poll() from the watchdog, failAll() from either.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "c10d/work.h"
+
+namespace c10d {
+namespace nccl {
+
+class PendingWorks {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // True when the op's completion event has fired. May throw (a CUDA error).
+  using Query = std::function<bool()>;
+
+  struct Entry {
+    std::shared_ptr<Work> work;
+    Clock::time_point deadline;
+    Query query;
+    std::string where;  // "cuda:0"
+  };
+
+  struct PollResult {
+    size_t completed = 0;           // entries this poll finished successfully
+    std::shared_ptr<Work> expired;  // running past its deadline (earliest deadline first)
+    std::string expiredWhere;
+    std::exception_ptr failure;  // first exception a query threw (its Work failed with it)
+    std::string failureWhere;
+  };
+
+  void add(Entry entry);
+  size_t size() const;
+  bool empty() const { return size() == 0; }
+
+  PollResult poll(Clock::time_point now);
+
+  // The earliest deadline among the entries; Clock::time_point::max() when there are none.
+  Clock::time_point nextDeadline() const;
+
+  // Fails every entry with errorFor(work, where) and drops it; returns how many were failed.
+  using ErrorFor = std::function<std::exception_ptr(const Work& work, const std::string& where)>;
+  size_t failAll(const ErrorFor& errorFor);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Entry> entries_;  // guarded by mu_; in issue order
+};
+
+}  // namespace nccl
+}  // namespace c10d

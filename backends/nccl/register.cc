@@ -1,0 +1,51 @@
+#include "backends/nccl/register.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "backends/nccl/device_state.h"
+#include "backends/nccl/process_group_nccl.h"
+#include "c10d/registry.h"
+
+namespace c10d {
+
+namespace nccl {
+
+bool ncclAvailable(std::string* why) {
+  std::string reason;
+  if (cudaDeviceCount(&reason) > 0) return true;
+  if (why != nullptr) *why = reason;
+  return false;
+}
+
+std::string ncclVersionString() {
+  int v = 0;
+  std::string s = "NCCL ";
+  if (ncclGetVersion(&v) == ncclSuccess) {
+    // NCCL_VERSION(X,Y,Z) is X*10000 + Y*100 + Z from 2.9 on.
+    s += detail::str(v / 10000, ".", (v / 100) % 100, ".", v % 100);
+  } else {
+    s += "(unknown version)";
+  }
+  int rt = 0;
+  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) s += detail::str(" (CUDA runtime ", rt, ")");
+  return s;
+}
+
+}  // namespace nccl
+
+void registerNcclBackend() {
+  BackendInfo info;
+  info.name = "nccl";
+  info.description = nccl::ncclVersionString() +
+                     " on CUDA streams: every collective for CUDA tensors (Device{kCUDA, i})";
+  info.priority = 5;
+  info.available = [](std::string* reason) { return nccl::ncclAvailable(reason); };
+  registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
+                                      const ProcessGroup::Options& options) {
+    return std::static_pointer_cast<ProcessGroup>(
+        std::make_shared<nccl::ProcessGroupNccl>(std::move(store), rank, size, options));
+  });
+}
+
+}  // namespace c10d

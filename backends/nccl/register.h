@@ -1,0 +1,23 @@
+// Registers the "nccl" backend with the c10d registry (c10d/registry.h). Called by
+// c10d/registry.cc on first use of the registry when the build has NCCL (C10D_HAVE_NCCL).
+//
+// Priority 5, below every CPU backend (gloo 10, verbs 20): "auto" / defaultBackend() never picks
+// nccl while a CPU backend is registered, so CPU tensors never land on it; ask for "nccl" by name
+// for CUDA tensors. Its `available` check says "no CUDA device: ..." where CUDA finds no device.
+#pragma once
+
+#include <string>
+
+namespace c10d {
+
+void registerNcclBackend();
+
+namespace nccl {
+
+// Whether a CUDA device is usable here; otherwise `why` says why ("no CUDA device: ...").
+bool ncclAvailable(std::string* why);
+// "NCCL 2.28.9 (CUDA runtime 13000)": versions of the libraries loaded at run time.
+std::string ncclVersionString();
+
+}  // namespace nccl
+}  // namespace c10d

@@ -1,0 +1,189 @@
+// The watchdog of a ProcessGroupNccl: one thread per group ("c10d-nccl-wd") that completes Works
+// when their events fire and turns a stuck op, an NCCL async error or a CUDA error into an abort
+// of the group's communicators plus an error on every pending Work.
+//
+// Polling: while Works complete it polls every 20 us; each poll that completes nothing doubles the
+// sleep up to watchdog_poll_us. With nothing pending it sleeps until an op is issued (or 100 ms,
+// to keep checking ncclCommGetAsyncError). Async errors are checked at most every millisecond.
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "backends/nccl/comm.h"
+#include "backends/nccl/cuda_check.h"
+#include "backends/nccl/device_state.h"
+#include "backends/nccl/pending_works.h"
+#include "backends/nccl/process_group_nccl.h"
+
+namespace c10d {
+namespace nccl {
+
+namespace {
+
+constexpr std::chrono::microseconds kFastPoll{20};
+constexpr std::chrono::milliseconds kIdleWait{100};
+constexpr std::chrono::milliseconds kAsyncCheckEvery{1};
+
+// An exception of the same kind as `cause` (TimeoutError, CommError or Error) with `msg`.
+std::exception_ptr likeCause(const std::exception_ptr& cause, const std::string& msg) {
+  try {
+    std::rethrow_exception(cause);
+  } catch (const TimeoutError&) {
+    return std::make_exception_ptr(TimeoutError(msg));
+  } catch (const CommError&) {
+    return std::make_exception_ptr(CommError(msg));
+  } catch (...) {
+    return std::make_exception_ptr(Error(msg));
+  }
+}
+
+std::string messageOf(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+void ProcessGroupNccl::startWatchdog() {
+  watchdog_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "c10d-nccl-wd");
+    watchdogLoop();
+  });
+}
+
+void ProcessGroupNccl::stopWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(wdMu_);
+    wdStop_ = true;
+  }
+  wdCv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void ProcessGroupNccl::notifyWatchdog() {
+  if (!wdIdle_.load()) return;
+  std::lock_guard<std::mutex> lock(wdMu_);
+  wdCv_.notify_all();
+}
+
+void ProcessGroupNccl::watchdogLoop() {
+  const auto maxPoll = std::chrono::microseconds(config_.watchdogPollUs);
+  auto interval = maxPoll;
+  auto lastAsyncCheck = Clock::now();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(wdMu_);
+      if (wdStop_) return;
+      if (pending_->empty()) {
+        wdIdle_.store(true);
+        wdCv_.wait_for(lock, kIdleWait, [this] { return wdStop_ || !pending_->empty(); });
+        wdIdle_.store(false);
+        interval = kFastPoll;
+      } else {
+        wdCv_.wait_for(lock, interval, [this] { return wdStop_; });
+      }
+      if (wdStop_) return;
+    }
+    try {
+      const auto now = Clock::now();
+      PendingWorks::PollResult r = pending_->poll(now);
+      interval =
+          r.completed > 0 ? kFastPoll : std::min<std::chrono::microseconds>(interval * 2, maxPoll);
+      if (r.failure) {
+        abortAll(r.failure,
+                 detail::str("a CUDA error on ", r.failureWhere, ": ", messageOf(r.failure)));
+        continue;
+      }
+      if (r.expired) {
+        const std::string msg =
+            detail::str(r.expired->describe(), " on ", r.expiredWhere, " (rank ", rank(), " of ",
+                        size(), ") ran past its timeout of ", r.expired->timeout().count(),
+                        " ms: the watchdog aborted the NCCL communicator(s) of group ", name(),
+                        " (a rank that never joined the op, or a hung peer)");
+        auto cause = std::make_exception_ptr(TimeoutError(msg));
+        r.expired->finish(cause);
+        abortAll(cause, detail::str(r.expired->describe(), " on ", r.expiredWhere, " timed out"));
+        continue;
+      }
+      if (now - lastAsyncCheck >= kAsyncCheckEvery) {
+        lastAsyncCheck = now;
+        if (std::exception_ptr e = checkAsyncErrors()) {
+          abortAll(e, messageOf(e));
+        }
+      }
+    } catch (const std::exception& e) {
+      // Never let the watchdog die silently: fail everything with what went wrong.
+      abortAll(std::current_exception(), detail::str("the watchdog failed: ", e.what()));
+    }
+  }
+}
+
+std::exception_ptr ProcessGroupNccl::checkAsyncErrors() {
+  std::vector<std::shared_ptr<DeviceState>> devices;
+  {
+    std::lock_guard<std::mutex> lock(devicesMu_);
+    for (auto& kv : devices_) devices.push_back(kv.second);
+  }
+  for (auto& ds : devices) {
+    std::lock_guard<std::mutex> lock(ds->mu);
+    if (ds->comm == nullptr) continue;
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t res = ncclCommGetAsyncError(ds->comm, &state);
+    if (res != ncclSuccess) state = res;
+    if (state == ncclSuccess || state == ncclInProgress) continue;
+    const std::string msg =
+        detail::str("nccl: asynchronous NCCL error on cuda:", ds->device, " in group ", name(),
+                    " (rank ", rank(), " of ", size(), "): ", ncclErrorText(state, ds->comm));
+    if (state == ncclRemoteError || state == ncclSystemError) {
+      return std::make_exception_ptr(CommError(msg));
+    }
+    return std::make_exception_ptr(Error(msg));
+  }
+  return nullptr;
+}
+
+void ProcessGroupNccl::abortAll(std::exception_ptr cause, const std::string& why) noexcept {
+  try {
+    const bool first = !aborted_.exchange(true);
+    if (first) setBroken(cause);
+    std::vector<std::shared_ptr<DeviceState>> devices;
+    {
+      std::lock_guard<std::mutex> lock(devicesMu_);
+      for (auto& kv : devices_) devices.push_back(kv.second);
+    }
+    // Mark first, so that an event firing because of the abort is not taken for success.
+    for (auto& ds : devices) ds->shared->fail(cause);
+    pending_->failAll([&](const Work& w, const std::string& where) {
+      return likeCause(cause,
+                       detail::str(w.describe(), " on ", where, " (rank ", rank(), " of ", size(),
+                                   ") failed: the communicator was aborted because ", why));
+    });
+    for (auto& ds : devices) {
+      std::lock_guard<std::mutex> lock(ds->mu);
+      if (ds->comm == nullptr) continue;
+      int previous = -1;
+      cudaGetDevice(&previous);
+      cudaSetDevice(ds->device);
+      const std::string err = abortComm(ds->comm);
+      ds->comm = nullptr;
+      if (previous >= 0 && previous != ds->device) cudaSetDevice(previous);
+      if (!err.empty()) {
+        std::fprintf(stderr, "c10d nccl: group %s cuda:%d: %s\n", name().c_str(), ds->device,
+                     err.c_str());
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "c10d nccl: aborting a group failed: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "c10d nccl: aborting a group failed\n");
+  }
+}
+
+}  // namespace nccl
+}  // namespace c10d
