@@ -27,8 +27,9 @@ std::string ncclVersionString() {
   } else {
     s += "(unknown version)";
   }
-  int rt = 0;
-  if (cudaRuntimeGetVersion(&rt) == cudaSuccess) s += detail::str(" (CUDA runtime ", rt, ")");
+  // The compile-time version: asking the runtime could initialise CUDA, which must not happen in
+  // a process that forks ranks afterwards.
+  s += detail::str(" (built with CUDA runtime ", CUDART_VERSION, ")");
   return s;
 }
 

@@ -14,9 +14,12 @@ void registerNcclBackend();
 
 namespace nccl {
 
-// Whether a CUDA device is usable here; otherwise `why` says why ("no CUDA device: ...").
+// Whether a CUDA device is usable here; otherwise `why` says why ("no CUDA device: ..."). This
+// initialises CUDA in the calling process: a process that forks CUDA-using children afterwards
+// must ask in a child instead (CUDA does not survive fork()).
 bool ncclAvailable(std::string* why);
-// "NCCL 2.28.9 (CUDA runtime 13000)": versions of the libraries loaded at run time.
+// "NCCL 2.28.9 (built with CUDA runtime 13000)": the NCCL loaded at run time. Never initialises
+// CUDA (safe before fork()).
 std::string ncclVersionString();
 
 }  // namespace nccl

@@ -4,8 +4,18 @@
 #include <cstring>
 #include <sstream>
 
+#include "c10d/config.h"
 #include "c10d/registry.h"
 #include "store/file_store.h"
+
+#if C10D_HAVE_NCCL
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backends/nccl/register.h"
+#endif
 
 namespace c10d {
 namespace test {
@@ -37,7 +47,73 @@ std::vector<BackendParam> conformanceBackends() {
   add(cpuParam("gloo"));
   add(cpuParam("verbs"));  // default transport: shm (every rank on this host)
   add(cpuParam("verbs", "tcp", {{"C10D_TRANSPORT", "tcp"}}));
+#if C10D_HAVE_NCCL
+  // nccl on cuda:0 where a GPU is present (probed without initialising CUDA in this process).
+  if (isBackendRegistered("nccl") && cudaDevicesForked() > 0) {
+    BackendParam p;
+    p.backend = "nccl";
+    p.device = Device::cuda(0);
+    p.maxWorldSize = 1;
+    auto check = [](cudaError_t err, const char* what) {
+      if (err != cudaSuccess) {
+        throw Error(std::string("conformance: ") + what + " failed: " + cudaGetErrorString(err));
+      }
+    };
+    p.alloc = [check](size_t bytes) {
+      void* ptr = nullptr;
+      check(cudaSetDevice(0), "cudaSetDevice(0)");
+      check(cudaMalloc(&ptr, bytes), "cudaMalloc");
+      return ptr;
+    };
+    p.free = [](void* ptr) { cudaFree(ptr); };
+    p.toDevice = [check](void* dst, const void* src, size_t bytes) {
+      check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to device");
+    };
+    p.toHost = [check](void* dst, const void* src, size_t bytes) {
+      check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    };
+    out.push_back(p);
+  }
+#endif
   return out;
+}
+
+std::vector<BackendParam> conformanceBackends(int worldSize) {
+  std::vector<BackendParam> out;
+  for (const BackendParam& p : conformanceBackends()) {
+    if (p.maxWorldSize == 0 || worldSize <= p.maxWorldSize) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::tuple<BackendParam, int>> conformanceCases(const std::vector<int>& worldSizes) {
+  std::vector<std::tuple<BackendParam, int>> out;
+  for (const BackendParam& p : conformanceBackends()) {
+    for (int ws : worldSizes) {
+      if (p.maxWorldSize == 0 || ws <= p.maxWorldSize) out.emplace_back(p, ws);
+    }
+  }
+  return out;
+}
+
+int cudaDevicesForked() {
+#if C10D_HAVE_NCCL
+  static const int count = [] {
+    const pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+      int n = 0;
+      if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+      _exit(n > 100 ? 100 : n);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 0;
+    return WEXITSTATUS(status);
+  }();
+  return count;
+#else
+  return 0;
+#endif
 }
 
 std::string paramName(const BackendParam& p, int worldSize) {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -40,6 +41,9 @@ struct BackendParam {
   std::function<void(void*)> free;
   std::function<void(void* dst, const void* src, size_t bytes)> toDevice;
   std::function<void(void* dst, const void* src, size_t bytes)> toHost;
+  // Largest world the backend can run here; 0 = any. (nccl: one rank per GPU, all on cuda:0 in
+  // these suites, so 1; multi-GPU worlds are in nccl_gpu_test.cc.)
+  int maxWorldSize = 0;
 
   std::string label() const;  // "gloo_cpu", "verbs_tcp_cpu"
 };
@@ -52,6 +56,15 @@ inline void PrintTo(const BackendParam& p, std::ostream* os) {
 // Backends built into this library that the suite runs against: gloo, verbs over its default
 // transport (shm on one host) and verbs over tcp, on CPU; each only when registered.
 std::vector<BackendParam> conformanceBackends();
+// The backends above that can run `worldSize` ranks.
+std::vector<BackendParam> conformanceBackends(int worldSize);
+// Every (backend, world size) pair the parameterized suites run: each of `worldSizes` that the
+// backend's maxWorldSize allows.
+std::vector<std::tuple<BackendParam, int>> conformanceCases(const std::vector<int>& worldSizes);
+// The number of CUDA devices, probed in a forked child so that this process never initialises
+// CUDA (CUDA does not survive fork(): ranks forked afterwards could not use it). 0 when the build
+// has no CUDA backend or there is no device.
+int cudaDevicesForked();
 
 // gtest printer for parameter names.
 std::string paramName(const BackendParam& p, int worldSize);

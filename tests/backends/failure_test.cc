@@ -243,7 +243,7 @@ TEST_P(Failures, DestructorWithQueuedOpsDoesNotHang) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Failures, ::testing::ValuesIn(conformanceBackends()),
+INSTANTIATE_TEST_SUITE_P(Backends, Failures, ::testing::ValuesIn(conformanceBackends(4)),
                          [](const auto& info) { return info.param.label(); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Failures);
 

@@ -29,8 +29,7 @@ TEST_P(LargeSweep, EveryOpDtypeAtOneMillionAndThree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LargeSweep,
-                         ::testing::Combine(::testing::ValuesIn(conformanceBackends()),
-                                            ::testing::Values(1, 2, 3, 4, 8)),
+                         ::testing::ValuesIn(conformanceCases({1, 2, 3, 4, 8})),
                          [](const auto& info) {
                            return paramName(std::get<0>(info.param), std::get<1>(info.param));
                          });

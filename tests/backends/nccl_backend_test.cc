@@ -1,0 +1,383 @@
+// The nccl backend's GPU-free pieces, tested here on every machine: registration and the
+// `available` check, the clear error when a group is made without a GPU, the config table, the
+// dtype / op mapping, the unique-id exchange through a FileStore with real forked ranks, the
+// watchdog's bookkeeping (PendingWorks with an injected event query and clock) and the
+// thread-local current stream. GPU paths are in nccl_gpu_test.cc.
+#include <nccl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/nccl/config.h"
+#include "backends/nccl/cuda_stream.h"
+#include "backends/nccl/nccl_types.h"
+#include "backends/nccl/pending_works.h"
+#include "backends/nccl/process_group_nccl.h"
+#include "backends/nccl/register.h"
+#include "backends/nccl/unique_id.h"
+#include "c10d/registry.h"
+#include "store/file_store.h"
+#include "store/hash_store.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace nccl {
+namespace {
+
+using Clock = PendingWorks::Clock;
+using test::expectAllRanksOk;
+using test::uniqueTempPath;
+
+bool contains(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
+
+TEST(NcclRegistry, RegisteredBelowTheCpuBackendsWithAnAvailableCheck) {
+  ASSERT_TRUE(isBackendRegistered("nccl"));
+  const BackendInfo info = backendInfo("nccl");
+  EXPECT_TRUE(contains(info.description, "NCCL 2.")) << info.description;
+  ASSERT_TRUE(info.available != nullptr);
+  // "auto" must never choose nccl while a CPU backend exists: CPU tensors never land on it.
+  EXPECT_NE(defaultBackend(), "nccl");
+  for (const std::string& name : registeredBackends()) {
+    if (name != "nccl") {
+      EXPECT_GT(backendInfo(name).priority, info.priority) << name;
+    }
+  }
+}
+
+TEST(NcclRegistry, AvailableSaysNoCudaDevice) {
+  std::string why;
+  if (ncclAvailable(&why)) GTEST_SKIP() << "a CUDA device is present here";
+  EXPECT_TRUE(contains(why, "no CUDA device")) << why;
+  std::string reason;
+  EXPECT_FALSE(backendInfo("nccl").available(&reason));
+  EXPECT_EQ(reason, why);
+}
+
+TEST(NcclRegistry, CreatingAGroupWithoutAGpuIsAClearError) {
+  std::string why;
+  if (ncclAvailable(&why)) GTEST_SKIP() << "a CUDA device is present here";
+  auto store = std::make_shared<HashStore>(Milliseconds(1000));
+  try {
+    createProcessGroup("nccl", store, 0, 1);
+    ADD_FAILURE() << "a nccl group was created without a GPU";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "nccl")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "no CUDA device")) << e.what();
+  }
+  // Directly, bypassing the registry's check: the constructor refuses too.
+  try {
+    ProcessGroupNccl pg(store, 0, 1, ProcessGroup::Options{});
+    ADD_FAILURE() << "ProcessGroupNccl constructed without a GPU";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "no CUDA device")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "rank 0 of group nccl:world")) << e.what();
+  }
+}
+
+TEST(NcclConfig, DefaultsEnvironmentOptionsAndErrors) {
+  ::unsetenv("C10D_NCCL_BLOCKING_WAIT");
+  ::unsetenv("C10D_NCCL_EAGER_INIT");
+  Config c = parseConfig({});
+  EXPECT_FALSE(c.eagerInit);
+  EXPECT_TRUE(c.blockingWait);
+  EXPECT_FALSE(c.highPriorityStream);
+  EXPECT_EQ(c.deviceId, -1);
+  EXPECT_EQ(c.watchdogPollUs, 1000);
+  EXPECT_EQ(c.shutdownGraceMs, 2000);
+  EXPECT_TRUE(c.split);
+  ::setenv("C10D_NCCL_BLOCKING_WAIT", "0", 1);
+  EXPECT_FALSE(parseConfig({}).blockingWait);
+  // Options win over the environment.
+  EXPECT_TRUE(parseConfig({{"blocking_wait", "1"}}).blockingWait);
+  ::unsetenv("C10D_NCCL_BLOCKING_WAIT");
+  c = parseConfig({{"eager_init", "1"}, {"high_priority_stream", "1"}, {"device_id", "3"}});
+  EXPECT_TRUE(c.eagerInit);
+  EXPECT_TRUE(c.highPriorityStream);
+  EXPECT_EQ(c.deviceId, 3);
+  try {
+    parseConfig({{"eager_inti", "1"}});
+    ADD_FAILURE() << "unknown key accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(contains(e.what(), "eager_inti")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "eager_init")) << e.what();  // lists the known keys
+  }
+  try {
+    parseConfig({{"blocking_wait", "yes"}});
+    ADD_FAILURE() << "malformed value accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(contains(e.what(), "blocking_wait")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "[0, 1]")) << e.what();
+  }
+  EXPECT_THROW(parseConfig({{"watchdog_poll_us", "0"}}), InvalidArgument);
+  EXPECT_THROW(parseConfig({{"device_id", "-2"}}), InvalidArgument);
+  const std::string table = describeConfig(parseConfig({}));
+  for (const ConfigEntry* e = kConfigTable; e->name != nullptr; ++e) {
+    EXPECT_TRUE(contains(table, std::string("nccl.") + e->name)) << table;
+    EXPECT_TRUE(contains(table, e->env)) << table;
+  }
+}
+
+TEST(NcclTypes, DataTypeTable) {
+  EXPECT_EQ(toNcclDataType(DataType::kFloat32), ncclFloat32);
+  EXPECT_EQ(toNcclDataType(DataType::kFloat64), ncclFloat64);
+  EXPECT_EQ(toNcclDataType(DataType::kFloat16), ncclFloat16);
+  EXPECT_EQ(toNcclDataType(DataType::kBFloat16), ncclBfloat16);
+  EXPECT_EQ(toNcclDataType(DataType::kInt8), ncclInt8);
+  EXPECT_EQ(toNcclDataType(DataType::kUInt8), ncclUint8);
+  EXPECT_EQ(toNcclDataType(DataType::kInt32), ncclInt32);
+  EXPECT_EQ(toNcclDataType(DataType::kInt64), ncclInt64);
+  EXPECT_EQ(toNcclDataType(DataType::kBool), ncclUint8);  // one byte, 0 or 1
+  EXPECT_THROW(toNcclDataType(static_cast<DataType>(42)), InvalidArgument);
+}
+
+TEST(NcclTypes, ReduceOpTable) {
+  for (int d = 0; d < kNumDataTypes; ++d) {
+    const auto dt = static_cast<DataType>(d);
+    const bool isBool = dt == DataType::kBool;
+    SCOPED_TRACE(toString(dt));
+    EXPECT_EQ(toNcclRedOp(ReduceOp::SUM, dt), isBool ? ncclMax : ncclSum);
+    EXPECT_EQ(toNcclRedOp(ReduceOp::PRODUCT, dt), isBool ? ncclMin : ncclProd);
+    EXPECT_EQ(toNcclRedOp(ReduceOp::MIN, dt), ncclMin);
+    EXPECT_EQ(toNcclRedOp(ReduceOp::MAX, dt), ncclMax);
+    EXPECT_EQ(supportsReduce(ReduceOp::AVG, dt), !isBool);
+    if (!isBool) {
+      EXPECT_EQ(toNcclRedOp(ReduceOp::AVG, dt), ncclAvg);
+    }
+    EXPECT_EQ(supportsReduce(ReduceOp::PREMUL_SUM, dt), isFloatingPoint(dt));
+    // PREMUL_SUM is made per call (ncclRedOpCreatePreMulSum), never a built-in op.
+    EXPECT_THROW(toNcclRedOp(ReduceOp::PREMUL_SUM, dt), InvalidArgument);
+    for (auto op : {ReduceOp::BAND, ReduceOp::BOR, ReduceOp::BXOR}) {
+      EXPECT_FALSE(supportsReduce(op, dt)) << toString(op);
+      EXPECT_THROW(toNcclRedOp(op, dt), InvalidArgument) << toString(op);
+    }
+  }
+}
+
+TEST(NcclTypes, PreMulScalarIsOneElementOfTheDtype) {
+  float f = 0;
+  std::memcpy(&f, makePreMulScalar(0.5, DataType::kFloat32).bytes, 4);
+  EXPECT_EQ(f, 0.5f);
+  double d = 0;
+  std::memcpy(&d, makePreMulScalar(0.125, DataType::kFloat64).bytes, 8);
+  EXPECT_EQ(d, 0.125);
+  uint16_t h = 0;
+  std::memcpy(&h, makePreMulScalar(0.5, DataType::kFloat16).bytes, 2);
+  EXPECT_EQ(h, 0x3800);  // IEEE half 0.5
+  std::memcpy(&h, makePreMulScalar(0.5, DataType::kBFloat16).bytes, 2);
+  EXPECT_EQ(h, 0x3f00);  // bfloat16 0.5
+  EXPECT_THROW(makePreMulScalar(2.0, DataType::kInt32), InvalidArgument);
+}
+
+UniqueIdBytes realUniqueId() {
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  UniqueIdBytes out{};
+  std::memcpy(out.data(), id.internal, kUniqueIdBytes);
+  return out;
+}
+
+void exchangeCase(int size) {
+  const std::string path = uniqueTempPath("nccl-uid");
+  const std::string out = uniqueTempPath("nccl-uid-out");
+  expectAllRanksOk(size, [&](int rank, int n) {
+    auto store = std::make_shared<FileStore>(path, n, Milliseconds(20000));
+    const UniqueIdBytes id =
+        exchangeUniqueId(*store, rank, uniqueIdKey(0), Milliseconds(20000), realUniqueId, "t");
+    // Every rank publishes what it got; rank 0 compares them all, byte for byte.
+    store->set("got/" + std::to_string(rank), Bytes(id.begin(), id.end()));
+    if (rank != 0) return;
+    bool nonZero = false;
+    for (uint8_t b : id) nonZero = nonZero || b != 0;
+    EXPECT_TRUE(nonZero) << "ncclGetUniqueId gave an all-zero id";
+    for (int r = 0; r < n; ++r) {
+      const Bytes got = store->get("got/" + std::to_string(r));
+      ASSERT_EQ(got.size(), kUniqueIdBytes) << "rank " << r;
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), id.begin())) << "rank " << r;
+    }
+  });
+}
+
+TEST(NcclUniqueId, EveryRankGetsRankZerosIdTwoRanks) {
+  exchangeCase(2);
+}
+TEST(NcclUniqueId, EveryRankGetsRankZerosIdFourRanks) {
+  exchangeCase(4);
+}
+
+TEST(NcclUniqueId, MissingRankZeroTimesOutNamingTheKey) {
+  const std::string path = uniqueTempPath("nccl-uid-missing");
+  expectAllRanksOk(2, [&](int rank, int n) {
+    if (rank == 0) return;  // rank 0 never creates the communicator
+    auto store = std::make_shared<FileStore>(path, n, Milliseconds(5000));
+    const auto start = Clock::now();
+    try {
+      exchangeUniqueId(*store, rank, uniqueIdKey(3), Milliseconds(300), realUniqueId, "nccl:world");
+      ADD_FAILURE() << "exchange without rank 0 returned";
+    } catch (const TimeoutError& e) {
+      EXPECT_TRUE(contains(e.what(), "nccl/uid/3")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "rank 1 of group nccl:world")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "300 ms")) << e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
+  });
+}
+
+TEST(NcclUniqueId, WrongSizedValueIsAnError) {
+  HashStore store(Milliseconds(1000));
+  store.set(uniqueIdKey(0), std::string("short"));
+  try {
+    exchangeUniqueId(store, 1, uniqueIdKey(0), Milliseconds(100), nullptr, "g");
+    ADD_FAILURE() << "a 5-byte id was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "5 bytes")) << e.what();
+  }
+}
+
+// ---- PendingWorks: the watchdog's bookkeeping, with fake events and a fake clock ----
+
+struct FakeOp {
+  std::shared_ptr<Work> work;
+  std::shared_ptr<std::atomic<bool>> fired = std::make_shared<std::atomic<bool>>(false);
+};
+
+FakeOp addOp(PendingWorks& p, uint64_t seq, Clock::time_point deadline,
+             const std::string& where = "cuda:0") {
+  FakeOp op;
+  op.work = std::make_shared<Work>(OpType::kAllreduce, seq, "nccl:world", Milliseconds(1000));
+  auto fired = op.fired;
+  p.add({op.work, deadline, [fired] { return fired->load(); }, where});
+  return op;
+}
+
+TEST(NcclPendingWorks, CompletesFiredEventsInAnyOrder) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  std::vector<FakeOp> ops;
+  for (uint64_t i = 0; i < 4; ++i) ops.push_back(addOp(p, i, t0 + std::chrono::seconds(10)));
+  ops[2].fired->store(true);
+  ops[0].fired->store(true);
+  auto r = p.poll(t0);
+  EXPECT_EQ(r.completed, 2u);
+  EXPECT_FALSE(r.expired);
+  EXPECT_TRUE(ops[0].work->isSuccess());
+  EXPECT_TRUE(ops[2].work->isSuccess());
+  EXPECT_FALSE(ops[1].work->isCompleted());
+  EXPECT_EQ(p.size(), 2u);
+  ops[1].fired->store(true);
+  ops[3].fired->store(true);
+  EXPECT_EQ(p.poll(t0).completed, 2u);
+  EXPECT_TRUE(p.empty());
+}
+
+TEST(NcclPendingWorks, ReportsTheEarliestExpiredDeadline) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  using std::chrono::milliseconds;
+  auto a = addOp(p, 0, t0 + milliseconds(500));
+  auto b = addOp(p, 1, t0 + milliseconds(100), "cuda:1");  // issued later, shorter timeout
+  auto c = addOp(p, 2, t0 + milliseconds(300));
+  EXPECT_EQ(p.nextDeadline(), t0 + milliseconds(100));
+  EXPECT_FALSE(p.poll(t0 + milliseconds(99)).expired);
+  auto r = p.poll(t0 + milliseconds(400));
+  ASSERT_TRUE(r.expired);
+  EXPECT_EQ(r.expired->sequenceNumber(), 1u);  // b, not a (issued first) nor c
+  EXPECT_EQ(r.expiredWhere, "cuda:1");
+  // poll() only reports: the Works stay pending until the watchdog acts.
+  EXPECT_FALSE(b.work->isCompleted());
+  // A fired event wins over its deadline.
+  b.fired->store(true);
+  r = p.poll(t0 + milliseconds(400));
+  EXPECT_EQ(r.completed, 1u);
+  ASSERT_TRUE(r.expired);
+  EXPECT_EQ(r.expired->sequenceNumber(), 2u);
+  EXPECT_FALSE(a.work->isCompleted());
+}
+
+TEST(NcclPendingWorks, DropsWorksCompletedElsewhere) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  auto a = addOp(p, 0, t0);
+  a.work->finish();  // e.g. Work::wait() saw the event first
+  auto b = addOp(p, 1, t0);
+  b.work->abort();
+  auto r = p.poll(t0 + std::chrono::seconds(1));
+  EXPECT_EQ(r.completed, 0u);
+  EXPECT_FALSE(r.expired);  // completed Works never time out
+  EXPECT_TRUE(p.empty());
+}
+
+TEST(NcclPendingWorks, AThrowingQueryFailsItsWork) {
+  PendingWorks p;
+  auto w = std::make_shared<Work>(OpType::kBroadcast, 7, "nccl:world", Milliseconds(1000));
+  p.add({w, Clock::now() + std::chrono::seconds(5),
+         []() -> bool { throw Error("cudaEventQuery failed: cudaErrorLaunchFailure"); }, "cuda:2"});
+  auto r = p.poll(Clock::now());
+  ASSERT_TRUE(r.failure);
+  EXPECT_EQ(r.failureWhere, "cuda:2");
+  EXPECT_TRUE(w->isCompleted());
+  EXPECT_THROW(std::rethrow_exception(w->exception()), Error);
+  EXPECT_TRUE(p.empty());
+}
+
+TEST(NcclPendingWorks, FailAllFailsEveryPendingWorkWithItsOwnMessage) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  auto a = addOp(p, 4, t0 + std::chrono::seconds(5));
+  auto b = addOp(p, 5, t0 + std::chrono::seconds(5), "cuda:1");
+  b.work->finish();
+  const size_t n = p.failAll([](const Work& w, const std::string& where) {
+    return std::make_exception_ptr(TimeoutError(w.describe() + " on " + where + ": aborted"));
+  });
+  EXPECT_EQ(n, 1u);  // b was already complete
+  EXPECT_TRUE(p.empty());
+  try {
+    a.work->wait(Milliseconds(10));
+    ADD_FAILURE() << "a failed Work waited successfully";
+  } catch (const TimeoutError& e) {
+    EXPECT_TRUE(contains(e.what(), "allreduce #4 in group nccl:world on cuda:0")) << e.what();
+  }
+  EXPECT_TRUE(b.work->isSuccess());
+}
+
+TEST(NcclPendingWorks, ConcurrentIssueAndPoll) {
+  PendingWorks p;
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> completed{0};
+  std::thread poller([&] {
+    while (!stop.load() || !p.empty()) completed += p.poll(Clock::now()).completed;
+  });
+  std::vector<FakeOp> ops;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    ops.push_back(addOp(p, i, Clock::now() + std::chrono::seconds(60)));
+    if (i >= 3) ops[i - 3].fired->store(true);
+  }
+  for (auto& op : ops) op.fired->store(true);
+  stop = true;
+  poller.join();
+  EXPECT_EQ(completed.load(), ops.size());
+  for (auto& op : ops) EXPECT_TRUE(op.work->isSuccess());
+}
+
+TEST(NcclCurrentStream, ThreadLocalWithGuard) {
+  auto* fake = reinterpret_cast<cudaStream_t>(0x1234);
+  EXPECT_EQ(currentStream(0), nullptr);  // the legacy default stream
+  {
+    CurrentStreamGuard g(1, fake);
+    EXPECT_EQ(currentStream(1), fake);
+    EXPECT_EQ(currentStream(0), nullptr);
+    std::thread([] { EXPECT_EQ(currentStream(1), nullptr); }).join();
+  }
+  EXPECT_EQ(currentStream(1), nullptr);
+  EXPECT_THROW(setCurrentStream(-1, fake), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace nccl
+}  // namespace c10d
