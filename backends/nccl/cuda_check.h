@@ -6,6 +6,11 @@
 // C10D_NCCL_CHECK accepts ncclInProgress (a nonblocking communicator's "still working"); callers
 // then poll the communicator (comm.h) before touching it again.
 //
+// The only calls not checked this way are best-effort cleanup whose failure is deliberately
+// ignored (cudaFree / cudaEventDestroy / cudaStreamDestroy in destructors, ncclRedOpDestroy and
+// cudaFreeAsync after an op, restoring the previous device) and the calls whose result is
+// inspected by hand (ncclCommGetAsyncError, ncclCommAbort, ncclGroupEnd, cudaEventQuery).
+//
 // Error types: a CUDA failure is an Error; ncclRemoteError / ncclSystemError (a peer or the network
 // went away) are CommError; ncclInvalidArgument / ncclInvalidUsage are InvalidArgument; the rest
 // Error. Private to the backend: includes the CUDA and NCCL headers.
