@@ -103,7 +103,7 @@ const std::vector<Setting>& table() {
       {"C10D_TCP_IFADDR", "tcp: address advertised to peers (default: this host's name)",
        [](VerbsConfig& c, const std::string& v) { c.tcpIfaddr = v; },
        [](const VerbsConfig& c) { return c.tcpIfaddr; }},
-      {"C10D_TCP_BUF", "tcp: socket send/receive buffer bytes",
+      {"C10D_TCP_BUF", "tcp: socket send/receive buffer bytes (0: kernel autotuning)",
        [](VerbsConfig& c, const std::string& v) { c.tcpBufBytes = parseSize("C10D_TCP_BUF", v); },
        [](const VerbsConfig& c) { return std::to_string(c.tcpBufBytes); }},
   };

@@ -26,7 +26,7 @@ struct VerbsConfig {
   int ibPort = 1;                   // C10D_IB_PORT
   int ibGidIndex = 0;               // C10D_IB_GID_INDEX (RoCE)
   std::string tcpIfaddr;            // C10D_TCP_IFADDR: address to advertise (else hostname's)
-  size_t tcpBufBytes = 4 << 20;     // C10D_TCP_BUF: SO_SNDBUF / SO_RCVBUF
+  size_t tcpBufBytes = 256 << 10;   // C10D_TCP_BUF: SO_SNDBUF / SO_RCVBUF (0: autotuning)
 
   // Reads each setting from `overrides` (keys as the env names, e.g. "C10D_TRANSPORT") or else
   // the environment; throws InvalidArgument naming the setting on a malformed value.

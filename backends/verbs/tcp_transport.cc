@@ -49,6 +49,7 @@ std::string localAddress(const VerbsConfig& cfg) {
 void tune(int fd, const VerbsConfig& cfg) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (cfg.tcpBufBytes == 0) return;  // 0: leave the sizes to the kernel's autotuning
   int buf = static_cast<int>(cfg.tcpBufBytes);
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));

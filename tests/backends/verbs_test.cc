@@ -64,6 +64,14 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, true), Algo::kShm);
   EXPECT_EQ(def.select(Collective::kAllreduce, 4096, 1024, 4, false), Algo::kRecursiveDoubling);
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false), Algo::kRing);
+  // Medium messages on 4, 8, 16.. ranks: Rabenseifner; not with a fold (6) nor with 2 ranks.
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 8, false), Algo::kRabenseifner);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 64 << 10, 16 << 10, 4, false), Algo::kRabenseifner);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 32 << 10, 8 << 10, 4, false),
+            Algo::kRecursiveDoubling);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 6, false), Algo::kRing);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 2, false), Algo::kRing);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 8, true), Algo::kShm);
   EXPECT_EQ(def.select(Collective::kBroadcast, 1 << 24, 1 << 24, 4, false), Algo::kChain);
   EXPECT_EQ(def.select(Collective::kBarrier, 0, 0, 4, false), Algo::kDissemination);
   AlgoSelector o(VerbsConfig::load({{"C10D_ALGO", "allreduce:ring,barrier:shm"}}));
