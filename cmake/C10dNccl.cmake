@@ -19,7 +19,9 @@ else()
   if(NOT CUDAToolkit_FOUND)
     set(C10D_NCCL_WHY "CUDA toolkit not found (set CUDAToolkit_ROOT)")
   else()
-    set(c10d_nccl_hints ${C10D_NCCL_ROOT} $ENV{NCCL_HOME} ${CUDAToolkit_LIBRARY_ROOT}
+    # The toolkit's root (for the hints below and the installed c10dConfig.cmake).
+    get_filename_component(C10D_CUDA_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+    set(c10d_nccl_hints ${C10D_NCCL_ROOT} $ENV{NCCL_HOME} ${C10D_CUDA_ROOT}
         ${CUDAToolkit_TARGET_DIR})
     find_path(C10D_NCCL_INCLUDE_DIR nccl.h
               HINTS ${c10d_nccl_hints} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
