@@ -68,6 +68,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   int rank() const { return rank_; }
   int size() const { return size_; }
   virtual std::string backendName() const = 0;
+  // The backend plus what it chose at setup that matters when reading its numbers, e.g.
+  // "verbs/shm" or "verbs/tcp" (the transport). Default: backendName().
+  virtual std::string describe() const { return backendName(); }
   // "<backend>:<groupName>", used in every message about this group.
   std::string name() const;
   const Options& options() const { return options_; }

@@ -3,6 +3,7 @@
 #include "backends/gloo/process_group_gloo.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -23,6 +24,40 @@
 namespace c10d {
 
 namespace {
+
+// Gloo writes to its sockets without MSG_NOSIGNAL, so a write to a peer that just died raises
+// SIGPIPE, whose default action kills this whole process (seen as a flaky killed-rank test).
+// Threads that write through Gloo block it instead: the write then fails with EPIPE and Gloo
+// reports an error. The worker blocks it for its lifetime (the p2p waiters it starts inherit
+// that); connect() blocks it while Gloo creates its device, so Gloo's loop thread inherits the
+// blocked mask too, and restores the caller's mask after consuming a SIGPIPE raised meanwhile.
+void blockSigpipe(sigset_t* old) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &s, old);
+}
+
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() { blockSigpipe(&old_); }
+  ~SigpipeBlocked() {
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    if (!sigismember(&old_, SIGPIPE) && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE)) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t old_;
+};
 
 std::string join(const std::vector<std::string>& v, char sep) {
   std::string out;
@@ -84,6 +119,7 @@ ProcessGroupGloo::~ProcessGroupGloo() {
 }
 
 void ProcessGroupGloo::connect() {
+  SigpipeBlocked noSigpipe;
   ::gloo::transport::tcp::attr attr;
   if (!config_.ifname.empty()) {
     attr.iface = config_.ifname;
@@ -155,6 +191,7 @@ std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<Work> work, 
 
 void ProcessGroupGloo::workerLoop() {
   pthread_setname_np(pthread_self(), "c10d-gloo");
+  blockSigpipe(nullptr);
   for (;;) {
     Task task;
     {

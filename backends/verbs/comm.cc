@@ -27,8 +27,23 @@ std::string Comm::what() const {
   return detail::str(c10d::toString(op_), " #", seq_, " in group ", group_);
 }
 
+void Comm::checkPeers() {
+  try {
+    t_.checkPeers();
+  } catch (const CommError& e) {
+    std::string gone;
+    int n = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_ || !t_.peerGone(r)) continue;
+      gone += (n++ ? ", rank " : "rank ") + std::to_string(r);
+    }
+    if (n < 2) throw;
+    throw CommError(std::string(e.what()) + "; gone by now: " + gone);
+  }
+}
+
 void Comm::check() {
-  t_.checkPeers();
+  checkPeers();
   if (Clock::now() >= deadline_)
     C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
                " (verbs/", t_.name(), ")");
@@ -59,7 +74,7 @@ void Comm::run(std::vector<P2POp>& ops) {
     auto now = Clock::now();
     if (now >= deadline_ || now - lastPeerCheck_ > std::chrono::milliseconds(20)) {
       lastPeerCheck_ = now;
-      t_.checkPeers();
+      checkPeers();
       if (now >= deadline_) {
         std::ostringstream pending;
         for (const auto& op : ops)

@@ -65,6 +65,10 @@ class Comm {
   std::string what() const;
 
  private:
+  // t_.checkPeers(), its CommError extended with every peer gone by then: a survivor that failed
+  // first and exited may be seen before the rank that died and started it all.
+  void checkPeers();
+
   Transport& t_;
   const int ch_;
   const int rank_;

@@ -37,6 +37,7 @@ class ProcessGroupVerbs : public ProcessGroup {
   ~ProcessGroupVerbs() override;
 
   std::string backendName() const override { return "verbs"; }
+  std::string describe() const override { return "verbs/" + transportName(); }
   bool supports(ReduceOp::Kind op, DataType dtype, Device device) const override;
   bool supportsDevice(Device device) const override { return device.isCPU(); }
   void shutdown() override;

@@ -76,7 +76,7 @@ void writeAll(int fd, const void* p, size_t n) {
 
 TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                            Milliseconds timeout)
-    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size), closed_(size, 0) {
+    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size), closed_(size) {
   try {
     setup(store, cfg, timeout);
   } catch (...) {
@@ -187,10 +187,33 @@ void TcpTransport::closeAll() {
   }
 }
 
+bool TcpTransport::peerGone(int peer) {
+  if (peer == rank_) return false;
+  if (closed_[peer].load(std::memory_order_relaxed)) return true;
+  const int s = fds_[kCollectiveChannel * size_ + peer];
+  if (s < 0) return false;
+  pollfd p{s, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+std::string TcpTransport::gonePeers() {
+  std::string out;
+  for (int q = 0; q < size_; ++q) {
+    if (!peerGone(q)) continue;
+    if (!out.empty()) out += ", ";
+    out += "rank " + std::to_string(q);
+  }
+  return out;
+}
+
 void TcpTransport::fail(int peer, const char* what, int err) {
+  // A rank that failed first (say, on a peer that died) exits and closes its sockets too: list
+  // every closed peer, so the first one to go is named even when another's hang-up is seen first.
+  const std::string gone = gonePeers();
   C10D_THROW(CommError, "verbs/tcp: rank ", rank_, ": ", what, " rank ", peer, " at ", addrs_[peer],
              " failed: ", err ? detail::errnoString(err) : std::string("connection closed by peer"),
-             " (did rank ", peer, " die?)");
+             " (did rank ", peer, " die?", gone.empty() ? "" : " connections closed now: ", gone,
+             ")");
 }
 
 size_t TcpTransport::trySend(int ch, int peer, const void* buf, size_t n) {
@@ -201,14 +224,14 @@ size_t TcpTransport::trySend(int ch, int peer, const void* buf, size_t n) {
 }
 
 size_t TcpTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
-  if (ch == kP2PChannel && closed_[peer]) return 0;
+  if (ch == kP2PChannel && closed_[peer].load(std::memory_order_relaxed)) return 0;
   ssize_t k = ::recv(fd(ch, peer), buf, n, MSG_DONTWAIT);
   if (k > 0) return static_cast<size_t>(k);
   if (k == 0) {
     // On the p2p channel a clean close is a peer that finished and exited: what it sent was
     // delivered; ops still waiting on it fail in the p2p engine. On collectives it is an error.
     if (ch == kP2PChannel) {
-      closed_[peer] = 1;  // touched by the p2p thread only
+      closed_[peer].store(true, std::memory_order_relaxed);
       return 0;
     }
     fail(peer, "recv from", 0);
@@ -223,7 +246,7 @@ void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests
   p.reserve(interests.size() + 1);
   p.push_back(pollfd{eventFds_[ch], POLLIN, 0});
   for (const auto& i : interests) {
-    if (ch == kP2PChannel && closed_[i.peer]) continue;
+    if (ch == kP2PChannel && closed_[i.peer].load(std::memory_order_relaxed)) continue;
     short ev = 0;
     if (i.send) ev |= POLLOUT;
     if (i.recv) ev |= POLLIN;

@@ -10,6 +10,7 @@
 // socket is a CommError naming the peer rank, its address and errno.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -35,11 +36,15 @@ class TcpTransport : public Transport {
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   void checkPeers() override {}
-  bool peerGone(int peer) override { return closed_[peer] != 0; }
+  // The peer closed its connections (exited, died, or destroyed its group): its p2p stream ended
+  // or its collective socket reports a hang-up. Any thread.
+  bool peerGone(int peer) override;
 
  private:
   int& fd(int ch, int peer) { return fds_[ch * size_ + peer]; }
   [[noreturn]] void fail(int peer, const char* what, int err);
+  // "rank 0, rank 2": every peer whose connections are closed now (for error messages).
+  std::string gonePeers();
   void setup(Store& store, const VerbsConfig& cfg, Milliseconds timeout);
   void closeAll();
 
@@ -47,7 +52,7 @@ class TcpTransport : public Transport {
   const int size_;
   std::vector<int> fds_;  // [channel * size + peer]
   std::vector<std::string> addrs_;
-  std::vector<char> closed_;  // peer closed its p2p connection (exited)
+  std::vector<std::atomic<bool>> closed_;  // peer closed its p2p connection (set by the p2p thread)
   int eventFds_[kNumChannels] = {-1, -1};
 };
 

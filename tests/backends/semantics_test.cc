@@ -206,6 +206,10 @@ TEST_P(Semantics, InitFromFileUrl) {
     o.config = bp.config;
     auto pg = init(o);
     EXPECT_EQ(pg->backendName(), bp.backend);
+    // The param's config reached the backend: a variant shows in describe() ("verbs/tcp").
+    if (!bp.variant.empty()) {
+      EXPECT_NE(pg->describe().find(bp.variant), std::string::npos) << pg->describe();
+    }
     EXPECT_EQ(pg->rank(), rank);
     EXPECT_EQ(pg->size(), size);
     Buffer b(bp, 11, DataType::kInt32);
