@@ -344,7 +344,7 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
   const std::string desc = describeDevice(device);
   const int devIndex = device.isCPU() ? 0 : device.index;
   std::vector<std::string> lines = d.exchange().allgather(
-      rankLine(pg->rank(), 0, static_cast<int>(getpid()), host, devIndex, desc, pg->backendName()));
+      rankLine(pg->rank(), 0, static_cast<int>(getpid()), host, devIndex, desc, pg->describe()));
   for (const auto& l : lines) d.print(l);
   if (json) {
     // Each line parses back the way nccl-tests' parseRankInfo reads it.

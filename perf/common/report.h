@@ -22,7 +22,8 @@ std::string floatStr(double value, int width);
 std::string optionLine(const PerfOptions& o);
 // "# Blocking Enabled: ..." for -z 1 / 2, else "".
 std::string blockingLine(int blocking);
-// "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] gloo"
+// "#  Rank  0 Group  0 Pid  12345 on   hostname device  0 [cpu] gloo"; `backend` is the group's
+// ProcessGroup::describe() ("gloo", "verbs/shm", "verbs/tcp": what each rank ran on)
 std::string rankLine(int rank, int group, int pid, const std::string& host, int device,
                      const std::string& deviceDesc, const std::string& backend);
 // The "#" line and the three header lines of the table.

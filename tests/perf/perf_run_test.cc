@@ -80,7 +80,7 @@ RunResult runPerf(const std::string& binary, int n, const std::vector<std::strin
       [&](int rank, int world) {
         for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
                               "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
-                              "SLURM_NTASKS", "C10D_PERF_INJECT_ERROR"}) {
+                              "SLURM_NTASKS", "C10D_PERF_INJECT_ERROR", "C10D_TRANSPORT"}) {
           unsetenv(v);
         }
         if (n > 0) {
@@ -224,6 +224,30 @@ TEST(PerfRun, SingleProcessWithoutLauncher) {
     EXPECT_EQ(row.wrong[0], 0) << row.type << " " << row.redop;
     EXPECT_EQ(row.wrong[1], 0) << row.type << " " << row.redop;
     EXPECT_EQ(row.busBw[0], 0);  // 2(n-1)/n = 0 for one rank
+  }
+}
+
+// Each rank's "# Rank" line names what it ran on: for verbs, the transport it chose (shm for ranks
+// sharing a host) or was told to use.
+TEST(PerfRun, VerbsRankLinesNameTheTransport) {
+  if (!isBackendRegistered("verbs")) GTEST_SKIP() << "the verbs backend is not built";
+  const std::vector<std::string> args{"-b", "1K", "-e", "1K", "-n", "2", "--backend", "verbs"};
+  for (const std::string transport : {"", "tcp"}) {
+    std::vector<std::pair<std::string, std::string>> env;
+    if (!transport.empty()) env.emplace_back("C10D_TRANSPORT", transport);
+    RunResult r = runPerf("all_reduce_perf", 2, args, env);
+    EXPECT_TRUE(r.allOk()) << r.out0 << r.err;
+    const std::string want = "[cpu] verbs/" + (transport.empty() ? "shm" : transport);
+    size_t lines = 0;
+    std::istringstream in(r.out0);
+    for (std::string l; std::getline(in, l);) {
+      if (l.rfind("#  Rank ", 0) != 0) continue;
+      ++lines;
+      EXPECT_TRUE(l.size() >= want.size() &&
+                  l.compare(l.size() - want.size(), want.size(), want) == 0)
+          << l << " does not end with " << want;
+    }
+    EXPECT_EQ(lines, 2u) << r.out0;
   }
 }
 
