@@ -10,10 +10,9 @@ namespace verbs {
 
 namespace {
 constexpr size_t kRecursiveDoublingMax = 64 << 10;
-// Power-of-two groups of 4+ ranks: recursive doubling up to here, Rabenseifner up to
-// kRabenseifnerMax, ring above (measurements in algo_select.h).
+// Power-of-two groups of 4+ ranks: recursive doubling up to here, Rabenseifner above
+// (measurements in algo_select.h).
 constexpr size_t kRecursiveDoublingPow2Max = 32 << 10;
-constexpr size_t kRabenseifnerMax = 4 << 20;
 
 constexpr size_t kBinomialBroadcastMax = 256 << 10;
 
@@ -137,11 +136,8 @@ Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int world
     case Collective::kAllreduce:
       if (shm) return Algo::kShm;
       if (count < static_cast<size_t>(worldSize)) return Algo::kRecursiveDoubling;
-      if (worldSize >= 4 && isPowerOfTwo(worldSize)) {
-        if (bytes <= kRecursiveDoublingPow2Max) return Algo::kRecursiveDoubling;
-        if (bytes <= kRabenseifnerMax) return Algo::kRabenseifner;
-        return Algo::kRing;
-      }
+      if (worldSize >= 4 && isPowerOfTwo(worldSize))
+        return bytes <= kRecursiveDoublingPow2Max ? Algo::kRecursiveDoubling : Algo::kRabenseifner;
       return bytes <= kRecursiveDoublingMax ? Algo::kRecursiveDoubling : Algo::kRing;
     case Collective::kReduceScatter:
     case Collective::kAllgather:
@@ -171,9 +167,8 @@ Algo AlgoSelector::select(Collective c, size_t bytes, size_t count, int worldSiz
 void AlgoSelector::print(std::ostream& os) const {
   os << "verbs algorithm table (C10D_ALGO=op:algo overrides):\n"
      << "  allreduce      shm workspace: shm (1 sync/chunk; 1 sync below C10D_SMALL_BYTES);\n"
-     << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, <= 4 MiB\n"
-     << "                 rabenseifner, else ring; other sizes: <= 64 KiB recursive_doubling,\n"
-     << "                 else ring\n"
+     << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, else\n"
+     << "                 rabenseifner; other sizes: <= 64 KiB recursive_doubling, else ring\n"
      << "  broadcast      shm workspace: shm; else <= 256 KiB: binomial; else chain\n"
      << "  reduce_scatter ring   allgather ring   reduce binomial   gather/scatter direct\n"
      << "  alltoall       pairwise   barrier: shm workspace: shm, else dissemination\n";

@@ -5,21 +5,22 @@
 //   allreduce       shm workspace: "shm" (direct reduce from peers' slots; one sync per chunk,
 //                   a single sync below C10D_SMALL_BYTES). Else (tcp / ibverbs), fewer elements
 //                   than ranks: "recursive_doubling"; world size 4, 8, 16...: <= 32 KiB
-//                   "recursive_doubling", <= 4 MiB "rabenseifner", else "ring"; other world
-//                   sizes: <= 64 KiB "recursive_doubling", else "ring".
+//                   "recursive_doubling", else "rabenseifner"; other world sizes (2, 3, 5, 6..):
+//                   <= 64 KiB "recursive_doubling", else "ring".
 //   reduce_scatter  "ring"         allgather "ring"         reduce "binomial"
 //   broadcast       shm workspace: "shm"; else <= 256 KiB: "binomial", else "chain" (pipelined)
 //   gather/scatter  "direct"       alltoall "pairwise"
 //   barrier         shm workspace: "shm" (futex barrier), else "dissemination"
-// Why (allreduce over tcp, localhost, measured with all_reduce_perf; see the README's table):
+// Why (allreduce over tcp, localhost, 2 cores, all_reduce_perf; the README has the numbers):
 // recursive doubling takes log2(n) steps but moves the whole buffer in each, so it wins while
-// latency dominates (<= 32 KiB at 4 and 8 ranks). Ring moves the optimal 2(n-1)/n of the buffer in
-// 2(n-1) steps; Rabenseifner moves the same amount in 2*log2(n) steps, which beat ring by up to 2x
-// at 64 KiB (8 ranks) and matched or beat it up to 4 MiB; past that the two are within noise and
-// ring, which only talks to neighbours, stays. With 2 ranks the three are the same exchange. For
-// other world sizes the fold of the extra ranks costs Rabenseifner a whole-buffer transfer each
-// way and it lost to ring (3 and 6 ranks), so the table keeps recursive doubling / ring there; it
-// remains available as C10D_ALGO=allreduce:rabenseifner.
+// latency dominates (<= 32 KiB at 4 and 8 ranks, <= 64 KiB at 3 and 6). Ring moves the optimal
+// 2(n-1)/n of the buffer in 2(n-1) steps; Rabenseifner moves the same amount in 2*log2(n) steps:
+// at 8 ranks it beat ring by up to 1.7x at 64 KiB..1 MiB (tied at 4 ranks), at 4 and 8 ranks it
+// matched or beat it above (9 of 11 runs x sizes from 4 to 32 MiB; run-to-run noise on this shared
+// machine is +-30%), and it beat recursive doubling from 64 KiB. With 2 ranks ring and
+// Rabenseifner are the same exchange. For other world sizes the fold of the extra ranks costs
+// Rabenseifner a whole-buffer transfer each way and it lost to ring (3, 6 ranks), so the table
+// keeps recursive doubling / ring there (C10D_ALGO=allreduce:rabenseifner still works).
 // C10D_ALGO=op:algo[,op:algo...] overrides an entry (e.g. allreduce:ring); an algorithm that
 // cannot run in the current setting (e.g. "shm" without a workspace) falls back to the default.
 //

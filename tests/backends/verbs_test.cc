@@ -63,8 +63,9 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   AlgoSelector def(VerbsConfig::load({{"C10D_ALGO", ""}}));
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, true), Algo::kShm);
   EXPECT_EQ(def.select(Collective::kAllreduce, 4096, 1024, 4, false), Algo::kRecursiveDoubling);
-  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false), Algo::kRing);
-  // Medium messages on 4, 8, 16.. ranks: Rabenseifner; not with a fold (6) nor with 2 ranks.
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 3, false), Algo::kRing);
+  // Past 32 KiB on 4, 8, 16.. ranks: Rabenseifner; not with a fold (6) nor with 2 ranks.
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false), Algo::kRabenseifner);
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 8, false), Algo::kRabenseifner);
   EXPECT_EQ(def.select(Collective::kAllreduce, 64 << 10, 16 << 10, 4, false), Algo::kRabenseifner);
   EXPECT_EQ(def.select(Collective::kAllreduce, 32 << 10, 8 << 10, 4, false),
