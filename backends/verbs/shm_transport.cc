@@ -76,6 +76,8 @@ bool procAlive(int pid) {
 
 }  // namespace
 
+static_assert(kNumChannels == 2, "busy_ is initialised for two channels");
+
 ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<int>& pids,
                            const VerbsConfig& cfg, Milliseconds timeout)
     : rank_(rank),
@@ -83,7 +85,8 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       ringBytes_(cfg.shmRingBytes),
       slotBytes_(alignUp(cfg.shmChunkBytes, 4096)),
       spinUs_(cfg.spinUs),
-      busy_(resolveBusyUs(cfg.busyUs, size)),
+      busy_{BusyBudget(resolveBusyUs(cfg.busyUs, size)),
+            BusyBudget(resolveBusyUs(cfg.busyUs, size))},
       pids_(pids) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
   size_t off = 4096;
@@ -206,20 +209,21 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
   auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
   if (changed()) return;
   const auto start = Clock::now();
-  if (busyPoll(changed, busy_.current())) {
-    busy_.record(Clock::now() - start);
+  BusyBudget& busy = busy_[ch];
+  if (busyPoll(changed, busy.current())) {
+    busy.record(Clock::now() - start);
     return;
   }
-  const auto spinEnd = start + std::chrono::microseconds(busy_.current() + spinUs_);
+  const auto spinEnd = start + std::chrono::microseconds(busy.current() + spinUs_);
   for (int i = 0;; ++i) {
     if (changed()) {
-      busy_.record(Clock::now() - start);
+      busy.record(Clock::now() - start);
       return;
     }
     relax();
     if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
   }
-  busy_.record(Clock::now() - start);
+  busy.record(Clock::now() - start);
   int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(10, maxWait.count())));
   sleepOn(db, token, ms);
 }
@@ -261,8 +265,10 @@ void ShmTransport::barrier(const CheckFn& check) {
   auto released = [&] { return b.generation.value.load(std::memory_order_acquire) != gen; };
   if (released()) return;
   const auto start = Clock::now();
-  waitUntil(b.generation, gen, released, busy_.current(), spinUs_, check);
-  busy_.record(Clock::now() - start);
+  // The direct collectives (and so barriers) run on the collective channel's thread.
+  BusyBudget& busy = busy_[kCollectiveChannel];
+  waitUntil(b.generation, gen, released, busy.current(), spinUs_, check);
+  busy.record(Clock::now() - start);
 }
 
 }  // namespace verbs

@@ -101,7 +101,8 @@ class ShmTransport : public Transport {
   const size_t ringBytes_;
   const size_t slotBytes_;
   const int spinUs_;
-  BusyBudget busy_;  // resolved C10D_BUSY_US, adapted per wait
+  // Resolved C10D_BUSY_US, adapted per wait; one per channel (each channel has its own thread).
+  BusyBudget busy_[kNumChannels];
   std::string shmName_;
   std::unique_ptr<ShmMapping> map_;
   size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
