@@ -221,7 +221,8 @@ TEST_P(Semantics, InitFromFileUrl) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Semantics, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
+INSTANTIATE_TEST_SUITE_P(Backends, Semantics,
+                         ::testing::ValuesIn(conformanceCases({1, 2, 3, 4, 8})),
                          [](const auto& info) {
                            return paramName(std::get<0>(info.param), std::get<1>(info.param));
                          });
