@@ -51,6 +51,7 @@ void Comm::check() {
 
 void Comm::run(std::vector<P2POp>& ops) {
   std::vector<Interest> interests;
+  bool repolled = false;  // a pending peer was seen gone: one more poll before failing
   for (;;) {
     uint32_t token = t_.progressToken(ch_);
     bool progress = false, all = true;
@@ -70,10 +71,28 @@ void Comm::run(std::vector<P2POp>& ops) {
       if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
     }
     if (all && t_.sendsComplete(ch_)) return;
-    if (progress) continue;
+    if (progress) {
+      repolled = false;
+      continue;
+    }
     auto now = Clock::now();
     if (now >= deadline_ || now - lastPeerCheck_ > std::chrono::milliseconds(20)) {
       lastPeerCheck_ = now;
+      // A peer this op still waits on and that is gone (even one that shut down cleanly) fails
+      // the op, after one more poll: it may have written what we wait for just before it went.
+      const P2POp* gone = nullptr;
+      for (const auto& op : ops)
+        if (!gone && op.done < op.len && t_.peerGone(op.peer)) gone = &op;
+      if (gone && !repolled) {
+        repolled = true;
+        lastPeerCheck_ = now - std::chrono::milliseconds(21);  // check again right after the poll
+        continue;
+      }
+      if (gone) {
+        C10D_THROW(CommError, what(), ": rank ", gone->peer, " is gone (",
+                   gone->send ? "send to" : "recv from", " it pending at ", gone->done, "/",
+                   gone->len, " bytes); seen by rank ", rank_, " (verbs/", t_.name(), ")");
+      }
       checkPeers();
       if (now >= deadline_) {
         std::ostringstream pending;

@@ -29,6 +29,9 @@ struct alignas(64) ShmTransport::RingCtl {
 
 struct alignas(64) ShmTransport::RankCtl {
   WaitWord doorbell[kNumChannels];
+  // Set by the rank's destructor: its process may end now without that being a failure (a rank
+  // that finished its last op and exited, while slower ranks finish theirs).
+  alignas(64) std::atomic<uint32_t> departed{0};
 };
 
 struct alignas(64) ShmTransport::BarrierCtl {
@@ -140,6 +143,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
 }
 
 ShmTransport::~ShmTransport() {
+  if (map_) rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
   for (int fd : pidfds_)
     if (fd >= 0) close(fd);
   if (rank_ == 0) shm_unlink(shmName_.c_str());  // ENOENT when everyone mapped it: fine
@@ -245,7 +249,9 @@ bool ShmTransport::peerGone(int r) {
 
 void ShmTransport::checkPeers() {
   for (int r = 0; r < size_; ++r) {
-    if (peerGone(r))
+    // A peer that shut its group down and exited is not a failure unless an op still waits on it
+    // (Comm::run checks the peers of its pending operations itself).
+    if (peerGone(r) && rankCtl(r).departed.load(std::memory_order_seq_cst) == 0)
       C10D_THROW(CommError, "verbs/shm: rank ", groupRanks_.empty() ? r : groupRanks_[r], " (pid ",
                  pids_[r], ") on this host died; seen by rank ",
                  groupRanks_.empty() ? rank_ : groupRanks_[rank_]);

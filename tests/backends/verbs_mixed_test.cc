@@ -91,8 +91,8 @@ void killedRankCase(int victim) {
           for (int i = 0; i < 1000; ++i) pg->allreduce(t)->wait();
           ADD_FAILURE() << "rank " << rank << ": allreduce went on without rank " << victim;
         } catch (const CommError& e) {
-          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                               .count();
+          const double s =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           EXPECT_LT(s, 15.0) << "rank " << rank << " took " << s << " s to see the dead rank";
         } catch (const std::exception& e) {
           ADD_FAILURE() << "rank " << rank << ": expected CommError, got: " << e.what();
@@ -115,6 +115,45 @@ TEST(VerbsMixed, KilledRankBecomesCommErrorOnLocalAndRemotePeers) {
 
 TEST(VerbsMixed, KilledRankZeroBecomesCommErrorEverywhere) {
   killedRankCase(0);
+}
+
+// Ranks that finish their last op first and exit (shutting their group down) are not failures for
+// the ranks still finishing theirs: the folded ranks of Rabenseifner / recursive doubling at
+// non-power-of-two sizes leave early by design. Over shm (one host) and mixed hosts.
+void finishAndExit(int size, std::map<std::string, std::string> config) {
+  const std::string path = uniqueTempPath("verbs-exit");
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(60);
+  expectAllRanksOk(
+      size,
+      [&](int rank, int n) {
+        auto store = std::make_shared<FileStore>(path, n);
+        ProcessGroup::Options o;
+        o.timeout = Milliseconds(20000);
+        o.config = config;
+        if (config.count("C10D_HOST_ID")) o.config["C10D_HOST_ID"] = rank % 2 ? "a" : "b";
+        auto pg = std::make_shared<ProcessGroupVerbs>(store, rank, n, o);
+        // Large enough that the last exchanges take a while after the folded rank is done.
+        std::vector<float> v(1 << 20, 1.0f + rank);
+        Tensor t{v.data(), v.size(), DataType::kFloat32, Device::cpu()};
+        const float expect = n * (n + 1) / 2.0f;
+        pg->allreduce(t)->wait();
+        EXPECT_EQ(v[0], expect) << "rank " << rank;
+        EXPECT_EQ(v.back(), expect) << "rank " << rank;
+        pg.reset();  // and the process exits at once
+      },
+      mp);
+}
+
+TEST(VerbsExit, FoldedRanksLeaveEarlyOverShm) {
+  for (int i = 0; i < 3; ++i) {
+    finishAndExit(3, {{"C10D_ALGO", "allreduce:rabenseifner"}});
+    finishAndExit(5, {{"C10D_ALGO", "allreduce:recursive_doubling"}});
+  }
+}
+
+TEST(VerbsExit, FoldedRanksLeaveEarlyOverMixedHosts) {
+  finishAndExit(5, {{"C10D_ALGO", "allreduce:rabenseifner"}, {"C10D_HOST_ID", ""}});
 }
 
 }  // namespace
