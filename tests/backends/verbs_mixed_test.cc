@@ -85,7 +85,13 @@ void killedRankCase(int victim) {
         std::vector<float> v(1 << 16, 1.0f);
         Tensor t{v.data(), v.size(), DataType::kFloat32, Device::cpu()};
         pg->allreduce(t)->wait();
-        if (rank == victim) raise(SIGKILL);
+        // The victim dies only once every rank is past the first allreduce (which may still read
+        // the victim's last bytes): what follows must fail, and only because of the death.
+        pg->store()->add("past-first", 1);
+        if (rank == victim) {
+          while (pg->store()->add("past-first", 0) < n) usleep(1000);
+          raise(SIGKILL);
+        }
         const auto start = std::chrono::steady_clock::now();
         try {
           for (int i = 0; i < 1000; ++i) pg->allreduce(t)->wait();
