@@ -146,17 +146,9 @@ int run(int argc, char** argv, const PerfOptions& o, const std::string& program)
 
 int main(int argc, char** argv) {
   using namespace c10d::perf;
-  setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string program = argv[0];
-  program = program.substr(program.rfind('/') + 1);
   PerfOptions o;
-  ParseResult parsed = parseOptions(argc, argv, &o);
-  if (parsed.action != ParseResult::kRun) {
-    std::fprintf(parsed.action == ParseResult::kHelp ? stdout : stderr, "%s%s",
-                 parsed.message.empty() ? "" : (parsed.message + "\n").c_str(),
-                 usage(program).c_str());
-    return parsed.action == ParseResult::kHelp ? 0 : 2;
-  }
+  std::string program;
+  if (int code = startPerfMain(argc, argv, &o, &program); code >= 0) return code;
   MPI_Init(&argc, &argv);
   int rc = 1;
   try {

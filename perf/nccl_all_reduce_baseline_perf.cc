@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/nccl/nccl_types.h"
 #include "backends/nccl/unique_id.h"
 #include "c10d/error.h"
 #include "c10d/init.h"
@@ -43,27 +44,9 @@ namespace c10d {
 namespace perf {
 namespace {
 
+// The backend's own tables: the baseline maps types and PREMUL_SUM scalars exactly as it does.
 ncclDataType_t ncclType(DataType t) {
-  switch (t) {
-    case DataType::kInt8:
-      return ncclInt8;
-    case DataType::kUInt8:
-    case DataType::kBool:
-      return ncclUint8;
-    case DataType::kInt32:
-      return ncclInt32;
-    case DataType::kInt64:
-      return ncclInt64;
-    case DataType::kFloat16:
-      return ncclFloat16;
-    case DataType::kBFloat16:
-      return ncclBfloat16;
-    case DataType::kFloat32:
-      return ncclFloat32;
-    case DataType::kFloat64:
-      return ncclFloat64;
-  }
-  return ncclFloat32;
+  return nccl::toNcclDataType(t);
 }
 
 // The NCCL op for `k`; PREMUL_SUM is created on `comm` with this rank's scalar (as the driver's
@@ -87,19 +70,9 @@ bool ncclOp(ReduceOp::Kind k, DataType t, int rank, ncclComm_t comm, ncclRedOp_t
       return true;
     case ReduceOp::PREMUL_SUM: {
       if (!isFloatingPoint(t)) return false;
-      alignas(8) unsigned char scalar[8] = {0};
-      const double s = premulScalar(rank);
-      if (t == DataType::kFloat64) std::memcpy(scalar, &s, 8);
-      if (t == DataType::kFloat32) {
-        const float f = static_cast<float>(s);
-        std::memcpy(scalar, &f, 4);
-      }
-      if (t == DataType::kFloat16 || t == DataType::kBFloat16) {
-        const uint16_t h = t == DataType::kFloat16 ? floatToHalf(static_cast<float>(s))
-                                                   : floatToBf16(static_cast<float>(s));
-        std::memcpy(scalar, &h, 2);
-      }
-      BASE_NCCL(ncclRedOpCreatePreMulSum(op, scalar, ncclType(t), ncclScalarHostImmediate, comm));
+      nccl::PreMulScalar scalar = nccl::makePreMulScalar(premulScalar(rank), t);
+      BASE_NCCL(
+          ncclRedOpCreatePreMulSum(op, scalar.bytes, ncclType(t), ncclScalarHostImmediate, comm));
       return true;
     }
     default:
@@ -242,17 +215,9 @@ int run(int argc, char** argv, const PerfOptions& o, const std::string& program)
 
 int main(int argc, char** argv) {
   using namespace c10d::perf;
-  setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string program = argv[0];
-  program = program.substr(program.rfind('/') + 1);
   PerfOptions o;
-  ParseResult parsed = parseOptions(argc, argv, &o);
-  if (parsed.action != ParseResult::kRun) {
-    std::fprintf(parsed.action == ParseResult::kHelp ? stdout : stderr, "%s%s",
-                 parsed.message.empty() ? "" : (parsed.message + "\n").c_str(),
-                 usage(program).c_str());
-    return parsed.action == ParseResult::kHelp ? 0 : 2;
-  }
+  std::string program;
+  if (int code = startPerfMain(argc, argv, &o, &program); code >= 0) return code;
   try {
     return run(argc, argv, o, program);
   } catch (const std::exception& e) {

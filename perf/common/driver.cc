@@ -376,22 +376,9 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
 }  // namespace
 
 int perfMain(int argc, char** argv, const Collective& coll) {
-  setvbuf(stdout, nullptr, _IOLBF, 0);
-  std::string program = argv[0];
-  const size_t slash = program.rfind('/');
-  if (slash != std::string::npos) program = program.substr(slash + 1);
-
   PerfOptions o;
-  ParseResult parsed = parseOptions(argc, argv, &o);
-  if (parsed.action == ParseResult::kHelp) {
-    std::fputs(usage(program).c_str(), stdout);
-    return 0;
-  }
-  if (parsed.action == ParseResult::kError) {
-    std::fprintf(stderr, "%s: %s\n%s", program.c_str(), parsed.message.c_str(),
-                 usage(program).c_str());
-    return 2;
-  }
+  std::string program;
+  if (int code = startPerfMain(argc, argv, &o, &program); code >= 0) return code;
   try {
     return run(argc, argv, coll, program, o);
   } catch (const std::exception& e) {

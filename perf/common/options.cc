@@ -232,5 +232,23 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* o) {
   return ParseResult{};
 }
 
+int startPerfMain(int argc, char** argv, PerfOptions* options, std::string* program) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  *program = argv[0];
+  const size_t slash = program->rfind('/');
+  if (slash != std::string::npos) *program = program->substr(slash + 1);
+  ParseResult parsed = parseOptions(argc, argv, options);
+  if (parsed.action == ParseResult::kHelp) {
+    std::fputs(usage(*program).c_str(), stdout);
+    return 0;
+  }
+  if (parsed.action == ParseResult::kError) {
+    std::fprintf(stderr, "%s: %s\n%s", program->c_str(), parsed.message.c_str(),
+                 usage(*program).c_str());
+    return 2;
+  }
+  return -1;
+}
+
 }  // namespace perf
 }  // namespace c10d

@@ -59,5 +59,10 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* options);
 // The usage text ("USAGE: <program> ...").
 std::string usage(const std::string& program);
 
+// What every perf binary's main() does first: stdout line-buffered, `program` set to argv[0]'s
+// base name, the options parsed. Returns -1 to go on running, else the exit code after answering
+// here (--help printed: 0; a usage error printed with the usage: 2).
+int startPerfMain(int argc, char** argv, PerfOptions* options, std::string* program);
+
 }  // namespace perf
 }  // namespace c10d
