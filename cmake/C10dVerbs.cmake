@@ -9,3 +9,11 @@ else()
   set(C10D_HAVE_IBVERBS_HEADERS 0)
   message(STATUS "c10d: verbs backend: ibverbs transport OFF (infiniband/verbs.h not found; apt-get install libibverbs-dev)")
 endif()
+
+# The collective engine's fibers (backends/verbs/fiber.h) switch stacks with Boost.Context's
+# fcontext: a context switch without a syscall (glibc's swapcontext saves the signal mask).
+find_package(boost_context 1.71 CONFIG QUIET)
+if(NOT boost_context_FOUND)
+  message(FATAL_ERROR "c10d: the verbs backend needs Boost.Context (apt-get install libboost-context-dev; scripts/install-deps.sh does)")
+endif()
+message(STATUS "c10d: verbs backend: Boost.Context ${boost_context_VERSION} (engine fibers)")

@@ -7,6 +7,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests, micro-benchmarks
   libgloo-dev                                  # gloo backend
   libibverbs-dev                               # verbs backend's ibverbs transport (compile only)
+  libboost-context-dev                         # verbs backend's engine fibers (fcontext)
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
   python3 python3-matplotlib                   # perf/plot
   clang-format

@@ -44,7 +44,7 @@ void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::K
   if (count * es <= std::min(smallBytes, s.slotBytes())) {
     const uint64_t t = s.step();
     std::memcpy(s.slot(r, t), d, count * es);
-    s.barrier(c.checkFn());
+    c.shmBarrier();
     for (int q = 0; q < n; ++q) srcs[q] = s.slot(q, t);
     reduceSources(d, srcs.data(), n, count, dtype, op);
     if (avg) divide(d, count, dtype, n);
@@ -58,7 +58,7 @@ void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::K
     const size_t off = j * chunkElems;
     const size_t m = j < nChunks ? std::min(chunkElems, count - off) : 0;
     if (j < nChunks) std::memcpy(s.slot(r, t), d + off * es, m * es);
-    s.barrier(c.checkFn());
+    c.shmBarrier();
     if (j < nChunks) {
       size_t a, b;
       piece(m, es, n, r, &a, &b);

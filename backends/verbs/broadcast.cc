@@ -79,7 +79,7 @@ void broadcastShm(Comm& c, void* data, size_t bytes, int root) {
     const uint64_t t = s.step();
     const size_t len = std::min(chunk, bytes - j * chunk);
     if (c.rank() == root) std::memcpy(s.slot(root, t), d + j * chunk, len);
-    s.barrier(c.checkFn());
+    c.shmBarrier();
     if (c.rank() != root) std::memcpy(d + j * chunk, s.slot(root, t), len);
   }
 }

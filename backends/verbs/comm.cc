@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backends/verbs/collective_engine.h"
+#include "backends/verbs/shm_transport.h"
 #include "c10d/error.h"
 
 namespace c10d {
@@ -42,7 +44,26 @@ void Comm::checkPeers() {
   }
 }
 
+void Comm::checkAbort() const {
+  if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
+    C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
+}
+
+void Comm::shmBarrier() {
+  try {
+    shm_->barrier(checkFn_);
+  } catch (const ShmTransport::PeerLeft& e) {
+    std::string who;
+    for (size_t i = 0; i < e.ranks.size(); ++i)
+      who += (i ? ", rank " : "rank ") + std::to_string(e.ranks[i]);
+    C10D_THROW(CommError, what(), ": ", who, " left the group (shut down or exited) while rank ",
+               rank_, " waited in a barrier of this host's ranks (verbs/shm)");
+  }
+}
+
 void Comm::check() {
+  checkAbort();
+  if (handoff_ != nullptr) handoff_->handOff();  // about to sleep: not on the caller's thread
   checkPeers();
   if (Clock::now() >= deadline_)
     C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
@@ -75,7 +96,18 @@ void Comm::run(std::vector<P2POp>& ops) {
       repolled = false;
       continue;
     }
+    checkAbort();
     auto now = Clock::now();
+    if (handoff_ != nullptr && handoff_->inlined()) {
+      // Inline on the caller's thread: poll (no sleep) until the budget is spent, then continue
+      // on the engine thread.
+      if (!handoff_->due(now)) {
+        t_.wait(ch_, token, interests, Milliseconds(0));
+        continue;
+      }
+      handoff_->handOff();
+      now = Clock::now();
+    }
     if (now >= deadline_ || now - lastPeerCheck_ > std::chrono::milliseconds(20)) {
       lastPeerCheck_ = now;
       // A peer this op still waits on and that is gone (even one that shut down cleanly) fails

@@ -2,14 +2,18 @@
 //
 // A Comm drives one channel of a Transport on the calling thread: run() progresses a set of sends
 // and receives concurrently (a ring step sends right while it receives from left) until all are
-// done, sleeping in the transport between polls. It enforces the op's deadline (TimeoutError
-// naming the op, the pending peers and byte counts) and checks peers' liveness between sleeps
-// (CommError naming the dead peer). Ops to the same peer in the same direction complete in order.
+// done, sleeping in the transport between polls. While the op runs inline on the caller's thread
+// (a Handoff is set, collective_engine.h), it never sleeps: it polls, and hands itself to the
+// engine thread once its inline budget is spent or before any sleep (check()). It enforces the op's
+// deadline (TimeoutError naming the op, the pending peers and byte counts) and checks peers'
+// liveness between sleeps (CommError naming the dead peer). Ops to the same peer in the same
+// direction complete in order.
 //
 // Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
 // one spans the group, and the reduction helpers.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,6 +27,7 @@ namespace c10d {
 namespace verbs {
 
 class ShmTransport;
+class Handoff;
 
 struct P2POp {
   bool send = false;
@@ -51,9 +56,16 @@ class Comm {
   void recv(int peer, void* buf, size_t n);
   void sendRecv(int to, const void* sbuf, size_t sn, int from, void* rbuf, size_t rn);
 
-  // Throws TimeoutError past the deadline and CommError for a dead peer (used by shm waits).
+  // Called before each sleep of a wait (shm waits): hands an inline op to the engine thread, then
+  // throws Error once the engine is stopping, TimeoutError past the deadline and CommError for a
+  // dead peer.
   void check();
+  void setHandoff(Handoff* h) { handoff_ = h; }
+  // The engine's stop flag: a running op fails with Error("shut down") at its next poll.
+  void setAbort(const std::atomic<bool>* a) { abort_ = a; }
   const CheckFn& checkFn() const { return checkFn_; }
+  // shm()->barrier(checkFn()), a rank that left turned into a CommError naming op and rank.
+  void shmBarrier();
 
   // A scratch buffer of at least n bytes (reused across calls of this Comm's owner).
   uint8_t* scratch(size_t n, int which = 0);
@@ -68,6 +80,7 @@ class Comm {
   // t_.checkPeers(), its CommError extended with every peer gone by then: a survivor that failed
   // first and exited may be seen before the rank that died and started it all.
   void checkPeers();
+  void checkAbort() const;
 
   Transport& t_;
   const int ch_;
@@ -79,6 +92,8 @@ class Comm {
   const std::string& group_;
   const Milliseconds timeout_;
   ShmTransport* shm_ = nullptr;
+  Handoff* handoff_ = nullptr;
+  const std::atomic<bool>* abort_ = nullptr;
   std::vector<uint8_t>* scratch_[2] = {nullptr, nullptr};
   std::vector<uint8_t> ownScratch_[2];
   Clock::time_point lastPeerCheck_;

@@ -76,6 +76,22 @@ const std::vector<Setting>& table() {
          c.shmRingBytes = x;
        },
        [](const VerbsConfig& c) { return std::to_string(c.shmRingBytes); }},
+      {"C10D_INLINE_BYTES",
+       "collectives of at most this many bytes start on the caller's thread when nothing is "
+       "queued (0: every op goes through the engine thread)",
+       [](VerbsConfig& c, const std::string& v) {
+         c.inlineBytes = parseSize("C10D_INLINE_BYTES", v);
+       },
+       [](const VerbsConfig& c) { return std::to_string(c.inlineBytes); }},
+      {"C10D_INLINE_US",
+       "microseconds an op started on the caller's thread may poll for its peers before the "
+       "engine thread takes it over",
+       [](VerbsConfig& c, const std::string& v) {
+         c.inlineUs = parseInt("C10D_INLINE_US", v);
+         C10D_CHECK_ARG(c.inlineUs >= 0 && c.inlineUs <= 1000000, "C10D_INLINE_US='", v,
+                        "' must be in [0, 1000000]");
+       },
+       [](const VerbsConfig& c) { return std::to_string(c.inlineUs); }},
       {"C10D_SPIN_US", "microseconds a waiter spins (sched_yield) before sleeping on a futex",
        [](VerbsConfig& c, const std::string& v) { c.spinUs = parseInt("C10D_SPIN_US", v); },
        [](const VerbsConfig& c) { return std::to_string(c.spinUs); }},

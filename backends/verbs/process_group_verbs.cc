@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "backends/verbs/algorithms.h"
+#include "backends/verbs/collective_engine.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/ib_transport.h"
 #include "backends/verbs/mixed_transport.h"
@@ -100,6 +101,7 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   }
   p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
                                      [this](std::exception_ptr e) { setBroken(e); });
+  engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs);
 }
 
 ProcessGroupVerbs::~ProcessGroupVerbs() {
@@ -109,6 +111,7 @@ ProcessGroupVerbs::~ProcessGroupVerbs() {
 void ProcessGroupVerbs::shutdown() {
   if (shutdown_) return;
   shutdown_ = true;
+  if (engine_) engine_->stop();
   if (p2p_) p2p_->stop();
 }
 
@@ -120,119 +123,173 @@ bool ProcessGroupVerbs::supports(ReduceOp::Kind op, DataType dtype, Device devic
   return device.isCPU() && isDefined(op, dtype);
 }
 
+namespace {
+
+// Clock::now() + t without overflowing for absurd timeouts (a year is forever enough).
+Clock::time_point deadlineAfter(Milliseconds t) {
+  constexpr Milliseconds kYear{365LL * 24 * 3600 * 1000};
+  return Clock::now() + std::min(t, kYear);
+}
+
+size_t totalBytes(const std::vector<Tensor>& ts) {
+  size_t b = 0;
+  for (const auto& t : ts) b += t.nbytes();
+  return b;
+}
+
+}  // namespace
+
 template <typename Fn>
 std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
-                                                       Milliseconds timeout, Fn&& fn) {
+                                                       Milliseconds timeout, size_t bytes, Fn fn) {
   timeout = resolveTimeout(timeout);
+  auto work = std::make_shared<Work>(op, seq, name_, timeout);
+  const Clock::time_point deadline = deadlineAfter(timeout);
+  engine_->submit(work, bytes, [this, op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+    return execute(op, seq, deadline, timeout, h, fn);
+  });
+  return work;
+}
+
+template <typename Fn>
+std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::time_point deadline,
+                                              Milliseconds timeout, Handoff* handoff,
+                                              const Fn& fn) {
   try {
-    if (shutdown_)
-      C10D_THROW(Error, c10d::toString(op), " #", seq, " in group ", name_,
-                 ": the group was shut down");
-    Comm c(*transport_, kCollectiveChannel, rank(), size(), Clock::now() + timeout, op, seq, name_,
-           timeout);
+    if (std::exception_ptr broken = brokenError()) {
+      // An earlier op broke the group while this one was queued: the streams are out of step.
+      const std::string prefix = detail::str(c10d::toString(op), " #", seq, " in group ", name_,
+                                             " was not run: the group broke before it started: ");
+      try {
+        std::rethrow_exception(broken);
+      } catch (const CommError& e) {
+        throw CommError(prefix + e.what());
+      } catch (const TimeoutError& e) {
+        throw TimeoutError(prefix + e.what());
+      } catch (const std::exception& e) {
+        throw Error(prefix + e.what());
+      }
+    }
+    Comm c(*transport_, kCollectiveChannel, rank(), size(), deadline, op, seq, name_, timeout);
     c.setShm(shm_);
     c.setScratch(&scratch_[0], &scratch_[1]);
+    c.setHandoff(handoff);
+    c.setAbort(&engine_->aborting());
     fn(c);
-    return makeCompletedWork(op, seq, name_);
+    return nullptr;
   } catch (const CommError&) {
     setBroken(std::current_exception());
-    return makeCompletedWork(op, seq, name_, std::current_exception());
+    return std::current_exception();
   } catch (const TimeoutError&) {
     setBroken(std::current_exception());
-    return makeCompletedWork(op, seq, name_, std::current_exception());
+    return std::current_exception();
   } catch (...) {
-    return makeCompletedWork(op, seq, name_, std::current_exception());
+    return std::current_exception();
   }
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doBroadcast(Tensor t, const BroadcastOptions& opts,
                                                      uint64_t seq) {
-  return runCollective(OpType::kBroadcast, seq, opts.timeout, [&](Comm& c) {
-    verbs::broadcast(c, selector_, t.data, t.nbytes(), opts.rootRank);
+  const int root = opts.rootRank;
+  return runCollective(OpType::kBroadcast, seq, opts.timeout, t.nbytes(), [this, t, root](Comm& c) {
+    verbs::broadcast(c, selector_, t.data, t.nbytes(), root);
   });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOptions& opts,
                                                      uint64_t seq) {
-  return runCollective(OpType::kAllreduce, seq, opts.timeout, [&](Comm& c) {
-    verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, opts.reduceOp, cfg_.smallBytes);
+  const ReduceOp rop = opts.reduceOp;
+  return runCollective(OpType::kAllreduce, seq, opts.timeout, t.nbytes(), [this, t, rop](Comm& c) {
+    verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
   });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
                                                               const AllreduceCoalescedOptions& opts,
                                                               uint64_t seq) {
-  return runCollective(OpType::kAllreduceCoalesced, seq, opts.timeout, [&](Comm& c) {
-    if (tensors.empty()) return;
-    size_t total = 0;
-    for (const auto& t : tensors) total += t.nbytes();
-    // Flatten into a buffer of our own (scratch 0/1 are used by the algorithms).
-    std::vector<uint8_t> flat(total);
-    size_t off = 0;
-    for (const auto& t : tensors) {
-      if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
-      off += t.nbytes();
-    }
-    const DataType dt = tensors[0].dtype;
-    verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt, opts.reduceOp,
-                     cfg_.smallBytes);
-    off = 0;
-    for (const auto& t : tensors) {
-      if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
-      off += t.nbytes();
-    }
-  });
+  const ReduceOp rop = opts.reduceOp;
+  return runCollective(OpType::kAllreduceCoalesced, seq, opts.timeout, totalBytes(tensors),
+                       [this, tensors, rop](Comm& c) {
+                         if (tensors.empty()) return;
+                         const size_t total = totalBytes(tensors);
+                         // Flatten into a buffer of our own (scratch 0/1 are used by the
+                         // algorithms).
+                         std::vector<uint8_t> flat(total);
+                         size_t off = 0;
+                         for (const auto& t : tensors) {
+                           if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
+                           off += t.nbytes();
+                         }
+                         const DataType dt = tensors[0].dtype;
+                         verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt,
+                                          rop, cfg_.smallBytes);
+                         off = 0;
+                         for (const auto& t : tensors) {
+                           if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
+                           off += t.nbytes();
+                         }
+                       });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
                                                   uint64_t seq) {
-  return runCollective(OpType::kReduce, seq, opts.timeout, [&](Comm& c) {
-    reduceBinomial(c, t.data, t.numel, t.dtype, opts.reduceOp, opts.rootRank);
+  const ReduceOp rop = opts.reduceOp;
+  const int root = opts.rootRank;
+  return runCollective(OpType::kReduce, seq, opts.timeout, t.nbytes(), [t, rop, root](Comm& c) {
+    reduceBinomial(c, t.data, t.numel, t.dtype, rop, root);
   });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllgather(const std::vector<Tensor>& outputs,
                                                      Tensor input, const AllgatherOptions& opts,
                                                      uint64_t seq) {
-  return runCollective(OpType::kAllgather, seq, opts.timeout, [&](Comm& c) {
-    std::vector<void*> blocks(size());
-    for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
-    if (input.nbytes() && blocks[rank()] != input.data)
-      std::memcpy(blocks[rank()], input.data, input.nbytes());
-    allgatherRing(c, blocks, std::vector<size_t>(size(), input.nbytes()));
-  });
+  std::vector<void*> blocks(size());
+  for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
+  return runCollective(OpType::kAllgather, seq, opts.timeout, totalBytes(outputs),
+                       [this, blocks, input](Comm& c) {
+                         if (input.nbytes() && blocks[rank()] != input.data)
+                           std::memcpy(blocks[rank()], input.data, input.nbytes());
+                         allgatherRing(c, blocks, std::vector<size_t>(size(), input.nbytes()));
+                       });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllgatherIntoTensor(Tensor output, Tensor input,
                                                                const AllgatherOptions& opts,
                                                                uint64_t seq) {
-  return runCollective(OpType::kAllgatherIntoTensor, seq, opts.timeout, [&](Comm& c) {
-    const size_t b = input.nbytes();
-    std::vector<void*> blocks(size());
-    for (int r = 0; r < size(); ++r) blocks[r] = static_cast<uint8_t*>(output.data) + r * b;
-    if (b && blocks[rank()] != input.data) std::memmove(blocks[rank()], input.data, b);
-    allgatherRing(c, blocks, std::vector<size_t>(size(), b));
-  });
+  return runCollective(OpType::kAllgatherIntoTensor, seq, opts.timeout, output.nbytes(),
+                       [this, output, input](Comm& c) {
+                         const size_t b = input.nbytes();
+                         std::vector<void*> blocks(size());
+                         for (int r = 0; r < size(); ++r)
+                           blocks[r] = static_cast<uint8_t*>(output.data) + r * b;
+                         if (b && blocks[rank()] != input.data)
+                           std::memmove(blocks[rank()], input.data, b);
+                         allgatherRing(c, blocks, std::vector<size_t>(size(), b));
+                       });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doGather(const std::vector<Tensor>& outputs, Tensor input,
                                                   const GatherOptions& opts, uint64_t seq) {
-  return runCollective(OpType::kGather, seq, opts.timeout, [&](Comm& c) {
-    std::vector<void*> blocks(size(), nullptr);
-    if (rank() == opts.rootRank)
-      for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
-    gatherDirect(c, blocks, input.data, input.nbytes(), opts.rootRank);
-  });
+  const int root = opts.rootRank;
+  std::vector<void*> blocks(size(), nullptr);
+  if (rank() == root)
+    for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
+  return runCollective(OpType::kGather, seq, opts.timeout, input.nbytes() * size(),
+                       [blocks, input, root](Comm& c) {
+                         gatherDirect(c, blocks, input.data, input.nbytes(), root);
+                       });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doScatter(Tensor output, const std::vector<Tensor>& inputs,
                                                    const ScatterOptions& opts, uint64_t seq) {
-  return runCollective(OpType::kScatter, seq, opts.timeout, [&](Comm& c) {
-    std::vector<const void*> blocks(size(), nullptr);
-    if (rank() == opts.rootRank)
-      for (int r = 0; r < size(); ++r) blocks[r] = inputs[r].data;
-    scatterDirect(c, blocks, output.data, output.nbytes(), opts.rootRank);
-  });
+  const int root = opts.rootRank;
+  std::vector<const void*> blocks(size(), nullptr);
+  if (rank() == root)
+    for (int r = 0; r < size(); ++r) blocks[r] = inputs[r].data;
+  return runCollective(OpType::kScatter, seq, opts.timeout, output.nbytes() * size(),
+                       [blocks, output, root](Comm& c) {
+                         scatterDirect(c, blocks, output.data, output.nbytes(), root);
+                       });
 }
 
 void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
@@ -260,40 +317,40 @@ std::shared_ptr<Work> ProcessGroupVerbs::doReduceScatter(Tensor output,
                                                          const std::vector<Tensor>& inputs,
                                                          const ReduceScatterOptions& opts,
                                                          uint64_t seq) {
-  return runCollective(OpType::kReduceScatter, seq, opts.timeout, [&](Comm& c) {
-    std::vector<const void*> in(size());
-    for (int r = 0; r < size(); ++r) in[r] = inputs[r].data;
-    reduceScatterFlat(c, output, in, opts.reduceOp);
-  });
+  const ReduceOp rop = opts.reduceOp;
+  std::vector<const void*> in(size());
+  for (int r = 0; r < size(); ++r) in[r] = inputs[r].data;
+  return runCollective(OpType::kReduceScatter, seq, opts.timeout, output.nbytes() * size(),
+                       [this, output, in, rop](Comm& c) { reduceScatterFlat(c, output, in, rop); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduceScatterTensor(Tensor output, Tensor input,
                                                                const ReduceScatterOptions& opts,
                                                                uint64_t seq) {
-  return runCollective(OpType::kReduceScatterTensor, seq, opts.timeout, [&](Comm& c) {
-    std::vector<const void*> in(size());
-    for (int r = 0; r < size(); ++r)
-      in[r] = static_cast<const uint8_t*>(input.data) + r * output.nbytes();
-    reduceScatterFlat(c, output, in, opts.reduceOp);
-  });
+  const ReduceOp rop = opts.reduceOp;
+  std::vector<const void*> in(size());
+  for (int r = 0; r < size(); ++r)
+    in[r] = static_cast<const uint8_t*>(input.data) + r * output.nbytes();
+  return runCollective(OpType::kReduceScatterTensor, seq, opts.timeout, input.nbytes(),
+                       [this, output, in, rop](Comm& c) { reduceScatterFlat(c, output, in, rop); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAlltoall(const std::vector<Tensor>& outputs,
                                                     const std::vector<Tensor>& inputs,
                                                     const AllToAllOptions& opts, uint64_t seq) {
-  return runCollective(OpType::kAlltoall, seq, opts.timeout, [&](Comm& c) {
-    const int n = size();
-    std::vector<const void*> s(n);
-    std::vector<void*> r(n);
-    std::vector<size_t> sb(n), rb(n);
-    for (int q = 0; q < n; ++q) {
-      s[q] = inputs[q].data;
-      sb[q] = inputs[q].nbytes();
-      r[q] = outputs[q].data;
-      rb[q] = outputs[q].nbytes();
-    }
-    alltoallPairwise(c, s, sb, r, rb);
-  });
+  const int n = size();
+  std::vector<const void*> s(n);
+  std::vector<void*> r(n);
+  std::vector<size_t> sb(n), rb(n);
+  for (int q = 0; q < n; ++q) {
+    s[q] = inputs[q].data;
+    sb[q] = inputs[q].nbytes();
+    r[q] = outputs[q].data;
+    rb[q] = outputs[q].nbytes();
+  }
+  return runCollective(OpType::kAlltoall, seq, opts.timeout,
+                       std::max(totalBytes(inputs), totalBytes(outputs)),
+                       [s, sb, r, rb](Comm& c) { alltoallPairwise(c, s, sb, r, rb); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor input,
@@ -301,30 +358,30 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor 
                                                           const std::vector<size_t>& inputSplits,
                                                           const AllToAllOptions& opts,
                                                           uint64_t seq) {
-  return runCollective(OpType::kAlltoallSingle, seq, opts.timeout, [&](Comm& c) {
-    const int n = size();
-    const size_t es = elementSize(input.dtype);
-    std::vector<const void*> s(n);
-    std::vector<void*> r(n);
-    std::vector<size_t> sb(n), rb(n);
-    size_t so = 0, ro = 0;
-    for (int q = 0; q < n; ++q) {
-      s[q] = static_cast<const uint8_t*>(input.data) + so * es;
-      sb[q] = inputSplits[q] * es;
-      so += inputSplits[q];
-      r[q] = static_cast<uint8_t*>(output.data) + ro * es;
-      rb[q] = outputSplits[q] * es;
-      ro += outputSplits[q];
-    }
-    alltoallPairwise(c, s, sb, r, rb);
-  });
+  const int n = size();
+  const size_t es = elementSize(input.dtype);
+  std::vector<const void*> s(n);
+  std::vector<void*> r(n);
+  std::vector<size_t> sb(n), rb(n);
+  size_t so = 0, ro = 0;
+  for (int q = 0; q < n; ++q) {
+    s[q] = static_cast<const uint8_t*>(input.data) + so * es;
+    sb[q] = inputSplits[q] * es;
+    so += inputSplits[q];
+    r[q] = static_cast<uint8_t*>(output.data) + ro * es;
+    rb[q] = outputSplits[q] * es;
+    ro += outputSplits[q];
+  }
+  return runCollective(OpType::kAlltoallSingle, seq, opts.timeout,
+                       std::max(input.nbytes(), output.nbytes()),
+                       [s, sb, r, rb](Comm& c) { alltoallPairwise(c, s, sb, r, rb); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, uint64_t seq) {
-  return runCollective(OpType::kBarrier, seq, opts.timeout, [&](Comm& c) {
+  return runCollective(OpType::kBarrier, seq, opts.timeout, 0, [this](Comm& c) {
     if (size() == 1) return;
     if (selector_.select(Collective::kBarrier, 0, 0, size(), shm_ != nullptr) == Algo::kShm)
-      shm_->barrier(c.checkFn());
+      c.shmBarrier();
     else
       barrierDissemination(c);
   });

@@ -6,15 +6,20 @@
 // ranks share a host, else ibverbs when a device is present, else tcp; C10D_TRANSPORT forces one
 // (settings: config.h; algorithms: algo_select.h).
 //
-// Threads: collectives run to completion on the caller's thread (a hand-off to a worker costs a
-// wake-up larger than a whole small op), so every collective returns an already-completed Work.
-// User send/recv run on the one P2P thread (p2p_engine.h), so they never block the caller.
+// Threads: two per group. Collectives run in issue order on the group's collective engine
+// ("c10d-verbs-coll", collective_engine.h) and return a pending Work at once; a small op issued
+// while nothing is queued starts on the caller's thread and completes there if its peers are
+// ready, else it is handed to the engine thread after at most C10D_INLINE_US (100 us) of polling,
+// so no collective holds the caller while it waits for a peer. User send/recv run on the P2P
+// thread ("c10d-verbs-p2p", p2p_engine.h). shutdown() (and the destructor) fails queued ops,
+// interrupts the running one and joins both threads.
 //
 // Errors: a dead peer becomes CommError (shm: pidfd of each local peer checked between sleeps;
 // tcp: reset/EOF), an op past its timeout TimeoutError; either completes the op's Work with the
 // error and breaks the group (ProcessGroup::setBroken), since the streams are then out of step.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +35,8 @@ class Transport;
 class ShmTransport;
 class P2PEngine;
 class Comm;
+class CollectiveEngine;
+class Handoff;
 
 class ProcessGroupVerbs : public ProcessGroup {
  public:
@@ -82,9 +89,16 @@ class ProcessGroupVerbs : public ProcessGroup {
                                uint64_t seq) override;
 
  private:
-  // Runs `fn(comm)` on this thread and returns a completed Work (with the error, if any).
+  // Submits `fn(comm)` (an op moving about `bytes` bytes) to the engine; returns its Work.
   template <typename Fn>
-  std::shared_ptr<Work> runCollective(OpType op, uint64_t seq, Milliseconds timeout, Fn&& fn);
+  std::shared_ptr<Work> runCollective(OpType op, uint64_t seq, Milliseconds timeout, size_t bytes,
+                                      Fn fn);
+  // Runs one op on whichever thread the engine chose; returns its error (and breaks the group on
+  // CommError / TimeoutError).
+  template <typename Fn>
+  std::exception_ptr execute(OpType op, uint64_t seq,
+                             std::chrono::steady_clock::time_point deadline, Milliseconds timeout,
+                             Handoff* handoff, const Fn& fn);
   void reduceScatterFlat(Comm& c, Tensor output, const std::vector<const void*>& inputs,
                          const ReduceOp& op);
 
@@ -94,6 +108,7 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   std::unique_ptr<P2PEngine> p2p_;
+  std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
   bool shutdown_ = false;
 };

@@ -228,6 +228,7 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
     if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
   }
   busy.record(Clock::now() - start);
+  if (maxWait <= Milliseconds::zero()) return;
   int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(10, maxWait.count())));
   sleepOn(db, token, ms);
 }
@@ -240,6 +241,8 @@ void ShmTransport::wakeSelf(int ch) {
 
 bool ShmTransport::peerGone(int r) {
   if (r == rank_) return false;
+  // Destroyed its group (the process may live on): gone for this group as much as an exit.
+  if (rankCtl(r).departed.load(std::memory_order_acquire) != 0) return true;
   if (pidfds_[r] >= 0) {
     pollfd p{pidfds_[r], POLLIN, 0};
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
@@ -273,7 +276,17 @@ void ShmTransport::barrier(const CheckFn& check) {
   const auto start = Clock::now();
   // The direct collectives (and so barriers) run on the collective channel's thread.
   BusyBudget& busy = busy_[kCollectiveChannel];
-  waitUntil(b.generation, gen, released, busy.current(), spinUs_, check);
+  auto checkAll = [&] {
+    check();
+    // A rank gone while the barrier is still not released cannot come any more (had it been the
+    // last to arrive, its release was written before it left). All of them are named: one that
+    // failed first and left may be seen before the rank that started it all.
+    PeerLeft left;
+    for (int r = 0; r < size_; ++r)
+      if (peerGone(r)) left.ranks.push_back(groupRanks_.empty() ? r : groupRanks_[r]);
+    if (!left.ranks.empty() && !released()) throw left;
+  };
+  waitUntil(b.generation, gen, released, busy.current(), spinUs_, checkAll);
   busy.record(Clock::now() - start);
 }
 

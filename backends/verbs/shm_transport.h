@@ -83,7 +83,13 @@ class ShmTransport : public Transport {
   // The number of the next barrier (every rank counts the same sequence).
   uint64_t step() const { return step_; }
   // Blocks until every rank arrived (spin, then futex); CommError / TimeoutError via `check`.
+  // Every rank of this host waits for every other: a rank that left (it shut its group down, or
+  // exited) before the barrier released makes it throw PeerLeft at once (a barrier it never
+  // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
   void barrier(const CheckFn& check);
+  struct PeerLeft {
+    std::vector<int> ranks;  // every rank gone by then, in the group's numbering
+  };
   int spinUs() const { return spinUs_; }
   // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
   const std::string& shmName() const { return shmName_; }

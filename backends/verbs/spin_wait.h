@@ -43,7 +43,7 @@ using CheckFn = std::function<void()>;
 // Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
 // `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
 // never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase; `check`
-// runs between sleep slices.
+// runs before each sleep slice.
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
                const CheckFn& check);
@@ -115,10 +115,10 @@ void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs
   for (;;) {
     uint32_t cur = w.value.load(std::memory_order_seq_cst);
     if (ready()) return;
+    check();  // before every sleep (an inline op hands itself to the engine thread here)
     if (cur == seen) sleepOn(w, seen, 10);
     seen = w.value.load(std::memory_order_seq_cst);
     if (ready()) return;
-    check();
   }
 }
 

@@ -1,9 +1,10 @@
 // Transport: the narrow interface every collective algorithm of the verbs backend is written over.
 //
 // A transport gives each ordered pair of ranks, per channel, a reliable, ordered byte stream.
-// Channel 0 carries collectives (driven by the caller's thread), channel 1 carries user send/recv
-// (driven by the backend's p2p thread): each channel is used by exactly one thread per rank, so
-// implementations need no locks on the data path.
+// Channel 0 carries collectives (driven by the group's collective engine: its thread, or the
+// caller's thread for an op started inline, never both at once, handed over under a mutex),
+// channel 1 carries user send/recv (driven by the backend's p2p thread): each channel is used by
+// one thread at a time per rank, so implementations need no locks on the data path.
 //
 // Everything here is non-blocking except wait(), which sleeps until the channel may have made
 // progress (data arrived, space freed) or `maxWait` passed. Algorithms never call these directly;
@@ -49,6 +50,7 @@ class Transport {
   virtual uint32_t progressToken(int ch) = 0;
   // Sleeps until progress may be possible on one of `interests`, the token changed, or `maxWait`
   // passed (spinning first where that pays). Returns without throwing; callers re-poll.
+  // maxWait == 0: poll and spin only, never sleep (an op running inline on the caller's thread).
   virtual void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
                     Milliseconds maxWait) = 0;
   // Wakes this rank's own waiter on `ch` (used to hand the p2p thread new work).

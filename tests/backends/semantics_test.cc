@@ -1,6 +1,11 @@
 // Conformance: asynchronous completion, callbacks, sub-groups with ops in flight on several groups,
 // coalescing, broadcastCoalesced and init through a file:// URL.
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -219,6 +224,198 @@ TEST_P(Semantics, InitFromFileUrl) {
         b, [&](size_t i) { return reference(DataType::kInt32, kSum, size, i); }, "init allreduce",
         size);
   });
+}
+
+// ---- asynchrony: what a backend that ran each op on the caller's thread would fail ----
+
+using SteadyClock = std::chrono::steady_clock;
+
+double msSince(SteadyClock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count();
+}
+
+// The last rank joins late; every other rank issues a large and a small allreduce meanwhile. The
+// issue returns at once with a pending Work (a synchronous backend returns after the late rank
+// came, completed). The bound on the issue time is a fifth of the delay: generous for a loaded
+// machine, far below what waiting for the peer costs.
+TEST_P(Semantics, IssueReturnsBeforeALatePeerArrives) {
+  if (ws() < 2 || ws() > 4) GTEST_SKIP() << "runs at world sizes 2 to 4";
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("late-peer");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    constexpr auto kLate = std::chrono::milliseconds(1000);
+    const bool late = rank == size - 1;
+    Buffer big(bp, 4 << 20, DataType::kFloat32);  // 16 MiB
+    Buffer small(bp, 8, DataType::kFloat32);      // 32 B: the inline fast path's size
+    fillInput(big, kSum, rank);
+    fillInput(small, kSum, rank, 1);
+    if (late) std::this_thread::sleep_for(kLate);
+    const auto t0 = SteadyClock::now();
+    auto w1 = pg->allreduce(big.tensor());
+    const double bigIssueMs = msSince(t0);
+    const bool bigDoneAtIssue = w1->isCompleted();
+    const auto t1 = SteadyClock::now();
+    auto w2 = pg->allreduce(small.tensor());
+    const double smallIssueMs = msSince(t1);
+    const bool smallDoneAtIssue = w2->isCompleted();
+    if (!late) {
+      EXPECT_FALSE(bigDoneAtIssue) << "rank " << rank << ": 16 MiB allreduce completed at issue "
+                                   << "although rank " << size - 1 << " had not joined";
+      EXPECT_FALSE(smallDoneAtIssue) << "rank " << rank << ": small allreduce completed at issue";
+      EXPECT_LT(bigIssueMs, 200.0) << "rank " << rank << ": issuing the 16 MiB allreduce blocked";
+      EXPECT_LT(smallIssueMs, 200.0) << "rank " << rank << ": issuing the small allreduce blocked";
+    }
+    EXPECT_TRUE(w1->wait());
+    EXPECT_TRUE(w2->wait());
+    expectValues(
+        big, [&](size_t i) { return reference(DataType::kFloat32, kSum, size, i); },
+        "late-peer 16 MiB allreduce", size);
+    expectValues(
+        small, [&](size_t i) { return reference(DataType::kFloat32, kSum, size, 1 + i); },
+        "late-peer small allreduce", size);
+  });
+}
+
+// Ops of mixed sizes and kinds issued while a peer is late are all pending at issue, then
+// complete in issue order: when op k's callback runs, ops 0..k-1 have completed.
+TEST_P(Semantics, OpsInFlightCompleteInIssueOrder) {
+  if (ws() < 2 || ws() > 4) GTEST_SKIP() << "runs at world sizes 2 to 4";
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("in-order");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const bool late = rank == size - 1;
+    constexpr int kOps = 12;
+    std::vector<Buffer> bufs;
+    for (int k = 0; k < kOps; ++k) {
+      // Large, small and medium in turn: a small op must not overtake a large one.
+      const size_t n = k % 3 == 0 ? (1u << 20) : k % 3 == 1 ? 3 : 5000;
+      bufs.emplace_back(bp, n, DataType::kInt32);
+      fillInput(bufs.back(), kSum, rank, k);
+    }
+    if (late) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::mutex mu;
+    std::vector<int> order;
+    std::vector<std::shared_ptr<Work>> works(kOps);
+    int pendingAtIssue = 0;
+    for (int k = 0; k < kOps; ++k) {
+      works[k] = k % 4 == 3 ? pg->broadcast(bufs[k].tensor(), BroadcastOptions{k % size})
+                            : pg->allreduce(bufs[k].tensor());
+      if (!works[k]->isCompleted()) ++pendingAtIssue;
+      works[k]->then([&, k](Work&) {
+        for (int j = 0; j < k; ++j)
+          EXPECT_TRUE(works[j]->isCompleted()) << "op " << k << " completed before op " << j;
+        std::lock_guard<std::mutex> g(mu);
+        order.push_back(k);
+      });
+    }
+    if (!late) EXPECT_EQ(pendingAtIssue, kOps) << "rank " << rank << ": ops completed at issue";
+    for (int k = 0; k < kOps; ++k) EXPECT_TRUE(works[k]->wait());
+    for (int spin = 0; spin < 5000; ++spin) {
+      {
+        std::lock_guard<std::mutex> g(mu);
+        if (order.size() == static_cast<size_t>(kOps)) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::lock_guard<std::mutex> g(mu);
+    std::vector<int> want(kOps);
+    for (int k = 0; k < kOps; ++k) want[k] = k;
+    EXPECT_EQ(order, want) << "completion order";
+    for (int k = 0; k < kOps; ++k) {
+      if (k % 4 == 3) {
+        const int root = k % size;
+        expectValues(
+            bufs[k], [&](size_t i) { return inputValue(DataType::kInt32, kSum, root, k + i); },
+            "broadcast in flight #" + std::to_string(k), size);
+      } else {
+        expectValues(
+            bufs[k], [&](size_t i) { return reference(DataType::kInt32, kSum, size, k + i); },
+            "allreduce in flight #" + std::to_string(k), size);
+      }
+    }
+  });
+}
+
+// The caller computes while a large allreduce progresses, polling isCompleted() and never calling
+// wait(): the op must complete by itself while the caller does work of its own.
+TEST_P(Semantics, CallerComputesWhileALargeAllreduceProgresses) {
+  if (ws() < 2 || ws() > 4) GTEST_SKIP() << "runs at world sizes 2 to 4";
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("overlap");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    Buffer big(bp, 4 << 20, DataType::kFloat32);  // 16 MiB
+    fillInput(big, kSum, rank);
+    std::vector<double> local(1 << 16, 1.0 + rank);
+    pg->barrier()->wait();
+    auto w = pg->allreduce(big.tensor());
+    int chunksWhilePending = 0;
+    double acc = 0;
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(60);
+    while (!w->isCompleted() && SteadyClock::now() < deadline) {
+      for (double& x : local) acc += x = x * 1.0000001 + 1e-9;  // the "backward pass"
+      ++chunksWhilePending;
+    }
+    ASSERT_TRUE(w->isCompleted()) << "rank " << rank << ": allreduce made no progress in 60 s "
+                                  << "while the caller computed";
+    EXPECT_GT(chunksWhilePending, 0) << "rank " << rank << ": the allreduce completed at issue";
+    EXPECT_TRUE(w->isSuccess());
+    EXPECT_GT(acc, 0.0);
+    expectValues(
+        big, [&](size_t i) { return reference(DataType::kFloat32, kSum, size, i); },
+        "allreduce overlapped with compute", size);
+  });
+}
+
+// verbs: shutting a group down fails what is queued and what runs promptly (here the peer never
+// joins, and the op timeout is a minute).
+TEST_P(Semantics, ShutdownFailsPendingOpsPromptly) {
+  if (p().backend != "verbs") GTEST_SKIP() << "verbs only (gloo finishes a running op first)";
+  if (ws() != 2) GTEST_SKIP() << "runs at world size 2";
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("shutdown-pending");
+  const std::string marker = path + ".rank0-done";
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    if (rank == 1) {
+      // Takes no part: waits (bounded) for rank 0 to finish its checks, then leaves.
+      for (int i = 0; i < 3000 && ::access(marker.c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
+    Buffer big(bp, 1 << 20, DataType::kFloat32);
+    Buffer small(bp, 4, DataType::kFloat32);
+    AllreduceOptions o;
+    o.timeout = std::chrono::seconds(60);
+    auto running = pg->allreduce(big.tensor(), o);   // runs, waiting for rank 1
+    auto queued = pg->allreduce(small.tensor(), o);  // queued behind it
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(running->isCompleted());
+    EXPECT_FALSE(queued->isCompleted());
+    const auto t0 = SteadyClock::now();
+    pg->shutdown();
+    EXPECT_LT(msSince(t0), 10000.0) << "shutdown waited for the running op";
+    EXPECT_TRUE(running->isCompleted());
+    EXPECT_TRUE(queued->isCompleted());
+    for (auto* w : {&running, &queued}) {
+      try {
+        (*w)->wait();
+        ADD_FAILURE() << (*w)->describe() << " succeeded after shutdown, without its peer";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("shut down"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("allreduce #"), std::string::npos) << e.what();
+      }
+    }
+    // An op issued after shutdown fails at once, naming why.
+    auto after = pg->allreduce(small.tensor(), o);
+    EXPECT_TRUE(after->isCompleted());
+    EXPECT_THROW(after->wait(), Error);
+    std::ofstream(marker) << "done";
+    (void)size;
+  });
+  std::remove(marker.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Semantics,

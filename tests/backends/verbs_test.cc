@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -53,6 +56,20 @@ TEST(VerbsConfig, ParsesAndRejects) {
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "allreduce:chain"}}), InvalidArgument);
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "allreduce"}}), InvalidArgument);
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "bogus:ring"}}), InvalidArgument);
+  const VerbsConfig in = VerbsConfig::load({{"C10D_INLINE_BYTES", "4K"}, {"C10D_INLINE_US", "0"}});
+  EXPECT_EQ(in.inlineBytes, 4096u);
+  EXPECT_EQ(in.inlineUs, 0);
+  EXPECT_EQ(VerbsConfig::load({}).inlineBytes, 64u << 10);
+  EXPECT_EQ(VerbsConfig::load({}).inlineUs, 100);
+  try {
+    VerbsConfig::load({{"C10D_INLINE_US", "-1"}});
+    ADD_FAILURE() << "C10D_INLINE_US=-1 accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("C10D_INLINE_US='-1' must be in [0, 1000000]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(VerbsConfig::load({{"C10D_INLINE_BYTES", "lots"}}), InvalidArgument);
   std::ostringstream os;
   printConfig(os, c);
   EXPECT_NE(os.str().find("C10D_TRANSPORT"), std::string::npos);
@@ -261,6 +278,16 @@ TEST(VerbsTcp, Sweep4RecursiveDoublingFold) {
   sweepWith(4, {{"C10D_TRANSPORT", "tcp"}, {"C10D_ALGO", "allreduce:recursive_doubling"}}, {5, 33});
 }
 
+// The engine's two extremes: every op through the engine thread (no fast path), and every inline
+// op handed off at its first wait (the fiber moves threads mid-op, over shm and tcp).
+TEST(VerbsEngine, EveryOpThroughTheEngineThread) {
+  sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 70001});
+}
+TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
+  sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 70001});
+  sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
+}
+
 TEST(VerbsShmAlgos, RingAndChainOverShmStreams) {
   sweepWith(3, {{"C10D_ALGO", "allreduce:ring,broadcast:chain,barrier:dissemination"}},
             {1, 7, 65537});
@@ -360,6 +387,69 @@ TEST(VerbsFailure, DeadPeerShm) {
 }
 TEST(VerbsFailure, DeadPeerTcp) {
   deadPeer("tcp");
+}
+
+// A peer that destroyed its group cleanly (its process lives on, or exits) is gone for the group:
+// an op that still needs it fails at once with a CommError naming it, on shm's barrier paths
+// (small allreduce, barrier, broadcast) and its ring paths alike, not at the op timeout.
+TEST(VerbsFailure, PeerThatLeftCleanlyIsAPromptCommError) {
+  struct Case {
+    std::string name;
+    bool exits;  // the peer's process exits after leaving (else: it lives on)
+    std::function<std::shared_ptr<Work>(ProcessGroup&, std::vector<float>&)> op;
+  };
+  const std::vector<Case> cases = {
+      {"small allreduce", false,
+       [](ProcessGroup& pg, std::vector<float>& x) {
+         return pg.allreduce(tensorOf(x.data(), 8),
+                             AllreduceOptions{ReduceOp::SUM, Milliseconds(60000)});
+       }},
+      {"barrier", true,
+       [](ProcessGroup& pg, std::vector<float>&) {
+         return pg.barrier(BarrierOptions{Milliseconds(60000)});
+       }},
+      {"broadcast", false,
+       [](ProcessGroup& pg, std::vector<float>& x) {
+         return pg.broadcast(tensorOf(x.data(), x.size()),
+                             BroadcastOptions{0, Milliseconds(60000)});
+       }},
+      {"large allreduce", true,
+       [](ProcessGroup& pg, std::vector<float>& x) {
+         return pg.allreduce(tensorOf(x.data(), x.size()),
+                             AllreduceOptions{ReduceOp::SUM, Milliseconds(60000)});
+       }},
+  };
+  for (const auto& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    const std::string path = uniqueTempPath("verbs-left");
+    const std::string marker = path + ".checked";
+    expectAllRanksOk(3, [&](int rank, int size) {
+      auto pg = makeVerbs(path, rank, size, {{"C10D_TRANSPORT", "shm"}}, Milliseconds(60000));
+      std::vector<float> x(1 << 18, 1.0f);
+      pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+      if (rank == 2) {
+        pg.reset();  // leaves the group cleanly
+        if (cs.exits) return;
+        for (int i = 0; i < 2000 && ::access(marker.c_str(), F_OK) != 0; ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
+      }
+      const auto t0 = std::chrono::steady_clock::now();
+      auto w = cs.op(*pg, x);
+      try {
+        w->wait();
+        ADD_FAILURE() << cs.name << " succeeded without rank 2";
+      } catch (const CommError& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 2 "), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(" #1 in group"), std::string::npos) << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "expected CommError naming rank 2, got: " << e.what();
+      }
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+      if (rank == 0) std::ofstream(marker) << "done";
+    });
+    std::remove(marker.c_str());
+  }
 }
 
 }  // namespace

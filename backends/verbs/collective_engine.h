@@ -1,0 +1,115 @@
+// CollectiveEngine: runs one group's collectives asynchronously, one at a time, in issue order.
+//
+// Thread: one, "c10d-verbs-coll", started by the constructor and joined by stop() / the
+// destructor. It owns the collective channel of the transport whenever it runs an op.
+//
+// submit() returns at once with the op's Work, pending; the engine thread completes ops in the
+// order they were submitted, so Works complete in issue order (as NCCL ops on one stream). A
+// collective never blocks the caller waiting for a peer: that is what makes overlap possible
+// (start a bucket's allreduce, keep computing).
+//
+// Fast path (C10D_INLINE_BYTES, C10D_INLINE_US): a hand-off to another thread costs a wake-up
+// (5-20 us on a VM) on each side, more than a whole small op between ready peers. So when
+// nothing is queued or running and the op moves at most C10D_INLINE_BYTES (default 64 KiB), the
+// caller's thread starts it itself, on the engine's Fiber (fiber.h). If the op would have to wait
+// for a peer — it is about to sleep, or it has polled for C10D_INLINE_US (default 100 us) — the
+// fiber is suspended where it stands and handed to the engine thread, which resumes it; submit()
+// then returns the pending Work. So the caller is never held past about C10D_INLINE_US (plus one
+// poll of the transport), and a small op whose peers are ready completes before submit() returns,
+// with no thread switch. C10D_INLINE_BYTES=0 turns the fast path off.
+//
+// Errors: the op's body reports its error as an exception_ptr; the engine completes the Work with
+// it. stop() fails queued ops with Error("... the group was shut down") and makes the running op
+// (and a suspended one) fail promptly at its next poll (aborting()). Completion order is kept
+// except at shutdown, where queued ops may fail before an op still running inline finishes.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "backends/verbs/fiber.h"
+#include "backends/verbs/spin_wait.h"
+#include "c10d/work.h"
+
+namespace c10d {
+namespace verbs {
+
+// Lets an op that runs on the caller's thread give itself to the engine thread (see above).
+// Used by Comm between polls; not thread-safe (the op's own thread only).
+class Handoff {
+ public:
+  // Whether the op still runs on the caller's thread.
+  bool inlined() const { return fiber_ != nullptr; }
+  // Past the inline budget: time to hand off before waiting any longer.
+  bool due(Clock::time_point now) const { return inlined() && now >= until_; }
+  // Suspends the op; it continues on the engine thread when this returns. No-op once handed off.
+  void handOff();
+
+ private:
+  friend class CollectiveEngine;
+  Fiber* fiber_ = nullptr;
+  Clock::time_point until_;
+};
+
+class CollectiveEngine {
+ public:
+  // Runs one op to completion and returns its error (null on success). `handoff` is non-null
+  // while the op runs on the caller's thread.
+  using Body = std::function<std::exception_ptr(Handoff* handoff)>;
+
+  CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs);
+  ~CollectiveEngine();
+  CollectiveEngine(const CollectiveEngine&) = delete;
+  CollectiveEngine& operator=(const CollectiveEngine&) = delete;
+
+  // Queues (or runs, see the fast path) `body` for `work`, which moves `bytes` bytes.
+  void submit(std::shared_ptr<Work> work, size_t bytes, Body body);
+  // Fails what is queued, interrupts what runs, joins the thread. Idempotent.
+  void stop();
+  // True once stop() was called: a running op checks it between polls and fails.
+  const std::atomic<bool>& aborting() const { return stop_; }
+
+ private:
+  struct Task {
+    std::shared_ptr<Work> work;
+    Body body;
+  };
+  void loop(const std::shared_ptr<std::atomic<bool>>& alive);
+  // Finishes the inline task that the fiber just completed.
+  void finishInline();
+
+  const std::string group_;
+  const size_t inlineBytes_;
+  const int inlineUs_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;      // guarded by mu_
+  bool busy_ = false;           // guarded by mu_: an op is running or queued (inline or thread)
+  bool inlineRunning_ = false;  // guarded by mu_: the caller runs an op inline (not handed off)
+  bool handedOff_ = false;      // guarded by mu_: the fiber waits for the thread to resume it
+  std::atomic<bool> stop_{false};
+
+  // The inline op: touched by the caller while it runs inline, then by the thread after a
+  // hand-off (ordered through mu_).
+  Fiber fiber_;
+  Handoff handoff_;
+  Task inline_;
+  std::exception_ptr inlineError_;
+
+  // False once destroyed: a completion callback may destroy the group, and with it this engine,
+  // on the thread that runs the callback; that thread checks this before touching a member again.
+  const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+  std::thread thread_;
+};
+
+}  // namespace verbs
+}  // namespace c10d
