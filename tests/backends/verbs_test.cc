@@ -281,10 +281,10 @@ TEST(VerbsTcp, Sweep4RecursiveDoublingFold) {
 // The engine's two extremes: every op through the engine thread (no fast path), and every inline
 // op handed off at its first wait (the fiber moves threads mid-op, over shm and tcp).
 TEST(VerbsEngine, EveryOpThroughTheEngineThread) {
-  sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 70001});
+  sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 20011});
 }
 TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
-  sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 70001});
+  sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 20011});
   sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
 }
 
