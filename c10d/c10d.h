@@ -2,9 +2,11 @@
 //
 // Including it gives the whole public C++ API of the core: the error hierarchy, value types
 // (Tensor, DataType, Device), reduce ops and reference kernels, Work, op options, ProcessGroup,
-// the backend registry and init/rendezvous. Stores have their own headers under store/.
+// broadcastCoalesced, the backend registry and init/rendezvous. Stores have their own headers
+// under store/.
 #pragma once
 
+#include "c10d/broadcast_coalesced.h"
 #include "c10d/config.h"
 #include "c10d/error.h"
 #include "c10d/init.h"

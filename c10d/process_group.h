@@ -109,7 +109,12 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // input (size() * output.numel): output = reduction of every rank's rank()-th chunk.
   std::shared_ptr<Work> reduceScatterTensor(Tensor output, Tensor input,
                                             const ReduceScatterOptions& opts = {});
-  // outputs[i] receives rank i's inputs[rank()]; tensors may differ in size per peer.
+  // outputs[i] receives rank i's inputs[rank()]; tensors may differ in size per peer. This rank's
+  // own block must agree with itself (outputs[rank()] vs inputs[rank()]: InvalidArgument at
+  // issue); a size that disagrees with the peer's (rank i sends n elements, this rank expects m)
+  // fails the Work with InvalidArgument naming both ranks and sizes, on both ranks of the pair
+  // (the backends compare sizes before moving data; the group stays usable). Same for the splits
+  // of alltoallSingle.
   std::shared_ptr<Work> alltoall(const std::vector<Tensor>& outputs,
                                  const std::vector<Tensor>& inputs,
                                  const AllToAllOptions& opts = {});

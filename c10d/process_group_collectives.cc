@@ -69,6 +69,16 @@ class Check {
     return n * s;
   }
 
+  // alltoall: the block this rank receives from itself is the block it sends itself. (Blocks
+  // exchanged with other ranks are checked by the backends, which see both sides.)
+  void ownBlock(size_t received, size_t sent, const std::string& outWhat,
+                const std::string& inWhat) const {
+    if (received != sent) {
+      fail("rank ", pg_.rank(), " receives ", received, " elements from itself (", outWhat,
+           ") but sends itself ", sent, " (", inWhat, ")");
+    }
+  }
+
   void root(int r) const {
     if (r < 0 || r >= pg_.size()) fail("root rank ", r, " is out of range [0, ", pg_.size(), ")");
   }
@@ -291,6 +301,8 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
     c.tensor(outputs[i], at("outputs", i));
     c.like(outputs[i], at("outputs", i), inputs[0], "inputs[0]");
   }
+  const size_t me = static_cast<size_t>(rank());
+  c.ownBlock(outputs[me].numel, inputs[me].numel, at("outputs", me), at("inputs", me));
   const uint64_t seq = beginOp(OpType::kAlltoall);
   return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq));
 }
@@ -306,6 +318,8 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   c.like(output, "output", input, "input");
   std::vector<size_t> in = c.splits(inputSplits, input, "input");
   std::vector<size_t> out = c.splits(outputSplits, output, "output");
+  const size_t me = static_cast<size_t>(rank());
+  c.ownBlock(out[me], in[me], at("outputSplits", me), at("inputSplits", me));
   const uint64_t seq = beginOp(OpType::kAlltoallSingle);
   return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq));
 }

@@ -16,7 +16,10 @@
 // and the next call reconnects. A connection the server closed (server gone) throws CommError
 // ("connection to TCPStore at host:port lost: ..."); the next call tries one reconnect and throws
 // CommError at once when that fails. Values are limited to 64 MiB per request
-// (tcpstore::kMaxFrameBytes). SIGPIPE is never raised (MSG_NOSIGNAL).
+// (tcpstore::kMaxFrameBytes), and so are replies: a get / multiGet whose values would not fit one
+// frame raises InvalidArgument naming the limit and the size (the server builds no such reply);
+// a reply frame announced longer than the limit is refused unread (CommError). SIGPIPE is never
+// raised (MSG_NOSIGNAL).
 #pragma once
 
 #include <cstdint>

@@ -169,6 +169,13 @@ std::vector<uint8_t> TCPStoreConnection::exchange(const std::vector<uint8_t>& fr
   if (len == 0 || have - 4 > len) {
     fail(false, 0, "the server sent a malformed reply frame", what, timeout);
   }
+  if (len > tcpstore::kMaxFrameBytes) {
+    // Refused before allocating: the server never sends such a frame, so the stream is corrupt.
+    const std::string why =
+        detail::str("the server sent a reply of ", len, " bytes, past the limit of ",
+                    tcpstore::kMaxFrameBytes, " bytes per frame");
+    fail(false, 0, why.c_str(), what, timeout);
+  }
   std::vector<uint8_t> body(head + 4, head + have);
   if (body.size() < len) {
     const size_t done = body.size();

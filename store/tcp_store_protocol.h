@@ -18,7 +18,8 @@
 //   kAppend     key, value                               -> ok
 //   kMultiGet   u32 n, n keys                            -> u32 n, n values (once all exist)
 //   kMultiSet   u32 n, n x (key, value)                  -> ok
-// An error reply carries status kInvalidArgument or kError and a message string.
+// An error reply carries status kInvalidArgument or kError and a message string; a get / multiGet
+// whose reply would exceed kMaxFrameBytes is answered with kInvalidArgument.
 // A client has at most one request in flight; the server answers requests of one connection in
 // order. Anything malformed closes that connection.
 #pragma once
@@ -33,8 +34,11 @@ namespace tcpstore {
 
 constexpr uint32_t kMagic = 0x31534354;  // "TCS1"
 constexpr uint32_t kVersion = 1;
-// Values up to 64 MiB, plus slack for keys and headers.
+// Values up to 64 MiB, plus slack for keys and headers. Bounds requests and replies alike: a
+// sender never builds a longer frame, a receiver refuses one.
 constexpr uint32_t kMaxFrameBytes = (64u << 20) + (1u << 20);
+// The largest value a get reply (status byte + u32 length + value) carries in one frame.
+constexpr uint32_t kMaxValueBytes = kMaxFrameBytes - 5;
 
 enum class Op : uint8_t {
   kHello = 1,

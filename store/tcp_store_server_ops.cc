@@ -1,7 +1,6 @@
 // TCPStoreServer: executing requests against the key-value map (the loop: tcp_store_server.cc).
 #include <algorithm>
 #include <charconv>
-#include <limits>
 
 #include "c10d/error.h"
 #include "store/tcp_store_server_loop.h"
@@ -178,11 +177,11 @@ bool TCPStoreServer::Loop::handleFrame(Conn& c, const uint8_t* body, size_t n, s
         auto it = kv_.find(key);
         if (it == kv_.end()) {
           setKey(key, std::move(value));
-        } else if (it->second.size() + value.size() > tcpstore::kMaxFrameBytes) {
+        } else if (it->second.size() + value.size() > tcpstore::kMaxValueBytes) {
           replyError(c, Status::kInvalidArgument,
                      detail::str("append: key '", key, "' would grow to ",
                                  it->second.size() + value.size(), " bytes, past the limit of ",
-                                 tcpstore::kMaxFrameBytes));
+                                 tcpstore::kMaxValueBytes, " (a get reply must fit one frame)"));
           return true;
         } else {
           it->second.insert(it->second.end(), value.begin(), value.end());
@@ -249,19 +248,24 @@ bool TCPStoreServer::Loop::tryCompleteParked(Conn& c) {
       return false;
     }
   }
-  size_t bytes = 0;
+  // The reply's body: status byte, the value count (multiGet), then each value with its length.
+  // Checked before anything is built: a multiGet naming one large key many times would otherwise
+  // build a reply of up to 4 GiB here.
+  uint64_t bytes = 1;
   if (c.parkedOp != Op::kWait) {
+    if (c.parkedOp == Op::kMultiGet) bytes += 4;
     for (const auto& k : c.parkedKeys) bytes += 4 + kv_[k].size();
   }
   c.parked = false;
-  if (bytes + 16 > std::numeric_limits<uint32_t>::max()) {
+  if (bytes > tcpstore::kMaxFrameBytes) {
     c.parkedKeys.clear();
     replyError(c, Status::kInvalidArgument,
-               detail::str(tcpstore::opName(c.parkedOp), ": reply of ", bytes,
-                           " bytes is too large for one frame"));
+               detail::str(tcpstore::opName(c.parkedOp), ": the reply would be ", bytes,
+                           " bytes, past the limit of ", tcpstore::kMaxFrameBytes,
+                           " bytes per frame (ask for fewer or smaller values at a time)"));
     return true;
   }
-  FrameWriter w(static_cast<uint8_t>(Status::kOk), bytes + 4);
+  FrameWriter w(static_cast<uint8_t>(Status::kOk), static_cast<size_t>(bytes));
   if (c.parkedOp == Op::kGet) {
     w.bytes(kv_[c.parkedKeys[0]]);
   } else if (c.parkedOp == Op::kMultiGet) {

@@ -5,7 +5,8 @@
 // contiguous scratch buffer where Gloo wants a flat one (allgather, gather, uneven alltoall via
 // gloo::alltoallv). Ops whose element count is the same on every rank are skipped when it is zero
 // (every rank skips alike); alltoall never is, since Gloo sends a (possibly empty) message to
-// every peer and only some ranks may have nothing to send.
+// every peer and only some ranks may have nothing to send. Alltoall first allgathers every rank's
+// counts, so that splits that disagree across ranks are an error on all ranks, not an overrun.
 #include <gloo/allgather.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
@@ -14,6 +15,7 @@
 #include <gloo/scatter.h>
 
 #include <cstring>
+#include <string>
 
 #include "backends/gloo/helpers.h"
 #include "backends/gloo/process_group_gloo.h"
@@ -132,11 +134,50 @@ std::shared_ptr<Work> ProcessGroupGloo::doScatter(Tensor output, const std::vect
 
 namespace {
 
-// gloo::alltoallv over flat buffers cut into per-rank element counts. Null pointers (empty
-// tensors) are replaced by a valid dummy, since Gloo copies and sends from them unconditionally.
-void alltoallvFlat(const std::shared_ptr<::gloo::Context>& ctx, DataType dtype, void* out,
+// Gloo's alltoallv trusts every rank's counts: a peer sending more than this rank expects
+// overruns the output, one sending less leaves it waiting or short. So every rank first
+// allgathers its (send, expect) counts; all ranks then see the same matrix and, when any pair
+// disagrees, all skip the alltoallv (it runs on every rank or none) and raise InvalidArgument
+// naming a disagreeing pair (this rank's own first) and both sizes. The group stays usable.
+void checkAlltoallCounts(const std::shared_ptr<::gloo::Context>& ctx, OpType op, uint64_t seq,
+                         const std::string& group, DataType dtype,
+                         const std::vector<int64_t>& outCounts,
+                         const std::vector<int64_t>& inCounts, uint32_t tag, Milliseconds timeout) {
+  const int n = ctx->size, me = ctx->rank;
+  std::vector<int64_t> mine(inCounts);  // [0, n): sends to rank q; [n, 2n): expects from q
+  mine.insert(mine.end(), outCounts.begin(), outCounts.end());
+  std::vector<int64_t> all(2 * n * static_cast<size_t>(n));
+  allgatherFlat(ctx, Tensor(mine.data(), mine.size(), DataType::kInt64, Device::cpu()), all.data(),
+                tag, timeout);
+  const auto bytes = [&](int64_t count) {
+    return count * static_cast<int64_t>(elementSize(dtype));
+  };
+  std::string first, own;
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      const int64_t sends = all[a * 2 * n + b], expects = all[b * 2 * n + n + a];
+      if (a == b || sends == expects) continue;
+      const std::string why =
+          detail::str("rank ", a, " sends ", bytes(sends), " bytes to rank ", b, ", but rank ", b,
+                      " expects ", bytes(expects), " bytes from rank ", a);
+      if (first.empty()) first = why;
+      if (own.empty() && (a == me || b == me)) own = why;
+    }
+  }
+  if (first.empty()) return;
+  C10D_THROW(InvalidArgument, toString(op), " #", seq, " in group ", group, " on rank ", me,
+             ": the ranks' splits disagree: ", own.empty() ? first : own,
+             " (no data was exchanged)");
+}
+
+// gloo::alltoallv over flat buffers cut into per-rank element counts, after the counts were
+// checked across ranks. Null pointers (empty tensors) are replaced by a valid dummy, since Gloo
+// copies and sends from them unconditionally.
+void alltoallvFlat(const std::shared_ptr<::gloo::Context>& ctx, OpType op, uint64_t seq,
+                   const std::string& group, DataType dtype, void* out,
                    const std::vector<int64_t>& outCounts, void* in,
                    const std::vector<int64_t>& inCounts, uint32_t tag, Milliseconds timeout) {
+  checkAlltoallCounts(ctx, op, seq, group, dtype, outCounts, inCounts, tag, timeout);
   uint64_t dummyIn = 0;
   uint64_t dummyOut = 0;
   if (in == nullptr) in = &dummyIn;
@@ -158,15 +199,15 @@ std::shared_ptr<Work> ProcessGroupGloo::doAlltoall(const std::vector<Tensor>& ou
                                                    const std::vector<Tensor>& inputs,
                                                    const AllToAllOptions& opts, uint64_t seq) {
   const uint32_t tag = nextCollectiveTag();
-  return enqueue(OpType::kAlltoall, seq, opts.timeout, [this, outputs, inputs, opts, tag]() {
+  return enqueue(OpType::kAlltoall, seq, opts.timeout, [this, outputs, inputs, opts, tag, seq]() {
     std::vector<int64_t> inCounts, outCounts;
     for (const Tensor& t : inputs) inCounts.push_back(static_cast<int64_t>(t.numel));
     for (const Tensor& t : outputs) outCounts.push_back(static_cast<int64_t>(t.numel));
     Scratch in(glooimpl::totalBytes(inputs));
     Scratch out(glooimpl::totalBytes(outputs));
     glooimpl::flatten(inputs, in.bytes());
-    alltoallvFlat(context_, inputs[0].dtype, out.data(), outCounts, in.data(), inCounts, tag,
-                  opts.timeout);
+    alltoallvFlat(context_, OpType::kAlltoall, seq, name(), inputs[0].dtype, out.data(), outCounts,
+                  in.data(), inCounts, tag, opts.timeout);
     glooimpl::unflatten(out.bytes(), outputs);
     return Continuation();
   });
@@ -179,11 +220,11 @@ std::shared_ptr<Work> ProcessGroupGloo::doAlltoallSingle(Tensor output, Tensor i
                                                          uint64_t seq) {
   const uint32_t tag = nextCollectiveTag();
   return enqueue(OpType::kAlltoallSingle, seq, opts.timeout,
-                 [this, output, input, outputSplits, inputSplits, opts, tag]() {
+                 [this, output, input, outputSplits, inputSplits, opts, tag, seq]() {
                    std::vector<int64_t> inCounts(inputSplits.begin(), inputSplits.end());
                    std::vector<int64_t> outCounts(outputSplits.begin(), outputSplits.end());
-                   alltoallvFlat(context_, input.dtype, output.data, outCounts, input.data,
-                                 inCounts, tag, opts.timeout);
+                   alltoallvFlat(context_, OpType::kAlltoallSingle, seq, name(), input.dtype,
+                                 output.data, outCounts, input.data, inCounts, tag, opts.timeout);
                    return Continuation();
                  });
 }

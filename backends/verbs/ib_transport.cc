@@ -4,7 +4,10 @@
 // the credit word the peer RDMA-writes its consumed count into. Data path:
 //   trySend  registers the caller's buffer (MrCache), posts RDMA WRITE WITH IMM pieces (ringPieces:
 //            no wrap, <= 1 MiB) into the peer's ring at our head; imm = piece length. Zero-copy:
-//            sendsComplete() is false until the CQ reported every write.
+//            sendsComplete() is false until the CQ reported every write, and the region stays
+//            pinned in the cache (never evicted nor deregistered) until then: the endpoint keeps
+//            a FIFO of {region, writes} per trySend, released as the writes complete (an RC send
+//            queue completes in order).
 //   tryRecv  copies from our ring (head advanced by receive completions) and RDMA-writes the new
 //            tail, inline, into the peer's credit word.
 // One CQ per channel (each channel belongs to one thread), polled while spinning, then armed
@@ -20,7 +23,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <random>
+#include <utility>
 
 #include "backends/verbs/ib_addr.h"
 #include "backends/verbs/ibv_wrap.h"
@@ -67,6 +72,8 @@ class IbTransport : public Transport {
     uint64_t sendHead = 0;                // bytes written into the peer's ring
     int sqInflight = 0;
     IbAddress remote;
+    // Regions pinned by trySend, oldest first, with how many of its writes are still unpolled.
+    std::deque<std::pair<const MrRegion*, int>> pinned;
   };
   Endpoint& ep(int ch, int peer) { return eps_[ch * size_ + peer]; }
   int pollCq(int ch);
@@ -275,7 +282,14 @@ int IbTransport::pollCq(int ch) {
         postRecvs(*e, 1);
       } else {
         --e->sqInflight;
-        if (data) --inflight_[ch];
+        if (data) {
+          --inflight_[ch];
+          // The NIC is done reading this write's source: release its region's pin.
+          if (!e->pinned.empty() && --e->pinned.front().second == 0) {
+            mrs_[ch]->unpin(*e->pinned.front().first);
+            e->pinned.pop_front();
+          }
+        }
       }
     }
     total += n;
@@ -289,7 +303,10 @@ size_t IbTransport::trySend(int ch, int peer, const void* buf, size_t n) {
   const uint64_t credit = __atomic_load_n(&e.creditWord, __ATOMIC_ACQUIRE);
   size_t k = std::min<size_t>(n, e.remote.ringBytes - static_cast<size_t>(e.sendHead - credit));
   if (k == 0 || e.sqInflight >= kSqDepth - 4) return 0;
-  const MrRegion& mr = mrs_[ch]->get(buf, k);
+  // Pinned until the completion of every write posted below (counted in the FIFO entry as they
+  // are posted, so that it stays right if a post fails).
+  e.pinned.emplace_back(&mrs_[ch]->pin(buf, k), 0);
+  const MrRegion& mr = *e.pinned.back().first;
   size_t sent = 0;
   for (const RingPiece& p : ringPieces(e.sendHead, k, e.remote.ringBytes, kMaxPiece)) {
     if (e.sqInflight >= kSqDepth - 4) break;
@@ -308,7 +325,12 @@ size_t IbTransport::trySend(int ch, int peer, const void* buf, size_t n) {
     C10D_IBV_CHECK(ibv_post_send(e.qp, &wr, &bad), "RDMA write to rank ", peer);
     ++e.sqInflight;
     ++inflight_[ch];
+    ++e.pinned.back().second;
     sent += p.len;
+  }
+  if (e.pinned.back().second == 0) {
+    e.pinned.pop_back();
+    mrs_[ch]->unpin(mr);
   }
   e.sendHead += sent;
   return sent;

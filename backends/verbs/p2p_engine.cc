@@ -1,7 +1,9 @@
 #include "backends/verbs/p2p_engine.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "c10d/error.h"
@@ -10,16 +12,26 @@ namespace c10d {
 namespace verbs {
 
 namespace {
+
 constexpr uint32_t kMagic = 0xC10D5EEDu;
+constexpr size_t kDrainChunk = 64 << 10;
+
+size_t physicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return size_t{1} << 40;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
 }
 
+}  // namespace
+
 P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
-                     std::function<void(std::exception_ptr)> onError)
+                     std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes)
     : t_(t),
       rank_(rank),
       size_(size),
       group_(std::move(groupName)),
       onError_(std::move(onError)),
+      maxUnexpectedBytes_(maxUnexpectedBytes ? maxUnexpectedBytes : physicalMemoryBytes()),
       sends_(size),
       incoming_(size),
       gone_(size) {
@@ -162,27 +174,42 @@ bool P2PEngine::progressIncoming(int peer) {
       in.matched = false;
       in.discard = false;
       in.done = 0;
-      for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-        if ((it->src < 0 || it->src == peer) && it->tag == in.hdr.tag) {
-          in.target = std::move(*it);
-          posted_.erase(it);
-          in.matched = in.target.len == in.hdr.len;
-          if (!in.matched) {
-            in.target.work->finish(std::make_exception_ptr(
-                Error(detail::str("verbs: recv of ", in.target.len, " bytes on rank ", rank_,
-                                  " matched a message of ", in.hdr.len, " bytes from rank ", peer,
-                                  " (tag ", in.hdr.tag, ") in group ", group_))));
-            in.target = RecvOp{};
-            in.discard = true;
-          }
-          break;
+      auto it = posted_.begin();
+      while (it != posted_.end() && !((it->src < 0 || it->src == peer) && it->tag == in.hdr.tag))
+        ++it;
+      // The length is the peer's word: believed for a posted recv of exactly that size, else
+      // only up to what this rank keeps for an unmatched message.
+      if ((it == posted_.end() || it->len != in.hdr.len) && in.hdr.len > maxUnexpectedBytes_) {
+        C10D_THROW(CommError, "verbs: rank ", peer, " sent rank ", rank_, " a p2p header of ",
+                   in.hdr.len, " bytes (tag ", in.hdr.tag, ") in group ", group_,
+                   ", matching no posted recv of that size and past the limit of ",
+                   maxUnexpectedBytes_, " bytes for an unmatched message: corrupt stream");
+      }
+      if (it != posted_.end()) {
+        in.target = std::move(*it);
+        posted_.erase(it);
+        in.matched = in.target.len == in.hdr.len;
+        if (!in.matched) {
+          in.target.work->finish(std::make_exception_ptr(
+              Error(detail::str("verbs: recv of ", in.target.len, " bytes on rank ", rank_,
+                                " matched a message of ", in.hdr.len, " bytes from rank ", peer,
+                                " (tag ", in.hdr.tag, ") in group ", group_))));
+          in.target = RecvOp{};
+          in.discard = true;  // drained through drain_, never buffered whole
         }
       }
-      if (!in.matched) in.buf.assign(in.hdr.len, 0);
+      if (!in.matched && !in.discard) in.buf.assign(in.hdr.len, 0);
     }
     if (in.done < in.hdr.len) {
-      uint8_t* dst = in.matched ? in.target.data : in.buf.data();
-      size_t n = t_.tryRecv(kP2PChannel, peer, dst + in.done, in.hdr.len - in.done);
+      size_t n;
+      if (in.discard) {
+        drain_.resize(kDrainChunk);
+        n = t_.tryRecv(kP2PChannel, peer, drain_.data(),
+                       std::min<uint64_t>(kDrainChunk, in.hdr.len - in.done));
+      } else {
+        uint8_t* dst = in.matched ? in.target.data : in.buf.data();
+        n = t_.tryRecv(kP2PChannel, peer, dst + in.done, in.hdr.len - in.done);
+      }
       in.done += n;
       progress |= n > 0;
       if (in.done < in.hdr.len) return progress;

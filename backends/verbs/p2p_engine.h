@@ -11,7 +11,13 @@
 // Completion: the thread finishes each Work. A dead peer (CommError from the transport) fails
 // every pending Work and is reported through `onError` (the group then marks itself broken);
 // stop() fails what is still pending with Error("shut down"). A recv whose size differs from the
-// message fails with Error naming both sizes. Work::wait's own timeout bounds every caller.
+// message fails with Error naming both sizes (the payload is drained, never buffered whole).
+// Work::wait's own timeout bounds every caller.
+//
+// Untrusted lengths: a header's length is believed only as far as memory goes. A message that no
+// posted recv of exactly that size takes is kept (or drained) only up to `maxUnexpectedBytes`
+// (0: this host's physical memory); a header announcing more is a corrupt stream: CommError naming
+// the peer and the length, for every op that needs that peer.
 #pragma once
 
 #include <atomic>
@@ -37,7 +43,7 @@ namespace verbs {
 class P2PEngine {
  public:
   P2PEngine(Transport& t, int rank, int size, std::string groupName,
-            std::function<void(std::exception_ptr)> onError);
+            std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes = 0);
   ~P2PEngine();
   P2PEngine(const P2PEngine&) = delete;
   P2PEngine& operator=(const P2PEngine&) = delete;
@@ -73,7 +79,7 @@ class P2PEngine {
     bool matched = false;  // payload goes to `target`
     bool discard = false;  // payload of a size-mismatched message: dropped
     RecvOp target{};
-    std::vector<uint8_t> buf;  // unexpected payload (or a size-mismatched one being drained)
+    std::vector<uint8_t> buf;  // unexpected payload
     size_t done = 0;
   };
   struct Unexpected {
@@ -95,6 +101,7 @@ class P2PEngine {
   const int size_;
   const std::string group_;
   std::function<void(std::exception_ptr)> onError_;
+  const size_t maxUnexpectedBytes_;
 
   std::mutex mu_;
   std::vector<SendOp> newSends_;  // guarded by mu_
@@ -109,6 +116,7 @@ class P2PEngine {
   std::vector<std::exception_ptr> gone_;  // per peer: why it is gone (null while alive)
   std::deque<Unexpected> unexpected_;
   std::vector<std::shared_ptr<Work>> unfinished_;  // sent, awaiting the transport's completion
+  std::vector<uint8_t> drain_;                     // where discarded payloads are read to
 
   std::thread thread_;
 };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -23,9 +24,25 @@ namespace verbs {
 
 namespace {
 
+constexpr uint32_t kHelloMagic = 0xC10D7C70u;
+
 struct Hello {
+  uint32_t magic;
   int32_t rank;
   int32_t channel;
+};
+
+// Closes the accepted sockets whose hello is not (yet) read, however setup ends.
+struct PendingHellos {
+  struct Conn {
+    int fd;
+    Hello h;
+    size_t got;
+  };
+  std::vector<Conn> conns;
+  ~PendingHellos() {
+    for (auto& c : conns) close(c.fd);
+  }
 };
 
 std::string localAddress(const VerbsConfig& cfg) {
@@ -73,6 +90,11 @@ void writeAll(int fd, const void* p, size_t n) {
 }
 
 }  // namespace
+
+Milliseconds tcpConnectBackoff(int attempt) {
+  if (attempt <= 0) return Milliseconds(1);
+  return Milliseconds(attempt >= 7 ? 100 : 1 << attempt);
+}
 
 TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                            Milliseconds timeout)
@@ -132,41 +154,68 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
         if (Clock::now() >= deadline)
           C10D_THROW(TimeoutError, "verbs/tcp: rank ", rank, " could not connect to rank ", q,
                      " at ", a, ": ", detail::errnoString(err));
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 1 << attempt)));
+        std::this_thread::sleep_for(tcpConnectBackoff(attempt));
       }
-      Hello h{rank, ch};
+      Hello h{kHelloMagic, rank, ch};
       writeAll(fd(ch, q), &h, sizeof(h));
     }
   }
-  // Accept every lower rank's connections.
-  for (int k = 0; k < rank * kNumChannels; ++k) {
-    pollfd p{lfd, POLLIN, 0};
-    int left =
+  // Accept every lower rank's connections, reading the hellos of all accepted sockets at once
+  // (non-blocking) until the deadline: a stray connection cannot stall the setup, and one that
+  // hangs up or sends anything but a valid hello for a free slot is dropped.
+  const int expected = rank * kNumChannels;
+  int arrived = 0, dropped = 0;
+  PendingHellos pending;
+  std::vector<pollfd> p;
+  while (arrived < expected) {
+    p.assign(1, pollfd{lfd, POLLIN, 0});
+    for (const auto& c : pending.conns) p.push_back(pollfd{c.fd, POLLIN, 0});
+    const int left =
         static_cast<int>(std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()).count());
-    if (left <= 0 || ::poll(&p, 1, left) <= 0)
+    const int ready = left > 0 ? ::poll(p.data(), p.size(), left) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    C10D_SYSCHECK(ready, "verbs/tcp: poll");
+    if (ready == 0)
       C10D_THROW(TimeoutError, "verbs/tcp: rank ", rank, " at ", me, " waited ", timeout.count(),
-                 " ms for connections from lower ranks (", k, " of ", rank * kNumChannels,
-                 " arrived)");
-    int s = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    C10D_SYSCHECK(s, "verbs/tcp: accept");
-    tune(s, cfg);
-    Hello h{-1, -1};
-    size_t got = 0;
-    while (got < sizeof(h)) {
-      ssize_t r = ::recv(s, reinterpret_cast<char*>(&h) + got, sizeof(h) - got, 0);
-      if (r <= 0) {
-        close(s);
-        C10D_THROW(CommError, "verbs/tcp: rank ", rank, ": a peer hung up during the hello");
+                 " ms for connections from lower ranks (", arrived, " of ", expected, " arrived; ",
+                 pending.conns.size(), " other connection(s) sent no hello yet, ", dropped,
+                 " dropped: hung up or sent no valid hello)");
+    // Hellos first (p[i + 1] is pending.conns[i]), then new connections (appended at the end).
+    for (size_t i = pending.conns.size(); i-- > 0;) {
+      if (p[i + 1].revents == 0) continue;
+      auto& c = pending.conns[i];
+      ssize_t r = ::recv(c.fd, reinterpret_cast<char*>(&c.h) + c.got, sizeof(c.h) - c.got, 0);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (r > 0) c.got += static_cast<size_t>(r);
+      if (r > 0 && c.got < sizeof(c.h)) continue;
+      const Hello h = c.h;
+      const bool valid = r > 0 && h.magic == kHelloMagic && h.rank >= 0 && h.rank < rank &&
+                         h.channel >= 0 && h.channel < kNumChannels && fd(h.channel, h.rank) == -1;
+      if (valid) {
+        fd(h.channel, h.rank) = c.fd;
+        ++arrived;
+      } else {
+        if (r > 0) {
+          std::fprintf(stderr,
+                       "c10d verbs/tcp: rank %d dropped a connection to %s that sent no valid "
+                       "hello (a stray client?)\n",
+                       rank, me.c_str());
+        }
+        ++dropped;
+        close(c.fd);
       }
-      got += static_cast<size_t>(r);
+      pending.conns.erase(pending.conns.begin() + static_cast<std::ptrdiff_t>(i));
     }
-    if (h.rank < 0 || h.rank >= rank || h.channel < 0 || h.channel >= kNumChannels ||
-        fd(h.channel, h.rank) != -1) {
-      close(s);
-      C10D_THROW(CommError, "verbs/tcp: rank ", rank, ": bad hello (rank ", h.rank, ", channel ",
-                 h.channel, ")");
+    if (p[0].revents & POLLIN) {
+      int s = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (s >= 0) {
+        tune(s, cfg);
+        pending.conns.push_back(PendingHellos::Conn{s, Hello{}, 0});
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                 errno != ECONNABORTED) {
+        C10D_SYSCHECK(s, "verbs/tcp: accept");
+      }
     }
-    fd(h.channel, h.rank) = s;
   }
   for (int x : fds_)
     if (x >= 0) setNonBlocking(x);

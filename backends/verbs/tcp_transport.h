@@ -2,8 +2,12 @@
 //
 // Setup (collective, through the Store): each rank listens on an ephemeral port and publishes
 // "address:port" (C10D_TCP_IFADDR, else this host's name resolved to IPv4); the lower rank of
-// every pair connects (retrying until the timeout), once per channel, and introduces itself with
-// a hello {rank, channel}. Sockets are then non-blocking, TCP_NODELAY, with C10D_TCP_BUF buffers.
+// every pair connects (retrying until the timeout, tcpConnectBackoff between tries), once per
+// channel, and introduces itself with a hello {magic, rank, channel}. The higher rank reads the
+// hellos of every accepted socket at once, without blocking, until the setup timeout: a stray
+// connection to the listener (silent, or sending anything but a hello) is dropped and cannot
+// stall or fail the setup; without the real peers it ends in TimeoutError. Sockets are then
+// non-blocking, TCP_NODELAY, with C10D_TCP_BUF buffers.
 //
 // The caller's thread (channel 0) and the p2p thread (channel 1) each poll() only their own
 // sockets plus an eventfd (wakeSelf); there is no extra I/O thread. A reset, EOF or EPIPE on a
@@ -22,6 +26,9 @@ namespace c10d {
 class Store;
 
 namespace verbs {
+
+// Sleep before connect attempt `attempt + 1`: 1, 2, 4, ... ms, capped at 100 ms.
+Milliseconds tcpConnectBackoff(int attempt);
 
 class TcpTransport : public Transport {
  public:

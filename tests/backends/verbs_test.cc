@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -198,6 +199,58 @@ TEST(VerbsMrCache, HitsMissesEvictionAndInvalidate) {
     EXPECT_EQ(live, 1);
   }
   EXPECT_EQ(live, 0);  // the destructor deregistered the rest
+}
+
+// RDMA writes read a registered region until their completion is polled: ib_transport pins the
+// region of every write and unpins it at its completion. A pinned region is neither evicted nor
+// deregistered by invalidate() until then; the cache may exceed its size meanwhile.
+TEST(VerbsMrCache, PinnedRegionsStayRegisteredUntilUnpinned) {
+  std::set<uint32_t> live;
+  uint32_t regs = 0;
+  MrCache cache(
+      [&](void*, size_t) {
+        MrRegion r;
+        r.lkey = ++regs;
+        live.insert(r.lkey);
+        return r;
+      },
+      [&](const MrRegion& r) { EXPECT_EQ(live.erase(r.lkey), 1u) << "deregistered twice"; }, 2,
+      4096);
+  std::vector<uint8_t> mem(16 * 4096);
+  uint8_t* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(mem.data()) + 4095) / 4096 * 4096);
+  uint8_t* a = base;
+  uint8_t* b = base + 3 * 4096;
+  uint8_t* c = base + 6 * 4096;
+  uint8_t* d = base + 9 * 4096;
+
+  const MrRegion& pa = cache.pin(a, 100);  // an RDMA write from a is in flight
+  const uint32_t aKey = pa.lkey;
+  cache.get(b, 100);
+  cache.get(c, 100);
+  cache.get(d, 100);  // a is the least recently used: evicted, were it not pinned
+  EXPECT_EQ(live.count(aKey), 1u) << "a pinned region was deregistered under an RDMA write";
+  EXPECT_EQ(cache.get(a, 10).lkey, aKey);  // still cached
+  cache.invalidate(a, 1);                  // the memory is being freed, but the write still reads
+  EXPECT_EQ(live.count(aKey), 1u) << "invalidate deregistered a pinned region";
+  EXPECT_NE(cache.get(a, 10).lkey, aKey) << "an invalidated region was handed out again";
+  cache.unpin(pa);  // the write's completion was polled
+  EXPECT_EQ(live.count(aKey), 0u) << "an invalidated region outlived its last pin";
+  EXPECT_LE(cache.size(), 2u);
+
+  // Everything pinned: the cache grows past its size, and shrinks back as pins are released.
+  const MrRegion& p1 = cache.pin(b, 100);
+  const uint32_t k1 = p1.lkey;
+  const MrRegion& p2 = cache.pin(c, 100);
+  const MrRegion& p3 = cache.pin(d, 100);
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(live.size(), 3u);
+  cache.unpin(p1);
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(live.count(k1), 0u);
+  cache.unpin(p2);
+  cache.unpin(p3);
+  EXPECT_EQ(live.size(), 2u);
 }
 
 TEST(VerbsIbverbs, DeviceOrSkip) {

@@ -187,8 +187,21 @@ TEST_F(ProcessGroupTest, AlltoallSingleSplits) {
   pg_->alltoallSingle(big(), big(), {}, {}).get()->wait();
   EXPECT_EQ(pg_->lastInputSplits, (std::vector<size_t>{8, 8, 8, 8}));
   EXPECT_EQ(pg_->lastOutputSplits, (std::vector<size_t>{8, 8, 8, 8}));
-  pg_->alltoallSingle(big(), big(), {0, 2, 10, 20}, {32, 0, 0, 0});
+  pg_->alltoallSingle(big(), big(), {0, 2, 10, 20}, {30, 2, 0, 0});
   EXPECT_EQ(pg_->lastOutputSplits, (std::vector<size_t>{0, 2, 10, 20}));
+  // This rank's (1) own block: it would receive 2 elements from itself but send itself 0.
+  expectInvalid(
+      [&] {
+        pg_->alltoallSingle(big(), big(), {0, 2, 10, 20}, {32, 0, 0, 0});
+      },
+      {"alltoall_single", "rank 1 receives 2 elements from itself", "sends itself 0"});
+  std::vector<float> three(3);
+  expectInvalid(
+      [&] {
+        pg_->alltoall({t(), tensorOf(three.data(), 3), t(), t()}, {t(), t(), t(), t()});
+      },
+      {"alltoall", "rank 1 receives 3 elements from itself (outputs[1])",
+       "sends itself 8 (inputs[1])"});
 }
 
 TEST_F(ProcessGroupTest, PointToPointPeers) {

@@ -4,10 +4,13 @@
 #include "store/tcp_store.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "store/socket.h"
+#include "store/tcp_store_protocol.h"
 #include "tests/common/multiproc.h"
 
 namespace c10d {
@@ -438,6 +442,70 @@ TEST(TCPStoreTest, MultiGetAndMultiSetAreBatched) {
   getter.join();
   expectThrows<InvalidArgument>([&] { a.multiSet({"a", "b"}, {toBytes("1")}); });
   EXPECT_EQ(a.getNumKeys(), 5);
+}
+
+// A multiGet naming one 8 MiB key ten times asks for an 80 MiB reply, past the frame limit that
+// bounds requests: the server answers with an error instead of building it, and stays usable.
+TEST(TCPStoreTest, MultiGetReplyPastTheFrameLimitIsRefused) {
+  TCPStoreServer server;
+  TCPStore a(clientOptions(server.port()));
+  a.set("big", Bytes(8 << 20, 1));
+  const std::vector<std::string> keys(10, "big");
+  const std::string msg = expectThrows<InvalidArgument>([&] { a.multiGet(keys); });
+  const uint64_t replyBytes = 1 + 4 + 10 * (4 + (8u << 20));
+  EXPECT_NE(msg.find(std::to_string(replyBytes)), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::to_string(tcpstore::kMaxFrameBytes)), std::string::npos) << msg;
+  EXPECT_NE(msg.find("multiGet"), std::string::npos) << msg;
+  EXPECT_EQ(a.multiGet({"big", "big"}).size(), 2u);  // the connection is still in step
+  EXPECT_EQ(server.numConnections(), 1);
+}
+
+// A reply frame longer than the limit (here from a fake server) is refused before the client
+// allocates it: CommError naming the limit and the length, not a 4 GiB allocation or a wait.
+TEST(TCPStoreTest, ClientRefusesAReplyPastTheFrameLimit) {
+  net::Fd listener = net::listenOn("127.0.0.1", 0, 4);
+  const uint16_t port = net::localPort(listener.get());
+  std::atomic<bool> done{false};
+  std::thread fake([&] {
+    pollfd p{listener.get(), POLLIN, 0};  // the listener is non-blocking
+    ASSERT_EQ(poll(&p, 1, 10000), 1);
+    net::Fd c(accept(listener.get(), nullptr, nullptr));
+    ASSERT_GE(c.get(), 0);
+    int flags = fcntl(c.get(), F_GETFL, 0);
+    ASSERT_EQ(fcntl(c.get(), F_SETFL, flags & ~O_NONBLOCK), 0);
+    // Each request: a u32 length, then that many bytes. Answer the hello with "ok", the next
+    // request with a header announcing one byte more than the limit.
+    auto readFrame = [&] {
+      uint8_t head[4];
+      if (recv(c.get(), head, 4, MSG_WAITALL) != 4) return false;
+      std::vector<uint8_t> body(tcpstore::readFrameLength(head));
+      return body.empty() || recv(c.get(), body.data(), body.size(), MSG_WAITALL) ==
+                                 static_cast<ssize_t>(body.size());
+    };
+    ASSERT_TRUE(readFrame());
+    std::vector<uint8_t> ok = le32(1);
+    ok.push_back(0);
+    ASSERT_EQ(send(c.get(), ok.data(), ok.size(), MSG_NOSIGNAL), 5);
+    ASSERT_TRUE(readFrame());
+    std::vector<uint8_t> huge = le32(tcpstore::kMaxFrameBytes + 1);
+    huge.push_back(0);
+    ASSERT_EQ(send(c.get(), huge.data(), huge.size(), MSG_NOSIGNAL), 5);
+    while (!done.load()) std::this_thread::sleep_for(Milliseconds(5));
+  });
+  struct Joiner {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Joiner() {
+      done = true;
+      t.join();
+    }
+  } joiner{done, fake};
+  {
+    TCPStore client(clientOptions(port, Milliseconds(3000)));
+    const std::string msg = expectThrows<CommError>([&] { client.get("k"); });
+    EXPECT_NE(msg.find(std::to_string(tcpstore::kMaxFrameBytes + 1)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(tcpstore::kMaxFrameBytes)), std::string::npos) << msg;
+  }
 }
 
 TEST(TCPStoreTest, WaitForWorkersCountsClients) {
