@@ -303,7 +303,8 @@ TEST_P(VerbsRabenseifner, AllreduceEveryDtypeOpAndCount) {
             what << "rabenseifner/" << transport << " rank " << rank << "/" << n << " "
                  << toString(dt) << " " << toString(op) << " count " << count;
             test::expectValues(
-                b, [&](size_t i) { return test::reference(dt, op, n, i); }, what.str(), n);
+                b, [&](size_t i) { return test::reference(dt, op, n, i); }, what.str(), n,
+                test::ulpsTolerance(dt, op));
             if (::testing::Test::HasFailure()) return;
           }
         };
