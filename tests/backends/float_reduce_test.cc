@@ -34,7 +34,7 @@ enum class Scenario {
   kInfAndZero,    // +Inf on one rank, 0 on another
   kNegInfAll,     // -Inf everywhere
   kNegZeroAll,    // -0 everywhere
-  kOverflow,      // half of a power of two past the dtype's max on every rank: sums overflow
+  kOverflow,      // B on every rank, 2B past the dtype's max: sums overflow to Inf
 };
 constexpr int kNumScenarios = 9;
 
@@ -238,7 +238,7 @@ TEST_P(FloatReduce, SpecialValuesAndFractionsThroughEveryOp) {
       ws,
       [&](int rank, int n) {
         auto pg = makeGroup(p, path, rank, n);
-        // 8 rounds of every scenario (special values on different ranks), then a count past
+        // 32 rounds of the 9 scenarios (special values on different ranks), then a count past
         // 64 KiB (f16: 78 KiB) so that verbs over tcp runs ring / Rabenseifner instead of
         // recursive doubling and shm runs its chunked path.
         for (size_t count : {size_t{4} * kNumScenarios * 8, size_t{40001}}) {
