@@ -253,16 +253,164 @@ std::vector<ReduceOp> opsFor(const ProcessGroup& pg, DataType dtype, const Devic
   return out;
 }
 
+double storedValue(DataType dtype, double v) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return static_cast<float>(v);
+    case DataType::kFloat64:
+      return v;
+    case DataType::kFloat16:
+      return halfToFloat(floatToHalf(static_cast<float>(v)));
+    case DataType::kBFloat16:
+      return bf16ToFloat(floatToBf16(static_cast<float>(v)));
+    case DataType::kBool:
+      return v != 0 ? 1 : 0;
+    default:
+      return std::trunc(v);
+  }
+}
+
 double premulScale(DataType dtype) {
   return isFloatingPoint(dtype) ? 0.5 : 2.0;
 }
 
+namespace {
+
+// Values are quantum * (lowest + (seed * stride + i) mod span). span is a power of two and stride
+// is odd, so two seeds less than `span` apart differ at *every* element, and two elements of one
+// seed less than `span` apart differ: a slot moved to another rank's place, or shifted within its
+// own, never matches. Ranges (see the table) keep every partial sum of up to 8 ranks exact.
+struct Grid {
+  double quantum;
+  int64_t lowest;
+  uint64_t span;
+  uint64_t stride;
+};
+
+double onGrid(const Grid& g, int seed, size_t i) {
+  const uint64_t h = (static_cast<uint64_t>(seed) * g.stride + i) % g.span;
+  return g.quantum * static_cast<double>(g.lowest + static_cast<int64_t>(h));
+}
+
+// Full range (no arithmetic on the values): data movement, MIN/MAX, bitwise ops.
+Grid movementGrid(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:  // [-2^15, 2^15) in steps of 2^-8: 24 significant bits
+      return {1.0 / 256, -(int64_t{1} << 23), uint64_t{1} << 24, 2097143};
+    case DataType::kFloat64:
+      return {1.0 / 1024, -(int64_t{1} << 47), uint64_t{1} << 48, 16777259};
+    case DataType::kFloat16:  // [-128, 128) in steps of 1/16: 11 significant bits
+      return {1.0 / 16, -2048, 4096, 521};
+    case DataType::kBFloat16:  // [-32, 32) in steps of 1/8: 8 significant bits
+      return {1.0 / 8, -256, 512, 61};
+    case DataType::kInt8:
+      return {1, -128, 256, 31};
+    case DataType::kUInt8:
+      return {1, 0, 256, 31};
+    case DataType::kInt32:
+      return {1, -(int64_t{1} << 31), uint64_t{1} << 32, 16777259};
+    case DataType::kInt64:
+      return {1, -(int64_t{1} << 47), uint64_t{1} << 48, 16777259};
+    case DataType::kBool:
+      break;
+  }
+  return {1, 0, 2, 1};
+}
+
+// Summed values: up to 8 of them (and every partial sum) stay exact in the dtype.
+Grid sumGrid(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32:  // |v| <= 2^19 in quarters: sums of 8 within 2^24 quarters
+      return {0.25, -(int64_t{1} << 21), uint64_t{1} << 22, 524287};
+    case DataType::kFloat64:
+      return {0.25, -(int64_t{1} << 39), uint64_t{1} << 40, 16777259};
+    case DataType::kFloat16:  // [-128, 127.5] in halves: sums of 8 within +-1024 (11 bits)
+      return {0.5, -256, 512, 61};
+    case DataType::kBFloat16:  // [-16, 15.5] in halves: sums of 8 within +-128 (8 bits)
+      return {0.5, -32, 64, 7};
+    case DataType::kInt8:  // [-16, 15]: sums of 8 within [-128, 120]
+      return {1, -16, 32, 3};
+    case DataType::kUInt8:  // [0, 31]: sums of 8 at most 248
+      return {1, 0, 32, 3};
+    case DataType::kInt32:
+      return {1, -(int64_t{1} << 27), uint64_t{1} << 28, 1048583};
+    case DataType::kInt64:
+      return {1, -(int64_t{1} << 39), uint64_t{1} << 40, 16777259};
+    case DataType::kBool:
+      break;
+  }
+  return {1, 0, 2, 1};
+}
+
+// A bit per (seed, element) from a hash (splitmix64). `oneIn` > 2 biases it to true
+// (1 - 1/oneIn), so that AND over a few ranks is not always false.
+bool boolValue(int seed, size_t i, uint64_t oneIn) {
+  uint64_t z = (static_cast<uint64_t>(seed) << 40) + i + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return z % oneIn != 0;
+}
+
+// PRODUCT: mostly 1, with at most one rank per factor class at each element (5 * seed + i is
+// distinct mod 16 for 8 consecutive seeds), so products stay small and exact, and still vary
+// with the element.
+double productValue(DataType dtype, int seed, size_t i) {
+  const uint64_t t = (static_cast<uint64_t>(seed) * 5 + i) % 16;
+  const bool fp = isFloatingPoint(dtype);
+  const bool isUnsigned = dtype == DataType::kUInt8;
+  switch (t) {
+    case 0:
+      return 2;
+    case 1:
+      return isUnsigned ? 3 : -1;
+    case 6:
+      return fp ? 0.5 : (isUnsigned ? 2 : -2);
+    case 11:
+      return fp ? -1.5 : (isUnsigned ? 3 : -3);
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+double movementValue(DataType dtype, int seed, size_t i) {
+  if (dtype == DataType::kBool) {
+    // Bit (i mod 7) of a 7-bit code of the seed (a bijection for seeds < 128), so any 7
+    // consecutive elements of two seeds differ somewhere; XOR a hashed bit of the element alone,
+    // which every seed shares, so the pattern does not repeat every 7 elements.
+    const uint64_t code = (static_cast<uint64_t>(seed) * 37 + 11) % 128;
+    return static_cast<double>(((code >> (i % 7)) & 1) ^ (boolValue(0, i, 2) ? 1 : 0));
+  }
+  return onGrid(movementGrid(dtype), seed, i);
+}
+
 double inputValue(DataType dtype, const ReduceOp& op, int rank, size_t i) {
-  if (dtype == DataType::kBool) return ((i + static_cast<size_t>(rank)) % 5) != 0 ? 1 : 0;
-  if (op.kind == ReduceOp::PRODUCT) return (rank + i) % 3 == 0 ? 2 : 1;
-  const double v = static_cast<double>((static_cast<size_t>(rank) * 7 + i * 3) % 5);
-  const bool isSigned = dtype != DataType::kUInt8;
-  return isSigned ? v - 1 : v + 1;  // -1..3 or 1..5
+  if (dtype == DataType::kBool) return boolValue(rank, i, 4);
+  switch (op.kind) {
+    case ReduceOp::PRODUCT:
+      return productValue(dtype, rank, i);
+    case ReduceOp::MIN:
+    case ReduceOp::MAX:
+    case ReduceOp::BAND:
+    case ReduceOp::BOR:
+    case ReduceOp::BXOR:
+      return onGrid(movementGrid(dtype), rank, i);
+    case ReduceOp::PREMUL_SUM:
+      if (!isFloatingPoint(dtype)) {
+        // Scaled by 2 before summing: half the range.
+        Grid g = sumGrid(dtype);
+        g.lowest /= 2;
+        g.span /= 2;
+        return onGrid(g, rank, i);
+      }
+      return onGrid(sumGrid(dtype), rank, i);  // scaled by 0.5: exact
+    case ReduceOp::SUM:
+    case ReduceOp::AVG:
+      break;
+  }
+  return onGrid(sumGrid(dtype), rank, i);
 }
 
 double reference(DataType dtype, const ReduceOp& op, int size, size_t i) {
@@ -339,19 +487,28 @@ void fillInput(Buffer& buf, const ReduceOp& op, int rank, size_t offset) {
   buf.upload();
 }
 
+void fillPattern(Buffer& buf, int seed, size_t offset) {
+  for (size_t i = 0; i < buf.numel(); ++i) buf.set(i, movementValue(buf.dtype(), seed, offset + i));
+  buf.upload();
+}
+
+double ulpsTolerance(DataType dtype, const ReduceOp& op) {
+  return op.kind == ReduceOp::AVG && isFloatingPoint(dtype) ? 1 : 0;
+}
+
 namespace {
 
-double tolerance(DataType dtype, int worldSize, double want) {
-  const double mag = std::max(1.0, std::fabs(want));
+// 2^(1 - precision): an upper bound of one ulp relative to the magnitude.
+double relativeUlp(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32:
-      return 1e-6 * mag;
+      return std::ldexp(1.0, -23);
     case DataType::kFloat64:
-      return 1e-12 * mag;
+      return std::ldexp(1.0, -52);
     case DataType::kFloat16:
-      return 1e-3 * (worldSize + 1) * mag;
+      return std::ldexp(1.0, -10);
     case DataType::kBFloat16:
-      return 8e-3 * (worldSize + 1) * mag;
+      return std::ldexp(1.0, -7);
     default:
       return 0;
   }
@@ -360,14 +517,17 @@ double tolerance(DataType dtype, int worldSize, double want) {
 }  // namespace
 
 void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
-                  const std::string& what, int worldSize) {
+                  const std::string& what, int worldSize, double ulps) {
   const_cast<Buffer&>(buf).download();
   for (size_t i = 0; i < buf.numel(); ++i) {
     const double w = want(i);
     const double g = buf.get(i);
-    if (std::fabs(g - w) > tolerance(buf.dtype(), worldSize, w)) {
-      ADD_FAILURE() << what << ": element " << i << " of " << buf.numel() << " ("
-                    << toString(buf.dtype()) << ") is " << g << ", expected " << w;
+    const bool same = std::isnan(w) ? std::isnan(g) : g == w;
+    if (!same &&
+        !(ulps > 0 && std::fabs(g - w) <= ulps * relativeUlp(buf.dtype()) * std::fabs(w))) {
+      ADD_FAILURE() << what << " (world size " << worldSize << "): element " << i << " of "
+                    << buf.numel() << " (" << toString(buf.dtype()) << ") is " << g << ", expected "
+                    << w;
       return;
     }
   }

@@ -7,10 +7,17 @@
 // (tests/common/multiproc.h) that rendezvous over a FileStore and build the group through the
 // registry, so the tests see the backend exactly as users do.
 //
-// Values and references: inputValue() gives each (rank, element) a small number that every dtype
-// represents exactly; reference() reduces those in double / int64 / bool logic independently of
-// the library's kernels; expectClose() compares exactly for integers and bool, and with a
-// relative tolerance for floats that grows with the world size for f16/bf16.
+// Values and references: every (seed, element) gets its own value, exactly representable in the
+// dtype: value = quantum * (lowest + (seed * stride + i) mod span), span a power of two and stride
+// odd, so two seeds (ranks, roots, senders) less than `span` apart differ at every element and two
+// elements of one seed less than `span` apart differ: a slot delivered to the wrong rank or at the
+// wrong offset never passes (bool, with two values, uses hashed bits instead). Data movement uses
+// the dtype's full range (movementValue: int8 spans 256 values, f16 4096); summed inputs
+// (inputValue) use a range in which every partial sum of up to 8 ranks is exact (int8 [-16, 15],
+// f16 halves in [-128, 127.5], f32 quarters), so results are exact whatever the reduction order.
+// reference() reduces those in double / int64 / bool logic independently of the library's
+// kernels; expectValues() compares exactly (floating AVG: within one ulp, since the division
+// rounds).
 #pragma once
 
 #include <functional>
@@ -106,9 +113,15 @@ std::shared_ptr<ProcessGroup> makeGroup(const BackendParam& p, const std::string
 std::vector<DataType> allDataTypes();
 std::vector<ReduceOp> opsFor(const ProcessGroup& pg, DataType dtype, const Device& dev);
 
-// Input value of element i on `rank` for a reduction with `op` (also used, with SUM, for data
-// movement). Exactly representable in dtype.
+// Input value of element i on `rank` for a reduction with `op` (`rank` may be any seed >= 0, e.g.
+// a broadcast root's 42). Exactly representable in dtype; sums of up to 8 ranks stay exact.
 double inputValue(DataType dtype, const ReduceOp& op, int rank, size_t i);
+// Value of element i of the data seeded `seed` for data movement (no arithmetic): the dtype's full
+// exactly representable range, distinct per (seed, element) as described above.
+double movementValue(DataType dtype, int seed, size_t i);
+// `v` as an element of dtype holds it: rounded to nearest even for floats (NaN and the sign of
+// zero kept), truncated for integers.
+double storedValue(DataType dtype, double v);
 // The scale used for PREMUL_SUM on dtype.
 double premulScale(DataType dtype);
 // Reference reduction over ranks [0, size) of element i.
@@ -116,9 +129,15 @@ double reference(DataType dtype, const ReduceOp& op, int size, size_t i);
 
 // Fills buf with inputValue(rank, offset + i).
 void fillInput(Buffer& buf, const ReduceOp& op, int rank, size_t offset = 0);
-// Checks buf[i] == want(i) for every i (first mismatch only); `what` names the case.
+// Fills buf with movementValue(seed, offset + i).
+void fillPattern(Buffer& buf, int seed, size_t offset = 0);
+// Checks buf[i] == want(i) for every i (first mismatch only; NaN matches NaN); `what` names the
+// case. `ulps` > 0 accepts that many ulps of the dtype (relative to want(i)).
 void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
-                  const std::string& what, int worldSize);
+                  const std::string& what, int worldSize, double ulps = 0);
+// The ulps expectValues() must allow for `op`'s results on dtype: 1 for floating AVG (a rounded
+// division after an exact sum), else 0.
+double ulpsTolerance(DataType dtype, const ReduceOp& op);
 
 // Runs every collective x dtype x supported op for each count in `counts` (one group, this rank).
 struct SweepOptions {

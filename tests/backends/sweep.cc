@@ -39,13 +39,14 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
   for (const ReduceOp& op : opsFor(pg, dt, p.device)) {
     if (!wanted(o, dt, op.kind)) continue;
     auto ref = [&](size_t i) { return reference(dt, op, s, i); };
+    const double ulps = ulpsTolerance(dt, op);
     {
       Buffer b(p, c, dt);
       fillInput(b, op, r);
       AllreduceOptions ao;
       ao.reduceOp = op;
       pg.allreduce(b.tensor(), ao)->wait();
-      expectValues(b, ref, caseName(pg, "allreduce", dt, &op, c), s);
+      expectValues(b, ref, caseName(pg, "allreduce", dt, &op, c), s, ulps);
     }
     {
       const int root = rootCounter++ % s;
@@ -56,7 +57,7 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
       ro.rootRank = root;
       pg.reduce(b.tensor(), ro)->wait();
       if (r == root) {
-        expectValues(b, ref, caseName(pg, "reduce(root)", dt, &op, c), s);
+        expectValues(b, ref, caseName(pg, "reduce(root)", dt, &op, c), s, ulps);
       } else {
         expectValues(
             b, [&](size_t i) { return inputValue(dt, op, r, i); },
@@ -79,7 +80,7 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
       for (auto& b : bufs) {
         expectValues(
             b, [&](size_t i) { return reference(dt, op, s, off + i); },
-            caseName(pg, "allreduceCoalesced", dt, &op, b.numel()), s);
+            caseName(pg, "allreduceCoalesced", dt, &op, b.numel()), s, ulps);
         off += b.numel();
       }
     }
@@ -97,7 +98,7 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
       pg.reduceScatter(out.tensor(), ts, rso)->wait();
       expectValues(
           out, [&](size_t i) { return reference(dt, op, s, r * c + i); },
-          caseName(pg, "reduceScatter", dt, &op, c), s);
+          caseName(pg, "reduceScatter", dt, &op, c), s, ulps);
     }
     {
       Buffer in(p, c * s, dt);
@@ -106,30 +107,33 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
       pg.reduceScatterTensor(out.tensor(), in.tensor(), rso)->wait();
       expectValues(
           out, [&](size_t i) { return reference(dt, op, s, r * c + i); },
-          caseName(pg, "reduceScatterTensor", dt, &op, c), s);
+          caseName(pg, "reduceScatterTensor", dt, &op, c), s, ulps);
     }
   }
 }
 
-// Value of element i of the message rank `from` sends to rank `to`.
+// Value of element i of the message rank `from` sends to rank `to`: seeds from * s + to are
+// distinct for every (from, to) pair, so a message delivered to the wrong rank, or from the wrong
+// one, differs at every element.
 double msg(DataType dt, int from, int to, int s, size_t i) {
-  return inputValue(dt, ReduceOp::SUM, from * s + to, i);
+  return movementValue(dt, from * s + to, i);
 }
 
 void dataMovement(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c, int round) {
   const int r = pg.rank(), s = pg.size();
-  const ReduceOp sum = ReduceOp::SUM;
   const int root = round % s;
-  auto val = [&](int rank, size_t i) { return inputValue(dt, sum, rank, i); };
+  auto val = [&](int rank, size_t i) { return movementValue(dt, rank, i); };
   {
+    // Non-roots start with another seed's data (root + 1 + rank): a broadcast that leaves any of
+    // it, or delivers from the wrong rank, fails.
     Buffer b(p, c, dt);
-    fillInput(b, sum, r == root ? root : root + 1);
+    fillPattern(b, r == root ? root : root + 1 + r);
     pg.broadcast(b.tensor(), BroadcastOptions{root, kUnsetTimeout})->wait();
     expectValues(
         b, [&](size_t i) { return val(root, i); }, caseName(pg, "broadcast", dt, nullptr, c), s);
   }
   Buffer in(p, c, dt);
-  fillInput(in, sum, r);
+  fillPattern(in, r);
   {
     std::vector<Buffer> outs;
     std::vector<Tensor> ts;
@@ -173,7 +177,7 @@ void dataMovement(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c
     std::vector<Tensor> ts;
     for (int j = 0; r == root && j < s; ++j) {
       ins.emplace_back(p, c, dt);
-      fillInput(ins.back(), sum, j, root);
+      fillPattern(ins.back(), j, root);
       ts.push_back(ins.back().tensor());
     }
     Buffer out(p, c, dt);
@@ -236,11 +240,10 @@ void dataMovement(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c
 void pointToPoint(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c, int tag) {
   const int r = pg.rank(), s = pg.size();
   if (s < 2) return;
-  const ReduceOp sum = ReduceOp::SUM;
   {
     // Ring: send to the right, receive from the left, both in flight at once.
     Buffer out(p, c, dt), in(p, c, dt);
-    fillInput(out, sum, r);
+    fillPattern(out, r);
     SendRecvOptions so;
     so.tag = tag;
     auto ws = pg.send(out.tensor(), (r + 1) % s, so);
@@ -249,7 +252,7 @@ void pointToPoint(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c
     ws->wait();
     const int left = (r + s - 1) % s;
     expectValues(
-        in, [&](size_t i) { return inputValue(dt, sum, left, i); },
+        in, [&](size_t i) { return movementValue(dt, left, i); },
         caseName(pg, "send/recv ring", dt, nullptr, c), s);
   }
   {
@@ -266,13 +269,13 @@ void pointToPoint(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c
         EXPECT_TRUE(src >= 1 && src < s) << "recvAnySource gave source " << src;
         seen.insert(src);
         expectValues(
-            in, [&](size_t i) { return inputValue(dt, sum, src, i); },
+            in, [&](size_t i) { return movementValue(dt, src, i); },
             caseName(pg, "recvAnySource", dt, nullptr, c), s);
       }
       EXPECT_EQ(seen.size(), static_cast<size_t>(s - 1));
     } else {
       Buffer out(p, c, dt);
-      fillInput(out, sum, r);
+      fillPattern(out, r);
       pg.send(out.tensor(), 0, so)->wait();
     }
   }

@@ -1,7 +1,8 @@
 // End-to-end tests of the perf binaries: real processes (forked, exec'd, one per rank, with the
-// environment c10drun gives them) over the gloo backend on localhost. Rank 0's output must parse
-// as nccl-tests' does, -c 1 must find no wrong element in a correct run, and must find the one
-// C10D_PERF_INJECT_ERROR plants (and exit non-zero).
+// environment c10drun gives them) over every CPU backend built here (verbs always, gloo where
+// libgloo was found) on localhost. Rank 0's output must parse as nccl-tests' does, -c 1 must find
+// no wrong element in a correct run, and must find the one C10D_PERF_INJECT_ERROR plants (and
+// exit non-zero).
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -122,19 +123,26 @@ std::vector<ParsedRow> rowsOf(const std::string& out) {
   return rows;
 }
 
-bool hasGloo() {
-  return isBackendRegistered("gloo");
+// What a backend's ranks print on their "# Rank" line after "[cpu] " (all ranks on one host:
+// verbs picks shm).
+std::string described(const std::string& backend) {
+  return backend == "verbs" ? "verbs/shm" : backend;
 }
 
-#define REQUIRE_GLOO() \
-  if (!hasGloo()) GTEST_SKIP() << "the gloo backend is not built"
+// The format and injected-error tests, once per CPU backend (skipped where it is not built).
+class PerfRun : public testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!isBackendRegistered(backend())) GTEST_SKIP() << "backend " << backend() << " is not built";
+  }
+  std::string backend() const { return GetParam(); }
+};
 
-TEST(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
-  REQUIRE_GLOO();
+TEST_P(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
   const std::string json = test::uniqueTempPath("perf") + ".json";
   RunResult r = runPerf("all_reduce_perf", 2,
                         {"-b", "8", "-e", "64K", "-f", "4", "-n", "3", "-w", "1", "-c", "1",
-                         "--backend", "gloo", "-J", json});
+                         "--backend", backend(), "-J", json});
   for (const auto& rr : r.ranks) EXPECT_TRUE(rr.ok()) << rr.describe() << "\n" << r.err;
   const std::string& out = r.out0;
   // The nccl-tests preamble, in order.
@@ -149,7 +157,11 @@ TEST(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
       << out;
   EXPECT_NE(out.find("#  Rank  0 Group  0 Pid "), std::string::npos) << out;
   EXPECT_NE(out.find("#  Rank  1 Group  0 Pid "), std::string::npos) << out;
-  EXPECT_NE(out.find("device  0 [cpu] gloo\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("# c10d version "), std::string::npos) << out;
+  EXPECT_NE(out.find(" backend " + backend() + " device cpu world size 2 launcher env\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("device  0 [cpu] " + described(backend()) + "\n"), std::string::npos) << out;
   EXPECT_NE(out.find("#       size         count      type   redop    root     time   algbw   "
                      "busbw  #wrong     time   algbw   busbw  #wrong \n"),
             std::string::npos)
@@ -181,7 +193,7 @@ TEST(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
   std::ifstream jf(json);
   ASSERT_TRUE(jf.good()) << json;
   nlohmann::json doc = nlohmann::json::parse(jf);
-  EXPECT_EQ(doc["backend"], "gloo");
+  EXPECT_EQ(doc["backend"], backend());
   EXPECT_EQ(doc["world_size"], 2);
   EXPECT_EQ(doc["config"]["minimum_bytes"], 8);
   ASSERT_EQ(doc["results"].size(), rows.size());
@@ -192,9 +204,9 @@ TEST(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
   std::remove(json.c_str());
 }
 
-TEST(PerfRun, InjectedWrongElementIsCaughtAndFailsTheRun) {
-  REQUIRE_GLOO();
-  RunResult r = runPerf("all_reduce_perf", 2, {"-b", "1K", "-e", "4K", "-f", "2", "-n", "2"},
+TEST_P(PerfRun, InjectedWrongElementIsCaughtAndFailsTheRun) {
+  RunResult r = runPerf("all_reduce_perf", 2,
+                        {"-b", "1K", "-e", "4K", "-f", "2", "-n", "2", "--backend", backend()},
                         {{"C10D_PERF_INJECT_ERROR", "1"}});
   EXPECT_TRUE(r.anyExitedNonZero()) << r.out0;
   std::vector<ParsedRow> rows = rowsOf(r.out0);
@@ -206,7 +218,8 @@ TEST(PerfRun, InjectedWrongElementIsCaughtAndFailsTheRun) {
   EXPECT_NE(r.out0.find("# Out of bounds values : 6 FAILED"), std::string::npos) << r.out0;
 
   // Without a check nothing is counted: "N/A", exit 0.
-  RunResult n = runPerf("all_reduce_perf", 2, {"-b", "1K", "-e", "1K", "-n", "2", "-c", "0"},
+  RunResult n = runPerf("all_reduce_perf", 2,
+                        {"-b", "1K", "-e", "1K", "-n", "2", "-c", "0", "--backend", backend()},
                         {{"C10D_PERF_INJECT_ERROR", "1"}});
   EXPECT_TRUE(n.allOk()) << n.err;
   rows = rowsOf(n.out0);
@@ -214,18 +227,28 @@ TEST(PerfRun, InjectedWrongElementIsCaughtAndFailsTheRun) {
   EXPECT_EQ(rows[0].wrong[0], -1);
 }
 
-TEST(PerfRun, SingleProcessWithoutLauncher) {
-  REQUIRE_GLOO();
+TEST_P(PerfRun, SingleProcessWithoutLauncher) {
   RunResult r = runPerf("all_reduce_perf", 0,
-                        {"-b", "64", "-e", "256", "-f", "2", "-d", "all", "-o", "all", "-n", "2"});
+                        {"-b", "64", "-e", "256", "-f", "2", "-d", "all", "-o", "all", "-n", "2",
+                         "--backend", backend()});
   EXPECT_TRUE(r.allOk()) << r.out0 << r.err;
-  EXPECT_NE(r.out0.find("world size 1 launcher none"), std::string::npos) << r.out0;
-  for (const auto& row : rowsOf(r.out0)) {
+  EXPECT_NE(r.out0.find("backend " + backend() + " device cpu world size 1 launcher none"),
+            std::string::npos)
+      << r.out0;
+  const std::vector<ParsedRow> rows = rowsOf(r.out0);
+  // 3 sizes x 8 types x 6 ops (every op the backend supports on every type).
+  EXPECT_EQ(rows.size(), 3u * 8 * 6) << r.out0;
+  for (const auto& row : rows) {
     EXPECT_EQ(row.wrong[0], 0) << row.type << " " << row.redop;
     EXPECT_EQ(row.wrong[1], 0) << row.type << " " << row.redop;
     EXPECT_EQ(row.busBw[0], 0);  // 2(n-1)/n = 0 for one rank
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, PerfRun, testing::Values("gloo", "verbs"),
+                         [](const testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.param);
+                         });
 
 // Each rank's "# Rank" line names what it ran on: for verbs, the transport it chose (shm for ranks
 // sharing a host) or was told to use.
@@ -270,8 +293,8 @@ TEST_P(PerfEveryCollective, ThreeRanksCheckClean) {
     EXPECT_TRUE(row.wrong[1] == 0 || row.wrong[1] == -1) << r.out0;
   }
   // The rank line names the backend (and, for verbs, its transport: all 3 ranks share a host).
-  const std::string described = backend == "verbs" ? "verbs/shm" : backend;
-  EXPECT_NE(r.out0.find("device  0 [cpu] " + described + "\n"), std::string::npos) << r.out0;
+  EXPECT_NE(r.out0.find("device  0 [cpu] " + described(backend) + "\n"), std::string::npos)
+      << r.out0;
   EXPECT_NE(r.out0.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out0;
 }
 

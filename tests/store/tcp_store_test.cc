@@ -377,13 +377,18 @@ TEST(TCPStoreTest, DestroyingTheServerStoreWakesClients) {
   TCPStoreOptions o = clientOptions(0);
   o.isServer = true;
   auto server = std::make_unique<TCPStore>(o);
-  TCPStore client(clientOptions(server->port()));
+  const uint16_t port = server->port();
+  TCPStore client(clientOptions(port));
   std::string msg;
   std::thread waiter([&] { msg = expectThrows<CommError>([&] { client.get("never"); }); });
   std::this_thread::sleep_for(Milliseconds(50));
   server.reset();
   waiter.join();
-  EXPECT_NE(msg.find("lost"), std::string::npos) << msg;
+  // Names the server, says the connection is lost, and which call was waiting.
+  EXPECT_NE(msg.find("connection to TCPStore at 127.0.0.1:" + std::to_string(port) + " lost"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("get"), std::string::npos) << msg;
 }
 
 TEST(TCPStoreTest, SixtyFourProcessesAddExactly) {
