@@ -71,37 +71,24 @@ std::exception_ptr runBody(const CollectiveEngine::Body& body, Handoff* h) {
 
 }  // namespace
 
-void CollectiveEngine::submit(std::shared_ptr<Work> work, size_t bytes, Body body) {
-  bool runInline = false, stopped = false;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stopped = stop_.load();
-    if (!stopped) {
-      runInline = !busy_ && bytes <= inlineBytes_ && inlineBytes_ > 0 &&
-                  std::this_thread::get_id() != thread_.get_id();
-      if (!runInline) queue_.push_back(Task{work, std::move(body)});
-      inlineRunning_ = runInline;
-      busy_ = true;
-    }
-  }
-  if (stopped) {
-    work->finish(shutDownError(*work));
-    return;
-  }
-  if (!runInline) {
-    cv_.notify_one();
-    return;
-  }
-  inline_ = Task{std::move(work), std::move(body)};
+void CollectiveEngine::failStopped(Work& w) {
+  w.finish(shutDownError(w));
+}
+
+void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn,
+                                 void* body) {
+  inlineWork_ = std::move(work);
   inlineError_ = nullptr;
+  inlineFn_ = fn;
+  inlineBody_ = body;
   handoff_.fiber_ = &fiber_;
-  handoff_.until_ = Clock::now() + std::chrono::microseconds(inlineUs_);
-  bool done = fiber_.start([this] { inlineError_ = runBody(inline_.body, &handoff_); });
+  handoff_.until_ = now + std::chrono::microseconds(inlineUs_);
+  bool done = fiber_.start([this] { inlineError_ = inlineFn_(inlineBody_, &handoff_); });
   if (!done) {
     std::unique_lock<std::mutex> g(mu_);
     if (!stop_.load()) {
       handedOff_ = true;
-      inlineRunning_ = false;
+      state_.fetch_add(kQueued - kInline);  // the thread owns it now
       g.unlock();
       cv_.notify_one();
       return;
@@ -115,23 +102,20 @@ void CollectiveEngine::submit(std::shared_ptr<Work> work, size_t bytes, Body bod
 }
 
 void CollectiveEngine::finishInline() {
-  Task t = std::move(inline_);
-  inline_ = Task{};
+  std::shared_ptr<Work> w = std::move(inlineWork_);
   std::exception_ptr e = std::move(inlineError_);
   inlineError_ = nullptr;
-  // Finish before releasing busy_: an op issued after this one must not complete before it.
+  // Finish before clearing kInline: an op issued after this one must not complete before it.
   const std::shared_ptr<std::atomic<bool>> alive = alive_;
-  t.work->finish(e);
+  w->finish(e);
+  w.reset();
   if (!alive->load()) return;  // a completion callback destroyed the group (and us)
-  bool more;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    inlineRunning_ = false;
-    // Ops issued meanwhile (by other threads, or by a completion callback): the thread runs them.
-    more = !queue_.empty();
-    if (!more) busy_ = false;
+  // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:
+  // the thread runs them. The lock orders the notify after its predicate check.
+  if (state_.fetch_sub(kInline) != kInline) {
+    { std::lock_guard<std::mutex> g(mu_); }
+    cv_.notify_one();
   }
-  if (more) cv_.notify_one();
 }
 
 void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
@@ -141,8 +125,9 @@ void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
     {
       std::unique_lock<std::mutex> g(mu_);
       // While the caller runs an op inline, queued ops wait for it (they complete after it).
-      cv_.wait(g,
-               [&] { return handedOff_ || stop_.load() || (!inlineRunning_ && !queue_.empty()); });
+      cv_.wait(g, [&] {
+        return handedOff_ || stop_.load() || ((state_.load() & kInline) == 0 && !queue_.empty());
+      });
       if (handedOff_) {
         handedOff_ = false;
         resume = true;
@@ -158,8 +143,7 @@ void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
       // The rest of an op a caller started inline (it fails promptly if we are stopping).
       while (!fiber_.resume()) {
       }
-      t = std::move(inline_);
-      inline_ = Task{};
+      t.work = std::move(inlineWork_);
       e = std::move(inlineError_);
       inlineError_ = nullptr;
     } else {
@@ -168,8 +152,7 @@ void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
     t.work->finish(e);
     t = Task{};
     if (!alive->load()) return;  // a completion callback destroyed the group (and us)
-    std::lock_guard<std::mutex> g(mu_);
-    if (queue_.empty() && !handedOff_) busy_ = false;
+    state_.fetch_sub(kQueued);   // after finish(): an op issued next may not overtake this one
   }
 }
 

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -34,6 +35,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/spin_wait.h"
@@ -70,8 +72,11 @@ class CollectiveEngine {
   CollectiveEngine(const CollectiveEngine&) = delete;
   CollectiveEngine& operator=(const CollectiveEngine&) = delete;
 
-  // Queues (or runs, see the fast path) `body` for `work`, which moves `bytes` bytes.
-  void submit(std::shared_ptr<Work> work, size_t bytes, Body body);
+  // Queues (or runs, see the fast path) `body` for `work`, which moves `bytes` bytes; `now` is
+  // the issue time. `body` is any callable like Body; it is type-erased (allocated) only when
+  // queued: the inline fast path moves it onto the fiber's stack instead.
+  template <typename F>
+  void submit(std::shared_ptr<Work> work, size_t bytes, Clock::time_point now, F&& body);
   // Fails what is queued, interrupts what runs, joins the thread. Idempotent.
   void stop();
   // True once stop() was called: a running op checks it between polls and fails.
@@ -82,6 +87,19 @@ class CollectiveEngine {
     std::shared_ptr<Work> work;
     Body body;
   };
+  // Calls the inline body at *body (an F), moved onto the calling (fiber) stack first.
+  using Trampoline = std::exception_ptr (*)(void* body, Handoff* h);
+  template <typename F>
+  static std::exception_ptr callMoved(void* body, Handoff* h) {
+    F local(std::move(*static_cast<F*>(body)));
+    try {
+      return local(h);
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+  void runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn, void* body);
+  void failStopped(Work& w);
   void loop(const std::shared_ptr<std::atomic<bool>>& alive);
   // Finishes the inline task that the fiber just completed.
   void finishInline();
@@ -92,17 +110,22 @@ class CollectiveEngine {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> queue_;      // guarded by mu_
-  bool busy_ = false;           // guarded by mu_: an op is running or queued (inline or thread)
-  bool inlineRunning_ = false;  // guarded by mu_: the caller runs an op inline (not handed off)
-  bool handedOff_ = false;      // guarded by mu_: the fiber waits for the thread to resume it
+  std::deque<Task> queue_;  // guarded by mu_
+  bool handedOff_ = false;  // guarded by mu_: the fiber waits for the thread to resume it
   std::atomic<bool> stop_{false};
+  // The fast path's lock-free admission: bit 0 (kInline) = the caller runs an op inline (not
+  // handed off); the rest counts ops the thread owns (queued, running, or handed off) in units of
+  // kQueued. An op may start inline only by moving it from 0 to kInline: nothing ahead of it.
+  static constexpr uint32_t kInline = 1, kQueued = 2;
+  std::atomic<uint32_t> state_{0};
 
   // The inline op: touched by the caller while it runs inline, then by the thread after a
   // hand-off (ordered through mu_).
   Fiber fiber_;
   Handoff handoff_;
-  Task inline_;
+  std::shared_ptr<Work> inlineWork_;
+  Trampoline inlineFn_ = nullptr;
+  void* inlineBody_ = nullptr;  // valid until the fiber's first instructions moved it
   std::exception_ptr inlineError_;
 
   // False once destroyed: a completion callback may destroy the group, and with it this engine,
@@ -110,6 +133,36 @@ class CollectiveEngine {
   const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   std::thread thread_;
 };
+
+template <typename F>
+void CollectiveEngine::submit(std::shared_ptr<Work> work, size_t bytes, Clock::time_point now,
+                              F&& body) {
+  static_assert(!std::is_lvalue_reference<F>::value, "submit() takes the body by rvalue");
+  using Fn = std::decay_t<F>;
+  uint32_t idle = 0;
+  if (bytes <= inlineBytes_ && inlineBytes_ > 0 && !stop_.load(std::memory_order_relaxed) &&
+      state_.compare_exchange_strong(idle, kInline, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) {
+    if (std::this_thread::get_id() != thread_.get_id()) {
+      // `body` (the caller's temporary) lives until submit() returns; the fiber moves it onto
+      // its own stack before it can be suspended.
+      runInline(std::move(work), now, &callMoved<Fn>, static_cast<void*>(std::addressof(body)));
+      return;
+    }
+    state_.fetch_sub(kInline);  // a callback on the thread issues an op: it is queued
+  }
+  {
+    std::unique_lock<std::mutex> g(mu_);
+    if (stop_.load()) {
+      g.unlock();
+      failStopped(*work);
+      return;
+    }
+    queue_.push_back(Task{std::move(work), Body(std::move(body))});
+    state_.fetch_add(kQueued);
+  }
+  cv_.notify_one();
+}
 
 }  // namespace verbs
 }  // namespace c10d

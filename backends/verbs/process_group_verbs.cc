@@ -126,9 +126,9 @@ bool ProcessGroupVerbs::supports(ReduceOp::Kind op, DataType dtype, Device devic
 namespace {
 
 // Clock::now() + t without overflowing for absurd timeouts (a year is forever enough).
-Clock::time_point deadlineAfter(Milliseconds t) {
+Clock::time_point deadlineAfter(Clock::time_point now, Milliseconds t) {
   constexpr Milliseconds kYear{365LL * 24 * 3600 * 1000};
-  return Clock::now() + std::min(t, kYear);
+  return now + std::min(t, kYear);
 }
 
 size_t totalBytes(const std::vector<Tensor>& ts) {
@@ -144,10 +144,12 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                                                        Milliseconds timeout, size_t bytes, Fn fn) {
   timeout = resolveTimeout(timeout);
   auto work = std::make_shared<Work>(op, seq, name_, timeout);
-  const Clock::time_point deadline = deadlineAfter(timeout);
-  engine_->submit(work, bytes, [this, op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
-    return execute(op, seq, deadline, timeout, h, fn);
-  });
+  const Clock::time_point now = Clock::now();
+  const Clock::time_point deadline = deadlineAfter(now, timeout);
+  engine_->submit(work, bytes, now,
+                  [this, op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+                    return execute(op, seq, deadline, timeout, h, fn);
+                  });
   return work;
 }
 
@@ -156,7 +158,8 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
                                               Milliseconds timeout, Handoff* handoff,
                                               const Fn& fn) {
   try {
-    if (std::exception_ptr broken = brokenError()) {
+    // Inline, nothing ran since beginOp() checked this at issue (the common small-op case).
+    if (std::exception_ptr broken = handoff != nullptr ? nullptr : brokenError()) {
       // An earlier op broke the group while this one was queued: the streams are out of step.
       const std::string prefix = detail::str(c10d::toString(op), " #", seq, " in group ", name_,
                                              " was not run: the group broke before it started: ");
