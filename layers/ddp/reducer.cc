@@ -175,19 +175,15 @@ void Reducer::waitWork(Work& work) {
   work.wait(options_.timeout);
 }
 
-std::vector<int32_t> Reducer::allreduceUsedMap(int64_t* waitedNs) {
-  const size_t n = params_.size();
+std::shared_ptr<Work> Reducer::launchUsedMap(layers::FlatBuffer* staged) {
   std::vector<int32_t> used(usedSinceSync_.begin(), usedSinceSync_.end());
-  layers::FlatBuffer staged(DataType::kInt32, commDevice_, {n}, *ops_);
-  ops_->upload(staged.tensor(), used.data());
-  auto work = group_->allreduce(staged.tensor(), AllreduceOptions{ReduceOp::SUM, options_.timeout});
-  auto keep = staged.storage();
+  *staged = layers::FlatBuffer(DataType::kInt32, commDevice_, {used.size()}, *ops_);
+  ops_->upload(staged->tensor(), used.data());
+  auto work =
+      group_->allreduce(staged->tensor(), AllreduceOptions{ReduceOp::SUM, options_.timeout});
+  auto keep = staged->storage();
   work->then([keep](Work&) {});
-  const int64_t t0 = nowNs();
-  waitWork(*work);
-  *waitedNs += nowNs() - t0;
-  ops_->download(used.data(), staged.tensor());
-  return used;
+  return work;
 }
 
 IterationStats Reducer::finalize() {
@@ -226,9 +222,13 @@ IterationStats Reducer::finalize() {
     st.bucketsLaunchedEarly = nextBucket_;
     std::vector<int32_t> globalUsed;
     int64_t waitedNs = 0;
+    layers::FlatBuffer usedMap;
+    std::shared_ptr<Work> usedWork;
     if (options_.findUnusedParameters) {
       for (Bucket& b : buckets_) b.ready = true;
       launchReadyBuckets();
+      // After the buckets on every rank; reduced while we wait for them.
+      usedWork = launchUsedMap(&usedMap);
     }
     C10D_CHECK_EQ(nextBucket_, buckets_.size(), "every bucket launched at finalize");
     for (size_t b = 0; b < buckets_.size(); ++b) {
@@ -239,7 +239,11 @@ IterationStats Reducer::finalize() {
       recordDone(*buckets_[b].doneNs, t1);
     }
     if (options_.findUnusedParameters) {
-      globalUsed = allreduceUsedMap(&waitedNs);
+      const int64_t t0 = nowNs();
+      waitWork(*usedWork);
+      waitedNs += nowNs() - t0;
+      globalUsed.resize(n);
+      ops_->download(globalUsed.data(), usedMap.tensor());
       for (size_t i = 0; i < n; ++i) {
         st.locallyUnusedParameters += usedSinceSync_[i] ? 0 : 1;
         st.globallyUnusedParameters += globalUsed[i] == 0 ? 1 : 0;

@@ -235,7 +235,8 @@ class Reducer {
   void launchReadyBuckets();
   void launch(size_t b);
   void prepareUnmarked(size_t param, const Tensor& slot);
-  std::vector<int32_t> allreduceUsedMap(int64_t* waitedNs);
+  // Starts the SUM allreduce of the used-parameter map, staged in *staged.
+  std::shared_ptr<Work> launchUsedMap(layers::FlatBuffer* staged);
   void maybeRebuild(IterationStats& stats);
   void setSync(bool sync);
   void waitWork(Work& work);  // bounded by options_.timeout
