@@ -35,10 +35,11 @@ void expectLayout(const std::vector<ddp::BucketInfo>& got,
 
 // Every rank's layout, hashed and allgathered: all must agree.
 void expectSameLayoutEverywhere(ProcessGroup& pg, const std::vector<ddp::BucketInfo>& layout) {
-  int64_t h = 1469598103;
+  uint64_t hash = 1469598103;
   for (size_t b = 0; b < layout.size(); ++b) {
-    for (size_t p : layout[b].parameters) h = h * 1000003 + static_cast<int64_t>(b * 7919 + p);
+    for (size_t p : layout[b].parameters) hash = hash * 1000003 + b * 7919 + p;
   }
+  int64_t h = static_cast<int64_t>(hash >> 1);
   std::vector<int64_t> all(pg.size());
   pg.allgatherIntoTensor(tensorOf(all.data(), all.size()), tensorOf(&h, 1))->wait();
   for (int r = 0; r < pg.size(); ++r) EXPECT_EQ(all[r], h) << "rank " << r << "'s bucket layout";
