@@ -1,4 +1,4 @@
-# Installation: headers under <prefix>/include/c10d/{c10d,store,backends}/, the library, the tools,
+# Installation: headers under <prefix>/include/c10d/{c10d,store,backends,layers}/, the library, the tools,
 # a CMake package (find_package(c10d CONFIG) -> c10d::c10d) and a pkg-config file (c10d.pc).
 include(CMakePackageConfigHelpers)
 
@@ -8,7 +8,7 @@ install(TARGETS c10d EXPORT c10dTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(C10D_INCLUDE_ROOT ${CMAKE_INSTALL_INCLUDEDIR}/c10d)
-foreach(dir c10d store backends)
+foreach(dir c10d store backends layers)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${C10D_INCLUDE_ROOT}/${dir}
           FILES_MATCHING PATTERN "*.h")
 endforeach()

@@ -1,10 +1,14 @@
-// Links against an installed c10d: uses a store, the registry and a Tensor view.
+// Links against an installed c10d: uses a store, the registry, a Tensor view and a layer (the
+// sampler; the Reducer header must compile from the install tree too).
 #include <c10d/c10d.h>
 #include <c10d/config.h>
+#include <layers/data/distributed_sampler.h>
+#include <layers/ddp/reducer.h>
 #include <store/hash_store.h>
 
 #include <cstdio>
 #include <memory>
+#include <vector>
 
 int main() {
   auto store = std::make_shared<c10d::HashStore>();
@@ -15,5 +19,7 @@ int main() {
   std::printf("c10d %s: tensor of %zu bytes; backends:", C10D_VERSION, t.nbytes());
   for (const auto& name : c10d::registeredBackends()) std::printf(" %s", name.c_str());
   std::printf("\n");
+  c10d::data::DistributedSampler sampler(10, 3, 1, {/*shuffle=*/false, 0, false});
+  if (sampler.indices() != std::vector<size_t>({1, 4, 7, 0})) return 1;
   return t.nbytes() == 16 ? 0 : 1;
 }

@@ -1,0 +1,434 @@
+// Reducer: averaging across ranks in many buckets (grads copied and grads as bucket views), mixed
+// dtypes, the rebuild from rank 0's ready order, launch order, no-sync accumulation, unused
+// parameters, comm hooks and the per-iteration stats. Every CPU backend, world sizes 1-4.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <thread>
+
+#include "layers/common/bucket_assignment.h"
+#include "tests/common/multiproc.h"
+#include "tests/layers/reducer_fixture.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+using ddp::Reducer;
+using ddp::ReducerOptions;
+
+std::vector<layers::TensorSpec> tensorSpecs(const TestModel& m) {
+  std::vector<layers::TensorSpec> out;
+  for (const ParamSpec& s : m.specs()) out.push_back({s.numel, s.dtype, Device::cpu()});
+  return out;
+}
+
+void expectLayout(const std::vector<ddp::BucketInfo>& got,
+                  const std::vector<layers::BucketSpec>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t b = 0; b < got.size(); ++b) {
+    EXPECT_EQ(got[b].parameters, want[b].members) << what << ": bucket " << b;
+    EXPECT_EQ(got[b].dtype, want[b].dtype) << what << ": bucket " << b;
+    EXPECT_EQ(got[b].bytes, want[b].bytes) << what << ": bucket " << b;
+  }
+}
+
+// Every rank's layout, hashed and allgathered: all must agree.
+void expectSameLayoutEverywhere(ProcessGroup& pg, const std::vector<ddp::BucketInfo>& layout) {
+  uint64_t hash = 1469598103;
+  for (size_t b = 0; b < layout.size(); ++b) {
+    for (size_t p : layout[b].parameters) hash = hash * 1000003 + b * 7919 + p;
+  }
+  int64_t h = static_cast<int64_t>(hash >> 1);
+  std::vector<int64_t> all(pg.size());
+  pg.allgatherIntoTensor(tensorOf(all.data(), all.size()), tensorOf(&h, 1))->wait();
+  for (int r = 0; r < pg.size(); ++r) EXPECT_EQ(all[r], h) << "rank " << r << "'s bucket layout";
+}
+
+void expectMeans(const Reducer& red, const TestModel& m, int size, int iter,
+                 const std::string& what) {
+  for (size_t p = 0; p < m.size(); ++p) {
+    expectTensor(
+        gradOf(red, m, p), [&](size_t e) { return meanGrad(size, p, e, iter); }, 1e-6,
+        what + " " + m.spec(p).name);
+  }
+}
+
+TEST_P(ReducerTest, AveragesAcrossRanksInManyBuckets) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-avg");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (bool view : {false, true}) {
+      const std::string mode = view ? "grads as views" : "grads copied";
+      TestModel m(mixedSpecs(12));
+      for (size_t p = 0; p < m.size(); ++p) {
+        fillTensor(m.data(p), [&](size_t e) { return rank * 1000.0 + p + e; });
+      }
+      ReducerOptions opts;
+      opts.gradientAsBucketView = view;
+      opts.firstBucketBytes = 64;
+      opts.bucketCapBytes = 512;
+      Reducer red(m.parameters(), pg, opts);
+      // Start-up: rank 0's values everywhere.
+      for (size_t p = 0; p < m.size(); ++p) {
+        expectTensor(
+            m.data(p), [&](size_t e) { return static_cast<double>(p + e); }, 0,
+            mode + ": data after the start-up broadcast of " + m.spec(p).name);
+      }
+      // Layout: reverse parameter order, per dtype, first bucket small, the rest capped.
+      const auto layout = red.buckets();
+      expectLayout(layout,
+                   layers::assignBuckets(tensorSpecs(m), layers::reverseOrder(m.size()), {64, 512}),
+                   mode);
+      ASSERT_GE(layout.size(), 5u) << mode << ": expected many buckets";
+      EXPECT_EQ(layout[0].parameters.front(), m.size() - 1) << "the last parameter goes first";
+      std::vector<int> seen(m.size(), 0);
+      std::vector<int> bucketsOfDtype(kNumDataTypes, 0);
+      size_t totalBytes = 0;
+      for (const auto& b : layout) {
+        const size_t limit = bucketsOfDtype[static_cast<int>(b.dtype)]++ == 0 ? 64 : 512;
+        size_t bytes = 0;
+        for (size_t k = 0; k < b.parameters.size(); ++k) {
+          const size_t p = b.parameters[k];
+          ++seen[p];
+          EXPECT_EQ(m.spec(p).dtype, b.dtype)
+              << "parameter " << p << " in a bucket of another dtype";
+          if (k > 0) {
+            EXPECT_LT(p, b.parameters[k - 1]) << "reverse order inside a bucket";
+          }
+          if (k + 1 < b.parameters.size()) bytes += m.spec(p).numel * elementSize(b.dtype);
+        }
+        EXPECT_LT(bytes, limit) << "a bucket went on filling past its limit";
+        totalBytes += b.bytes;
+      }
+      for (size_t p = 0; p < m.size(); ++p) EXPECT_EQ(seen[p], 1) << "parameter " << p;
+      EXPECT_EQ(bucketsOfDtype[static_cast<int>(DataType::kFloat64)] > 0, true);
+
+      for (int iter = 0; iter < 3; ++iter) {
+        for (size_t p = m.size(); p-- > 0;) produceGrad(red, m, rank, p, iter);
+        if (iter == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // "compute"
+        const ddp::IterationStats st = red.finalize();
+        expectMeans(red, m, size, iter, mode + " iteration " + std::to_string(iter));
+        EXPECT_TRUE(st.synced);
+        EXPECT_EQ(st.iteration, static_cast<uint64_t>(iter + 1));
+        EXPECT_FALSE(st.rebuiltBuckets) << "ready order = initial order: nothing to rebuild";
+        ASSERT_EQ(st.bucketBytes.size(), layout.size());
+        EXPECT_EQ(std::accumulate(st.bucketBytes.begin(), st.bucketBytes.end(), size_t{0}),
+                  totalBytes);
+        EXPECT_EQ(st.bucketsLaunchedEarly, layout.size()) << "all launched during backward";
+        EXPECT_GE(st.commSeconds, st.overlappedSeconds);
+        EXPECT_GE(st.overlappedSeconds, 0.0);
+        EXPECT_GE(st.finalizeWaitSeconds, 0.0);
+        if (iter == 1) {
+          EXPECT_GE(st.backwardSeconds, 0.019);
+          EXPECT_GT(st.overlappedSeconds, 0.0);
+        }
+      }
+      EXPECT_EQ(red.layoutVersion(), 0u);
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, RebuildsBucketsFromRankZerosReadyOrder) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-rebuild");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (bool view : {false, true}) {
+      const std::string mode = view ? "grads as views" : "grads copied";
+      TestModel m(mixedSpecs(10));
+      ReducerOptions opts;
+      opts.gradientAsBucketView = view;
+      opts.firstBucketBytes = 64;
+      opts.bucketCapBytes = 256;
+      Reducer red(m.parameters(), pg, opts);
+      const std::vector<size_t> rank0Order{0, 2, 4, 6, 8, 1, 3, 5, 7, 9};
+      // Other ranks see their gradients in other orders (rotations of the reverse order).
+      std::vector<size_t> mine = rank0Order;
+      if (rank != 0) {
+        mine = layers::reverseOrder(m.size());
+        std::rotate(mine.begin(), mine.begin() + rank, mine.end());
+      }
+      const Tensor before = view ? red.gradView(0) : Tensor();
+      for (int iter = 0; iter < 3; ++iter) {
+        for (size_t p : mine) produceGrad(red, m, rank, p, iter);
+        const ddp::IterationStats st = red.finalize();
+        EXPECT_EQ(st.rebuiltBuckets, iter == 0) << mode << " iteration " << iter;
+        // After the rebuild, grads as views live in the new buckets and still hold the result.
+        expectMeans(red, m, size, iter, mode + " iteration " + std::to_string(iter));
+      }
+      EXPECT_EQ(red.layoutVersion(), 1u);
+      expectLayout(red.buckets(), layers::assignBuckets(tensorSpecs(m), rank0Order, {64, 256}),
+                   mode + ": rebuilt from rank 0's order");
+      expectSameLayoutEverywhere(*pg, red.buckets());
+      if (view) {
+        EXPECT_NE(red.gradView(0).data, before.data) << "the views moved";
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, LaunchesBucketsInIndexOrder) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-order");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    TestModel m({{16, DataType::kFloat32, "a"},
+                 {16, DataType::kFloat32, "b"},
+                 {16, DataType::kFloat32, "c"},
+                 {16, DataType::kFloat32, "d"}});
+    std::vector<size_t> launched;
+    std::vector<bool> last;
+    ReducerOptions opts;
+    opts.firstBucketBytes = 64;  // one 64-byte parameter per bucket: bucket b holds 3 - b
+    opts.bucketCapBytes = 64;
+    opts.rebuildBuckets = false;
+    opts.commHook = [&](ProcessGroup& g, const ddp::GradBucket& b) {
+      launched.push_back(b.index);
+      last.push_back(b.isLast);
+      return ddp::allreduceHook()(g, b);
+    };
+    Reducer red(m.parameters(), pg, opts);
+    ASSERT_EQ(red.buckets().size(), 4u);
+    for (int iter = 0; iter < 2; ++iter) {
+      launched.clear();
+      last.clear();
+      produceGrad(red, m, rank, 0, iter);  // bucket 3: waits for 0, 1, 2
+      produceGrad(red, m, rank, 1, iter);  // bucket 2
+      EXPECT_TRUE(launched.empty()) << "buckets 3 and 2 must wait for bucket 0";
+      produceGrad(red, m, rank, 3, iter);  // bucket 0: goes at once
+      EXPECT_EQ(launched, std::vector<size_t>({0}));
+      produceGrad(red, m, rank, 2, iter);  // bucket 1, then the waiting 2 and 3
+      EXPECT_EQ(launched, std::vector<size_t>({0, 1, 2, 3}));
+      EXPECT_EQ(last, std::vector<bool>({false, false, false, true}));
+      red.finalize();
+      expectMeans(red, m, size, iter, "out-of-order iteration " + std::to_string(iter));
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, MarkReadyFromSeveralThreads) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-threads");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    TestModel m(mixedSpecs(16));
+    ReducerOptions opts;
+    opts.firstBucketBytes = 64;
+    opts.bucketCapBytes = 256;
+    Reducer red(m.parameters(), pg, opts);
+    for (int iter = 0; iter < 3; ++iter) {
+      // Four "autograd worker threads", each producing every fourth gradient.
+      std::vector<std::thread> threads;
+      for (size_t t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+          for (size_t p = m.size() - 1 - t;; p -= 4) {
+            produceGrad(red, m, rank, p, iter);
+            if (p < 4) break;
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      red.finalize();
+      expectMeans(red, m, size, iter, "threads iteration " + std::to_string(iter));
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, NoSyncAccumulatesThenReducesTheSum) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-nosync");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    constexpr int kMicro = 3;
+    for (bool view : {false, true}) {
+      const std::string mode = view ? "grads as views" : "grads copied";
+      TestModel m(mixedSpecs(6));
+      ReducerOptions opts;
+      opts.gradientAsBucketView = view;
+      opts.firstBucketBytes = 64;
+      opts.bucketCapBytes = 256;
+      Reducer red(m.parameters(), pg, opts);
+      for (int round = 0; round < 2; ++round) {
+        for (size_t p = 0; p < m.size(); ++p)
+          fillTensor(gradOf(red, m, p), [](size_t) { return 0; });
+        for (int mb = 0; mb < kMicro; ++mb) {
+          const bool sync = mb == kMicro - 1;
+          auto step = [&] {
+            for (size_t p = m.size(); p-- > 0;) {
+              const Tensor g = gradOf(red, m, p);
+              fillTensor(g, [&](size_t e) { return getValue(g, e) + gradValue(rank, p, e, mb); });
+              red.markReady(p);
+            }
+            return red.finalize();
+          };
+          if (sync) {
+            EXPECT_TRUE(step().synced);
+          } else {
+            auto guard = red.noSync();
+            EXPECT_FALSE(red.requireGradSync());
+            EXPECT_FALSE(step().synced) << "no communication under noSync";
+          }
+          EXPECT_TRUE(red.requireGradSync()) << "the guard restores sync";
+        }
+        for (size_t p = 0; p < m.size(); ++p) {
+          expectTensor(
+              gradOf(red, m, p),
+              [&](size_t e) {
+                double s = 0;
+                for (int mb = 0; mb < kMicro; ++mb) s += meanGrad(size, p, e, mb);
+                return s;
+              },
+              1e-6, mode + " round " + std::to_string(round) + " " + m.spec(p).name);
+        }
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, UnusedParametersFollowTorch) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-unused");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    constexpr size_t kSomeRanks = 1;  // unused on rank 0 only
+    constexpr size_t kNoRank = 4;     // unused everywhere
+    for (bool view : {false, true}) {
+      const std::string mode = view ? "grads as views" : "grads copied";
+      TestModel m(mixedSpecs(6));
+      ReducerOptions opts;
+      opts.gradientAsBucketView = view;
+      opts.findUnusedParameters = true;
+      opts.firstBucketBytes = 64;
+      opts.bucketCapBytes = 256;
+      Reducer red(m.parameters(), pg, opts);
+      for (int iter = 0; iter < 2; ++iter) {
+        const std::string what = mode + " iteration " + std::to_string(iter);
+        fillTensor(gradOf(red, m, kNoRank), [](size_t) { return 42; });
+        fillTensor(gradOf(red, m, kSomeRanks), [](size_t) { return 99; });
+        for (size_t p = m.size(); p-- > 0;) {
+          if (p == kNoRank || (p == kSomeRanks && rank == 0)) continue;
+          produceGrad(red, m, rank, p, iter);
+        }
+        const ddp::IterationStats st = red.finalize();
+        EXPECT_EQ(st.locallyUnusedParameters, rank == 0 ? 2u : 1u) << what;
+        EXPECT_EQ(st.globallyUnusedParameters, size == 1 ? 2u : 1u) << what;
+        for (size_t p = 0; p < m.size(); ++p) {
+          std::function<double(size_t)> want = [&](size_t e) { return meanGrad(size, p, e, iter); };
+          if (p == kNoRank || (p == kSomeRanks && size == 1)) {
+            want = [&](size_t) { return p == kNoRank ? 42.0 : 99.0; };  // untouched
+          } else if (p == kSomeRanks) {
+            want = [&](size_t e) {  // rank 0 counts as zero; divided by the world size
+              return (meanGrad(size, p, e, iter) * size - gradValue(0, p, e, iter)) / size;
+            };
+          }
+          expectTensor(gradOf(red, m, p), want, 1e-6, what + " " + m.spec(p).name);
+        }
+      }
+      // A parameter rank 0 used only in a no-sync micro-batch contributes what it accumulated.
+      for (size_t p = 0; p < m.size(); ++p) fillTensor(gradOf(red, m, p), [](size_t) { return 0; });
+      {
+        auto guard = red.noSync();
+        for (size_t p = m.size(); p-- > 0;) {
+          if (p != kNoRank) produceGrad(red, m, rank, p, 10);
+        }
+        red.finalize();
+      }
+      for (size_t p = m.size(); p-- > 0;) {
+        if (p == kNoRank || (p == kSomeRanks && rank == 0)) continue;
+        const Tensor g = gradOf(red, m, p);
+        fillTensor(g, [&](size_t e) { return getValue(g, e) + gradValue(rank, p, e, 11); });
+        red.markReady(p);
+      }
+      const ddp::IterationStats st = red.finalize();
+      EXPECT_EQ(st.locallyUnusedParameters, 1u) << mode << ": used in the no-sync micro-batch";
+      for (size_t p = 0; p < m.size(); ++p) {
+        if (p == kNoRank) continue;
+        expectTensor(
+            gradOf(red, m, p),
+            [&](size_t e) {
+              double s = meanGrad(size, p, e, 10) + meanGrad(size, p, e, 11);
+              if (p == kSomeRanks) s -= gradValue(0, p, e, 11) / size;
+              return s;
+            },
+            1e-6, mode + " after no-sync " + m.spec(p).name);
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ReducerTest, CommHooks) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-hooks");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    struct Case {
+      std::string name;
+      ddp::CommHook hook;
+      double tol;
+    };
+    std::vector<ddp::GradBucket> seen;
+    // A user hook: SUM only. The Reducer must not divide after a hook.
+    ddp::CommHook sumOnly = [&seen](ProcessGroup& g, const ddp::GradBucket& b) {
+      seen.push_back(b);
+      return g.allreduce(b.buffer);
+    };
+    const std::vector<Case> cases{{"allreduceHook", ddp::allreduceHook(), 1e-6},
+                                  {"fp16CompressHook", ddp::fp16CompressHook(), 4e-3},
+                                  {"bf16CompressHook", ddp::bf16CompressHook(), 3e-2},
+                                  {"user sum hook", sumOnly, 1e-6}};
+    for (const Case& c : cases) {
+      for (bool view : {false, true}) {
+        const std::string what = c.name + (view ? " (grads as views)" : " (grads copied)");
+        TestModel m(mixedSpecs(7));
+        ReducerOptions opts;
+        opts.gradientAsBucketView = view;
+        opts.firstBucketBytes = 64;
+        opts.bucketCapBytes = 256;
+        opts.commHook = c.hook;
+        Reducer red(m.parameters(), pg, opts);
+        seen.clear();
+        for (size_t p = m.size(); p-- > 0;) produceGrad(red, m, rank, p, 1);
+        red.finalize();
+        const double factor = c.name == "user sum hook" ? size : 1;
+        for (size_t p = 0; p < m.size(); ++p) {
+          expectTensor(
+              gradOf(red, m, p), [&](size_t e) { return factor * meanGrad(size, p, e, 1); }, c.tol,
+              what + " " + m.spec(p).name);
+        }
+        if (c.name == "user sum hook") {
+          const auto layout = red.buckets();
+          ASSERT_EQ(seen.size(), layout.size()) << what;
+          for (size_t b = 0; b < layout.size(); ++b) {
+            EXPECT_EQ(seen[b].index, b);
+            EXPECT_EQ(seen[b].parameters, layout[b].parameters);
+            EXPECT_EQ(seen[b].buffer.numel, layout[b].numel);
+            EXPECT_EQ(seen[b].buffer.dtype, layout[b].dtype);
+            size_t offset = 0;
+            for (size_t k = 0; k < seen[b].parameters.size(); ++k) {
+              EXPECT_EQ(seen[b].offsets[k], offset);
+              EXPECT_EQ(seen[b].numels[k], m.spec(seen[b].parameters[k]).numel);
+              offset += seen[b].numels[k];
+            }
+          }
+        }
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReducerTest, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
+                         caseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReducerTest);
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
