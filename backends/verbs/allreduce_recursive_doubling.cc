@@ -3,8 +3,12 @@
 // Non-powers of two fold first (as MPICH does): with p the largest power of two <= n and
 // rem = n - p, each even rank below 2*rem sends its buffer to the odd rank above it and sits out;
 // the p remaining ranks exchange with partner (vrank ^ mask) and reduce; the odd ranks finally
-// send the result back. Each exchange reduces the same two values on both sides, and SUM/MIN/...
-// are commutative, so every rank ends with the same bits.
+// send the result back. Each exchange reduces the same two values on both sides, always as
+// (lower vrank's value) op (higher's): IEEE results are commutative in value but not in bits
+// (NaN + NaN and min(-0, +0) return the first operand), so a fixed order is what makes every rank
+// end with the same bits.
+#include <cstring>
+
 #include "backends/verbs/algorithms.h"
 #include "backends/verbs/reduce_kernels.h"
 
@@ -19,6 +23,15 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
   while (p * 2 <= n) p *= 2;
   const int rem = n - p;
   uint8_t* tmp = c.scratch(bytes);
+  // data = first op second, where `second` is data itself when `mineFirst`, else first is tmp.
+  auto combine = [&](bool mineFirst) {
+    if (mineFirst) {
+      reduceTo(data, tmp, count, dtype, op);
+    } else {
+      reduceTo(tmp, data, count, dtype, op);
+      std::memcpy(data, tmp, bytes);
+    }
+  };
   int vrank;
   if (r < 2 * rem) {
     if (r % 2 == 0) {
@@ -27,8 +40,7 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
       return;
     }
     c.recv(r - 1, tmp, bytes);
-    // Keep the lower rank's value first so the pair's order is fixed.
-    reduceTo(data, tmp, count, dtype, op);
+    combine(false);  // the lower rank's value first
     vrank = r / 2;
   } else {
     vrank = r - rem;
@@ -37,7 +49,7 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
   for (int mask = 1; mask < p; mask <<= 1) {
     const int peer = real(vrank ^ mask);
     c.sendRecv(peer, data, bytes, peer, tmp, bytes);
-    reduceTo(data, tmp, count, dtype, op);
+    combine(vrank < (vrank ^ mask));
   }
   if (r < 2 * rem) c.send(r - 1, data, bytes);
 }

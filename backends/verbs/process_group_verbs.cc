@@ -180,9 +180,14 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
     c.setAbort(&engine_->aborting());
     fn(c);
     return nullptr;
-  } catch (const CommError&) {
-    setBroken(std::current_exception());
-    return std::current_exception();
+  } catch (const CommError& e) {
+    // Transport errors name the peer, not the op: say which op saw it.
+    const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name_);
+    std::exception_ptr err = std::current_exception();
+    if (std::string(e.what()).find(what) == std::string::npos)
+      err = std::make_exception_ptr(CommError(what + ": " + e.what()));
+    setBroken(err);
+    return err;
   } catch (const TimeoutError&) {
     setBroken(std::current_exception());
     return std::current_exception();
