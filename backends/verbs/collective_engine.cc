@@ -27,6 +27,7 @@ CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int in
 }
 
 CollectiveEngine::~CollectiveEngine() {
+  if (destroyedFlag_ != nullptr) *destroyedFlag_ = true;
   stop();
   alive_->store(false);
   if (thread_.joinable()) {
@@ -83,7 +84,12 @@ void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point n
   inlineBody_ = body;
   handoff_.fiber_ = &fiber_;
   handoff_.until_ = now + std::chrono::microseconds(inlineUs_);
-  bool done = fiber_.start([this] { inlineError_ = inlineFn_(inlineBody_, &handoff_); });
+  bool done = fiber_.start(
+      [](void* self) {
+        auto* e = static_cast<CollectiveEngine*>(self);
+        e->inlineError_ = e->inlineFn_(e->inlineBody_, &e->handoff_);
+      },
+      this);
   if (!done) {
     std::unique_lock<std::mutex> g(mu_);
     if (!stop_.load()) {
@@ -106,10 +112,11 @@ void CollectiveEngine::finishInline() {
   std::exception_ptr e = std::move(inlineError_);
   inlineError_ = nullptr;
   // Finish before clearing kInline: an op issued after this one must not complete before it.
-  const std::shared_ptr<std::atomic<bool>> alive = alive_;
+  bool destroyed = false;  // set by our destructor if a completion callback runs it
+  destroyedFlag_ = &destroyed;
   w->finish(e);
-  w.reset();
-  if (!alive->load()) return;  // a completion callback destroyed the group (and us)
+  if (destroyed) return;  // a completion callback destroyed the group (and us)
+  destroyedFlag_ = nullptr;
   // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:
   // the thread runs them. The lock orders the notify after its predicate check.
   if (state_.fetch_sub(kInline) != kInline) {

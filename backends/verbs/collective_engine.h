@@ -130,6 +130,9 @@ class CollectiveEngine {
 
   // False once destroyed: a completion callback may destroy the group, and with it this engine,
   // on the thread that runs the callback; that thread checks this before touching a member again.
+  // While finishInline() runs the op's completion callbacks on the caller's thread: a flag on its
+  // stack our destructor sets (a callback that destroys the group runs on that same thread).
+  bool* destroyedFlag_ = nullptr;
   const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
   std::thread thread_;
 };

@@ -21,7 +21,9 @@ Comm::Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline,
       seq_(seq),
       group_(group),
       timeout_(timeout),
-      lastPeerCheck_(Clock::now()) {
+      // The issue time (the deadline's origin; process_group_verbs caps timeouts at a year): no
+      // clock read per op.
+      lastPeerCheck_(deadline - std::min(timeout, Milliseconds(365LL * 24 * 3600 * 1000))) {
   checkFn_ = [this] { check(); };
 }
 

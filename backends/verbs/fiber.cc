@@ -80,9 +80,10 @@ Fiber::~Fiber() {
   if (map_ != nullptr) munmap(map_, mapBytes_);
 }
 
-bool Fiber::start(std::function<void()> task) {
+bool Fiber::start(void (*task)(void* arg), void* arg) {
   C10D_CHECK(!busy_, "verbs: fiber started while a task is still inside");
-  task_ = std::move(task);
+  task_ = task;
+  arg_ = arg;
   busy_ = true;
   return switchIn();
 }
@@ -141,7 +142,7 @@ void Fiber::loop(void* callerCtx) {
 #endif
   for (;;) {
     try {
-      task_();
+      task_(arg_);
     } catch (...) {
       error_ = std::current_exception();
     }

@@ -14,6 +14,12 @@
 // thread_local state across suspend(): it may continue on another thread. The stack is mmap'd
 // (committed lazily) with a guard page below it; the destructor requires that no task is
 // suspended inside.
+//
+// Caveat of every fiber that moves between threads: the compiler may keep a thread-local address
+// (errno, a thread_local, pthread_self(), which are declared const) in a register across a call
+// that suspends, so a frame that spans a suspension must not use thread-locals both before and
+// after it. The engine's frames that span one (Comm::run/check and the algorithms above them) use
+// none; transports, called fresh after the switch, may.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +38,7 @@ class Fiber {
 
   // Runs `task` on the fiber until it returns (true) or suspends (false). An exception escaping
   // `task` is rethrown here, on the thread that ran its last part.
-  bool start(std::function<void()> task);
+  bool start(void (*task)(void* arg), void* arg);
   // Continues the suspended task (on this thread); same result as start().
   bool resume();
   // From inside the task only: returns to whoever called start()/resume().
@@ -52,7 +58,8 @@ class Fiber {
   size_t stackBytes_ = 0;
   void* ctx_ = nullptr;     // the fiber's context while it is not running
   void* caller_ = nullptr;  // the context that switched in last (where suspend() returns)
-  std::function<void()> task_;
+  void (*task_)(void*) = nullptr;
+  void* arg_ = nullptr;
   std::exception_ptr error_;
   bool busy_ = false;
   // Sanitizer bookkeeping (unused in plain builds).

@@ -20,6 +20,7 @@
 
 #include "backends/verbs/algo_select.h"
 #include "backends/verbs/config.h"
+#include "backends/verbs/fiber.h"
 #include "backends/verbs/ib_addr.h"
 #include "backends/verbs/ib_transport.h"
 #include "backends/verbs/mr_cache.h"
@@ -76,6 +77,61 @@ TEST(VerbsConfig, ParsesAndRejects) {
   printConfig(os, c);
   EXPECT_NE(os.str().find("C10D_TRANSPORT"), std::string::npos);
   EXPECT_NE(os.str().find("override: allreduce -> ring"), std::string::npos);
+}
+
+// pthread_self() is declared const: within one function the compiler may reuse its value across
+// a suspension. A fresh frame reads the thread the fiber runs on now.
+__attribute__((noinline)) std::thread::id currentThread() {
+  std::thread::id id = std::this_thread::get_id();
+  asm volatile("" : : "r"(&id) : "memory");
+  return id;
+}
+
+// The engine's fiber: a task that completes at once, one that suspends and is resumed on another
+// thread (as a hand-off does), an exception rethrown where the task's last part ran, reuse.
+TEST(VerbsFiber, RunsSuspendsMovesThreadsAndRethrows) {
+  Fiber f(64 << 10);
+  struct State {
+    Fiber* f;
+    std::vector<std::thread::id> where;
+    int steps = 0;
+  } st{&f, {}, 0};
+  EXPECT_TRUE(f.start([](void* a) { static_cast<State*>(a)->steps = 1; }, &st));
+  EXPECT_EQ(st.steps, 1);
+  EXPECT_FALSE(f.busy());
+  auto twoPart = [](void* a) {
+    auto* s = static_cast<State*>(a);
+    s->where.push_back(currentThread());
+    s->f->suspend();
+    s->where.push_back(currentThread());
+    s->steps = 2;
+  };
+  EXPECT_FALSE(f.start(twoPart, &st));
+  EXPECT_TRUE(f.busy());
+  EXPECT_EQ(st.steps, 1);
+  bool done = false;
+  std::thread other([&] { done = f.resume(); });
+  other.join();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(st.steps, 2);
+  ASSERT_EQ(st.where.size(), 2u);
+  EXPECT_EQ(st.where[0], std::this_thread::get_id());
+  EXPECT_NE(st.where[1], std::this_thread::get_id());
+  auto throwsAfterSuspend = [](void* a) {
+    static_cast<State*>(a)->f->suspend();
+    C10D_THROW(CommError, "peer gone");
+  };
+  EXPECT_FALSE(f.start(throwsAfterSuspend, &st));
+  try {
+    f.resume();
+    ADD_FAILURE() << "the task's exception was not rethrown";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("peer gone"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(f.busy());
+  EXPECT_THROW(f.resume(), Error);  // nothing inside
+  EXPECT_TRUE(f.start([](void* a) { static_cast<State*>(a)->steps = 3; }, &st));
+  EXPECT_EQ(st.steps, 3);
 }
 
 TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
