@@ -11,6 +11,7 @@
 // failed comparison plus file:line, in the spirit of Gloo's GLOO_ENFORCE.
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,10 @@ std::string str(const Args&... args) {
 
 // Describes errno `err` as "ENAME (message)"-ish text: strerror plus the number.
 std::string errnoString(int err);
+
+// `e` re-made with `prefix` before its message, keeping its kind (TimeoutError, CommError, else
+// Error): how a later op reports the error that broke its group.
+std::exception_ptr prefixed(const std::exception_ptr& e, const std::string& prefix);
 
 }  // namespace detail
 

@@ -41,17 +41,7 @@ uint64_t ProcessGroup::beginOp(OpType op) {
   if (std::exception_ptr e = brokenError()) {
     const std::string prefix = detail::str(toString(op), ": process group ", name(),
                                            " is unusable after an earlier error: ");
-    try {
-      std::rethrow_exception(e);
-    } catch (const CommError& err) {
-      throw CommError(prefix + err.what());
-    } catch (const TimeoutError& err) {
-      throw TimeoutError(prefix + err.what());
-    } catch (const std::exception& err) {
-      throw Error(prefix + err.what());
-    } catch (...) {
-      throw Error(prefix + "(an exception not derived from std::exception)");
-    }
+    std::rethrow_exception(detail::prefixed(e, prefix));
   }
   return seq_.fetch_add(1);
 }

@@ -20,16 +20,17 @@ std::exception_ptr shutDownError(const Work& w);
 
 CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs)
     : group_(std::move(group)), inlineBytes_(inlineBytes), inlineUs_(inlineUs) {
-  thread_ = std::thread([this, alive = alive_] {
+  thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "c10d-verbs-coll");
-    loop(alive);
+    loop();
   });
 }
 
 CollectiveEngine::~CollectiveEngine() {
-  if (destroyedFlag_ != nullptr) *destroyedFlag_ = true;
+  // Only from a callback (its own thread); a destroyer elsewhere joins the thread below.
+  if (destroyedFlag_ != nullptr && destroyedFlagOwner_ == std::this_thread::get_id())
+    *destroyedFlag_ = true;
   stop();
-  alive_->store(false);
   if (thread_.joinable()) {
     if (thread_.get_id() == std::this_thread::get_id())
       thread_.detach();  // destroyed from one of its own callbacks
@@ -114,6 +115,7 @@ void CollectiveEngine::finishInline() {
   // Finish before clearing kInline: an op issued after this one must not complete before it.
   bool destroyed = false;  // set by our destructor if a completion callback runs it
   destroyedFlag_ = &destroyed;
+  destroyedFlagOwner_ = std::this_thread::get_id();
   w->finish(e);
   if (destroyed) return;  // a completion callback destroyed the group (and us)
   destroyedFlag_ = nullptr;
@@ -125,7 +127,7 @@ void CollectiveEngine::finishInline() {
   }
 }
 
-void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
+void CollectiveEngine::loop() {
   for (;;) {
     Task t;
     bool resume = false;
@@ -156,10 +158,14 @@ void CollectiveEngine::loop(const std::shared_ptr<std::atomic<bool>>& alive) {
     } else {
       e = runBody(t.body, nullptr);  // fails at its first poll if stop() came meanwhile
     }
+    bool destroyed = false;
+    destroyedFlag_ = &destroyed;
+    destroyedFlagOwner_ = std::this_thread::get_id();
     t.work->finish(e);
+    if (destroyed) return;  // a completion callback destroyed the group (and us); detached
+    destroyedFlag_ = nullptr;
     t = Task{};
-    if (!alive->load()) return;  // a completion callback destroyed the group (and us)
-    state_.fetch_sub(kQueued);   // after finish(): an op issued next may not overtake this one
+    state_.fetch_sub(kQueued);  // after finish(): an op issued next may not overtake this one
   }
 }
 

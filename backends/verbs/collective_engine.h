@@ -100,7 +100,7 @@ class CollectiveEngine {
   }
   void runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn, void* body);
   void failStopped(Work& w);
-  void loop(const std::shared_ptr<std::atomic<bool>>& alive);
+  void loop();
   // Finishes the inline task that the fiber just completed.
   void finishInline();
 
@@ -128,12 +128,11 @@ class CollectiveEngine {
   void* inlineBody_ = nullptr;  // valid until the fiber's first instructions moved it
   std::exception_ptr inlineError_;
 
-  // False once destroyed: a completion callback may destroy the group, and with it this engine,
-  // on the thread that runs the callback; that thread checks this before touching a member again.
-  // While finishInline() runs the op's completion callbacks on the caller's thread: a flag on its
-  // stack our destructor sets (a callback that destroys the group runs on that same thread).
+  // While an op's completion callbacks run (finishInline() on the caller's thread, loop() on the
+  // engine's): a flag on that thread's stack our destructor sets, since a callback may destroy the
+  // group, and with it this engine, on that thread. Ops finish one at a time (state_).
   bool* destroyedFlag_ = nullptr;
-  const std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
+  std::thread::id destroyedFlagOwner_;
   std::thread thread_;
 };
 

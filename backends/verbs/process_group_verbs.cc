@@ -163,15 +163,7 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
       // An earlier op broke the group while this one was queued: the streams are out of step.
       const std::string prefix = detail::str(c10d::toString(op), " #", seq, " in group ", name_,
                                              " was not run: the group broke before it started: ");
-      try {
-        std::rethrow_exception(broken);
-      } catch (const CommError& e) {
-        throw CommError(prefix + e.what());
-      } catch (const TimeoutError& e) {
-        throw TimeoutError(prefix + e.what());
-      } catch (const std::exception& e) {
-        throw Error(prefix + e.what());
-      }
+      std::rethrow_exception(detail::prefixed(broken, prefix));
     }
     Comm c(*transport_, kCollectiveChannel, rank(), size(), deadline, op, seq, name_, timeout);
     c.setShm(shm_);
