@@ -4,8 +4,8 @@
  *   A stable, versioned C99 interface over the C++ API (c10d/process_group.h, c10d/work.h,
  *   store/store.h): every collective of ProcessGroup, async works with wait/test/callbacks,
  *   sub-groups, and stores, including a store whose operations are callbacks into the host
- *   framework (so the framework keeps its own rendezvous, as torch does with its Store). No C++ type
- *   and no C++ exception ever crosses it. Every name is prefixed c10d_ / C10D_.
+ *   framework (so the framework keeps its own rendezvous, as torch does with its Store). No
+ *   C++ type and no C++ exception ever crosses it. Every name is prefixed c10d_ / C10D_.
  *
  * Versions
  *   C10D_ABI_VERSION changes whenever a declaration here changes incompatibly; it is the SONAME of
@@ -450,8 +450,8 @@ C10D_CAPI c10d_status_t c10d_allgather_into_tensor(c10d_pg_t* pg, const c10d_ten
                                                    const c10d_op_options_t* opts,
                                                    c10d_work_t** out);
 /* On root, outputs[i] receives rank i's input; other ranks pass num_outputs = 0. */
-C10D_CAPI c10d_status_t c10d_gather(c10d_pg_t* pg, const c10d_tensor_t* outputs,
-                                    size_t num_outputs, const c10d_tensor_t* input, int root,
+C10D_CAPI c10d_status_t c10d_gather(c10d_pg_t* pg, const c10d_tensor_t* outputs, size_t num_outputs,
+                                    const c10d_tensor_t* input, int root,
                                     const c10d_op_options_t* opts, c10d_work_t** out);
 /* Rank i's output receives root's inputs[i]; other ranks pass num_inputs = 0. */
 C10D_CAPI c10d_status_t c10d_scatter(c10d_pg_t* pg, const c10d_tensor_t* output,
@@ -480,10 +480,9 @@ C10D_CAPI c10d_status_t c10d_alltoall(c10d_pg_t* pg, const c10d_tensor_t* output
 C10D_CAPI c10d_status_t c10d_alltoall_single(c10d_pg_t* pg, const c10d_tensor_t* output,
                                              const c10d_tensor_t* input,
                                              const uint64_t* output_splits,
-                                             size_t num_output_splits,
-                                             const uint64_t* input_splits,
-                                             size_t num_input_splits,
-                                             const c10d_op_options_t* opts, c10d_work_t** out);
+                                             size_t num_output_splits, const uint64_t* input_splits,
+                                             size_t num_input_splits, const c10d_op_options_t* opts,
+                                             c10d_work_t** out);
 C10D_CAPI c10d_status_t c10d_barrier(c10d_pg_t* pg, const c10d_op_options_t* opts,
                                      c10d_work_t** out);
 /* Point to point, matched by (peer, tag). recv_any_source takes the first sender with this tag;
@@ -506,6 +505,16 @@ C10D_CAPI c10d_status_t c10d_monitored_barrier(c10d_pg_t* pg, int64_t timeout_ms
 C10D_CAPI c10d_status_t c10d_start_coalescing(c10d_pg_t* pg);
 C10D_CAPI c10d_status_t c10d_end_coalescing(c10d_pg_t* pg, c10d_work_t** out);
 
+/* ---- CUDA streams (the nccl backend) ------------------------------------------------------- *
+ * The nccl backend runs each op on a stream of its own, ordered after the calling thread's
+ * "current stream" of the tensor's device; c10d_work_synchronize makes that current stream wait
+ * for the op (backends/nccl/cuda_stream.h). A framework sets the current stream to its own (torch:
+ * the current torch stream) around the calls. Streams are cudaStream_t passed as void*; NULL is
+ * CUDA's legacy default stream. In a library built without a CUDA backend these fail with
+ * INVALID_ARGUMENT. Thread-safety: any thread; the setting is per thread. */
+C10D_CAPI c10d_status_t c10d_cuda_set_current_stream(int device, void* stream);
+C10D_CAPI c10d_status_t c10d_cuda_current_stream(int device, void** stream);
+
 /* ---- works --------------------------------------------------------------------------------- *
  * Thread-safety: every function may be called from any thread, concurrently on the same work,
  * except c10d_work_release, which must not race with another call on the same handle. */
@@ -519,6 +528,10 @@ C10D_CAPI c10d_status_t c10d_work_wait(c10d_work_t* work, int64_t timeout_ms);
 /* Never blocks. PENDING while the op runs; once complete, OK or the op's error, as c10d_work_wait
  * returns it (message in c10d_last_error()). */
 C10D_CAPI c10d_status_t c10d_work_test(c10d_work_t* work);
+/* Device work (nccl): makes the calling thread's current stream of the op's device wait for the op,
+ * without blocking the host; returns the op's error only if it has already failed. CPU work: a
+ * no-op. */
+C10D_CAPI c10d_status_t c10d_work_synchronize(c10d_work_t* work);
 /* recv_any_source: the rank the message came from, once complete; -1 before and for other ops. */
 C10D_CAPI c10d_status_t c10d_work_source_rank(c10d_work_t* work, int* rank);
 
