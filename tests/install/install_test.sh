@@ -25,4 +25,22 @@ export PKG_CONFIG_PATH="$libdir/pkgconfig"
 # shellcheck disable=SC2046
 c++ "$src_dir/consumer/main.cc" -o "$work/consumer-pc" $(pkg-config --cflags --libs c10d)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
+
+# 3. The C ABI from a C program: the installed header compiles as strict C99 and the library
+# reports the ABI version the header was written for (SONAME libc10d.so.<ABI>).
+header="$work/prefix/include/c10d/c10d/c_api.h"
+abi=$(sed -n 's/^#define C10D_ABI_VERSION \([0-9]*\)$/\1/p' "$header")
+test -e "$libdir/libc10d.so.$abi"
+cat > "$work/consumer.c" <<'CEOF'
+#include <c10d/c_api.h>
+#include <stdio.h>
+int main(void) {
+  printf("c10d %s, C ABI %u\n", c10d_version(), (unsigned)c10d_abi_version());
+  return c10d_abi_version() == C10D_ABI_VERSION ? 0 : 1;
+}
+CEOF
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Wextra -pedantic -Werror "$work/consumer.c" -o "$work/consumer-c" \
+  -I"$(pkg-config --variable=includedir c10d)" $(pkg-config --libs c10d)
+LD_LIBRARY_PATH="$libdir" "$work/consumer-c"
 echo "install test: OK"
