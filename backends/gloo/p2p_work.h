@@ -37,7 +37,12 @@ class P2pWork : public Work {
   }
 
  protected:
-  void onAbort() override { abortWait(); }
+  // Fails the Work before waking its waiter, as cancel() does: the woken waiter's thread reports
+  // success for a finished continuation, and must not win the race with abort()'s own "aborted".
+  void onAbort() override {
+    finish(std::make_exception_ptr(Error(describe() + " aborted")));
+    abortWait();
+  }
 
  private:
   void abortWait() {
