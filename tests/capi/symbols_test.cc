@@ -13,13 +13,13 @@
 #include <cxxabi.h>
 #include <elf.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -62,13 +62,22 @@ std::string specialPrefix(const std::string& demangled) {
   return "";
 }
 
-// The functions c10d/c_api.h declares: the identifier after each C10D_CAPI, before its '('.
+// The functions c10d/c_api.h declares: after each "C10D_CAPI", the identifier just before the
+// first '(' (a declaration's name), when no ';' comes first and it starts with "c10d_".
 std::set<std::string> declaredFunctions(const std::string& header) {
   std::set<std::string> out;
-  const std::regex decl(R"(C10D_CAPI[^;(]*?\b(c10d_[a-z0-9_]+)\s*\()");
-  for (auto it = std::sregex_iterator(header.begin(), header.end(), decl);
-       it != std::sregex_iterator(); ++it) {
-    out.insert((*it)[1].str());
+  const std::string marker = "C10D_CAPI";
+  auto isIdent = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t pos = header.find(marker); pos != std::string::npos;
+       pos = header.find(marker, pos + marker.size())) {
+    const size_t paren = header.find_first_of("(;", pos + marker.size());
+    if (paren == std::string::npos || header[paren] != '(') continue;
+    size_t end = paren;
+    while (end > pos && std::isspace(static_cast<unsigned char>(header[end - 1]))) --end;
+    size_t begin = end;
+    while (begin > pos && isIdent(header[begin - 1])) --begin;
+    const std::string name = header.substr(begin, end - begin);
+    if (startsWith(name, "c10d_")) out.insert(name);
   }
   return out;
 }
