@@ -50,9 +50,10 @@ struct OptimizerState {
   void applyTo(FlatOptimizer& opt, const std::vector<size_t>& numels) const;
 
   // Checks this state against `options` and `numels` (what applyTo and ZeRO's loadState check);
-  // `who` prefixes the message (e.g. "ShardedOptimizer::loadState").
+  // `who` prefixes the message (e.g. "ShardedOptimizer::loadState"); `names`, if not empty, names
+  // the parameters in messages.
   void checkCompatible(const OptimizerOptions& options, const std::vector<size_t>& numels,
-                       const std::string& who) const;
+                       const std::string& who, const std::vector<std::string>& names = {}) const;
   // Total numel over parameters, and the bytes of state held (slots only).
   size_t numel() const;
   size_t stateBytes() const { return numel() * slotNames.size() * sizeof(float); }

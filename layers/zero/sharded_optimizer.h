@@ -183,6 +183,7 @@ class ShardedOptimizer {
   const ZeroOptions& options() const { return options_; }
   ProcessGroup& group() const { return *group_; }
   // kReduceToOwner: the buckets' parameter indices, in launch order (empty for kReduceScatter).
+  // Parameters with no elements that would be alone in a bucket are in none (nothing to move).
   std::vector<std::vector<size_t>> buckets() const;
   ZeroStepStats lastStats() const;
 
@@ -228,7 +229,8 @@ class ShardedOptimizer {
   std::shared_ptr<std::vector<float>> shardParam_;  // S: this rank's parameters, stepped
   std::unique_ptr<optim::FlatOptimizer> optimizer_;  // over S_r elements
   std::vector<Bucket> buckets_;
-  std::vector<size_t> bucketOf_;  // per parameter (kReduceToOwner)
+  static constexpr size_t kNoBucket = ~size_t{0};
+  std::vector<size_t> bucketOf_;  // per parameter (kReduceToOwner); kNoBucket: no elements
   std::vector<uint8_t> marked_;
   size_t nextBucket_ = 0;
   size_t launchedEarly_ = 0;
