@@ -190,9 +190,9 @@ Checkpoint readModelFile(const std::string& path) {
   if (headerLen > end - at) fail("header length " + std::to_string(headerLen) + " past the end");
   Checkpoint ck;
   try {
-    const auto header = nlohmann::json::parse(data.begin() + static_cast<std::ptrdiff_t>(at),
-                                              data.begin() + static_cast<std::ptrdiff_t>(at) +
-                                                  headerLen);
+    const auto header =
+        nlohmann::json::parse(data.begin() + static_cast<std::ptrdiff_t>(at),
+                              data.begin() + static_cast<std::ptrdiff_t>(at) + headerLen);
     ck.meta.step = header.at("step").get<uint64_t>();
     ck.meta.seed = header.at("seed").get<uint64_t>();
     ck.meta.globalBatch = header.at("global_batch").get<uint64_t>();

@@ -74,8 +74,8 @@ BatchPlan::BatchPlan(size_t trainSize, size_t globalBatch, int worldSize, int ra
       stepsPerEpoch_(globalBatch > 0 ? trainSize / globalBatch : 0),
       sampler_(trainSize, worldSize, rank, data::DistributedSampler::Options{true, seed, false}) {
   C10D_CHECK_ARG(globalBatch >= 1, "--global-batch must be >= 1");
-  C10D_CHECK_ARG(globalBatch % static_cast<size_t>(worldSize) == 0, "--global-batch ",
-                 globalBatch, " is not divisible by the world size ", worldSize,
+  C10D_CHECK_ARG(globalBatch % static_cast<size_t>(worldSize) == 0, "--global-batch ", globalBatch,
+                 " is not divisible by the world size ", worldSize,
                  ": every rank takes an equal micro-batch of global-batch / world-size samples "
                  "(use a multiple of ",
                  worldSize, ", e.g. ", (globalBatch / worldSize + 1) * worldSize, ")");

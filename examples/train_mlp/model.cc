@@ -101,13 +101,14 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n) {
     const float* a = acts_[l].data();
     std::vector<float>& z = acts_[l + 1];
     z.resize(n * out);
-    for (size_t i = 0; i < n; ++i) {
-      float* __restrict zi = z.data() + i * out;
-      std::copy(b, b + out, zi);
-      const float* ai = a + i * in;
-      for (size_t k = 0; k < in; ++k) {
-        const float ak = ai[k];
-        const float* __restrict wt = transposed_.data() + k * out;
+    for (size_t i = 0; i < n; ++i) std::copy(b, b + out, z.data() + i * out);
+    // k outermost: one row of the transposed weight stays in cache while every sample uses it
+    // (the order of each output's sum, k ascending, is the same in any loop order).
+    for (size_t k = 0; k < in; ++k) {
+      const float* __restrict wt = transposed_.data() + k * out;
+      for (size_t i = 0; i < n; ++i) {
+        const float ak = a[i * in + k];
+        float* __restrict zi = z.data() + i * out;
         for (size_t o = 0; o < out; ++o) zi[o] += ak * wt[o];
       }
     }
@@ -196,15 +197,16 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
     // compute a data-parallel caller overlaps with the reduction of the gradients just reported.
     const float* w = weight(l);
     deltaBelow_.assign(n * in, 0.0f);
-    for (size_t i = 0; i < n; ++i) {
-      float* __restrict di = deltaBelow_.data() + i * in;
-      for (size_t o = 0; o < out; ++o) {
+    for (size_t o = 0; o < out; ++o) {  // o outermost: the weight row stays in cache
+      const float* __restrict wrow = w + o * in;
+      for (size_t i = 0; i < n; ++i) {
         const float dio = d[i * out + o];
-        const float* __restrict wrow = w + o * in;
+        float* __restrict di = deltaBelow_.data() + i * in;
         for (size_t k = 0; k < in; ++k) di[k] += dio * wrow[k];
       }
-      const float* ai = a + i * in;
-      for (size_t k = 0; k < in; ++k) di[k] = ai[k] > 0.0f ? di[k] : 0.0f;
+    }
+    for (size_t j = 0; j < n * in; ++j) {
+      deltaBelow_[j] = a[j] > 0.0f ? deltaBelow_[j] : 0.0f;
     }
     delta_.swap(deltaBelow_);
   }

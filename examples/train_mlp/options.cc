@@ -167,9 +167,9 @@ void validate(const RawOptions& raw, TrainOptions& o) {
   }
   opt.lr = !std::isnan(raw.lr) ? raw.lr : sgd ? 0.05 : 0.002;
   opt.momentum = sgd ? (std::isnan(raw.momentum) ? 0.9 : raw.momentum) : 0.0;
-  opt.weightDecay = !std::isnan(raw.weightDecay)                    ? raw.weightDecay
+  opt.weightDecay = !std::isnan(raw.weightDecay)                ? raw.weightDecay
                     : opt.algorithm == optim::Algorithm::kAdamW ? 0.01
-                                                                    : 0.0;
+                                                                : 0.0;
   try {
     opt.validate();
   } catch (const InvalidArgument& e) {
@@ -198,8 +198,8 @@ void validate(const RawOptions& raw, TrainOptions& o) {
       throw UsageError("--crash-at-step crashes rank 1: it needs --mode ddp or zero on >= 2 ranks");
     }
     if (o.crashAtStep > o.steps) {
-      throw UsageError("--crash-at-step " + std::to_string(o.crashAtStep) + " is after the last "
-                       "step (--steps " + std::to_string(o.steps) + ")");
+      throw UsageError("--crash-at-step " + std::to_string(o.crashAtStep) +
+                       " is after the last step (--steps " + std::to_string(o.steps) + ")");
     }
   }
 }

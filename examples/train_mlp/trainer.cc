@@ -106,8 +106,9 @@ std::string widthsText(const std::vector<size_t>& widths) {
 // InvalidArgument unless checkpoint `ck` continues this run (see trainer.h).
 void checkResumable(const Checkpoint& ck, const TrainOptions& o, const Mlp& model) {
   const std::string where = "checkpoint " + ck.dir;
-  const std::string fresh = ": resuming would not continue that run (rerun with the same options, "
-                            "or point --checkpoint-dir at an empty directory)";
+  const std::string fresh =
+      ": resuming would not continue that run (rerun with the same options, or point "
+      "--checkpoint-dir at an empty directory)";
   C10D_CHECK_ARG(ck.meta.widths == model.shape().widths(), where, " holds a ",
                  widthsText(ck.meta.widths), " model but this run builds ",
                  model.shape().describe(), " (--input-dim/--hidden/--layers/--classes)", fresh);
@@ -200,8 +201,9 @@ void runTraining(const TrainOptions& o) {
   }
   const int rank = pg ? pg->rank() : 0;
   const int world = pg ? pg->size() : 1;
-  C10D_CHECK_ARG(o.crashAtStep == 0 || world >= 2, "--crash-at-step crashes rank 1, but the job "
-                 "has a single rank (run it under c10drun --nproc-per-node >= 2)");
+  C10D_CHECK_ARG(o.crashAtStep == 0 || world >= 2,
+                 "--crash-at-step crashes rank 1, but the job has a single rank (run it under "
+                 "c10drun --nproc-per-node >= 2)");
 
   // 2. Data and model.
   BatchPlan plan(o.datasetSize, o.globalBatch, world, rank, o.seed);
@@ -227,7 +229,8 @@ void runTraining(const TrainOptions& o) {
             modeName(o.mode), world, world == 1 ? "" : "s", pg ? " over " : "",
             pg ? pg->describe().c_str() : "", model.shape().describe().c_str(), model.numel(),
             model.numParameters(), o.optimizer.describe().c_str()));
-    say(fmt("train_mlp: global batch %zu (%zu per rank), %zu steps per epoch of %zu samples, "
+    say(
+        fmt("train_mlp: global batch %zu (%zu per rank), %zu steps per epoch of %zu samples, "
             "%zu held-out, seed %" PRIu64 ", steps %" PRIu64 "..%" PRIu64,
             o.globalBatch, plan.microBatch(), plan.stepsPerEpoch(), o.datasetSize, o.evalSize,
             o.seed, start + 1, o.steps));
@@ -269,10 +272,10 @@ void runTraining(const TrainOptions& o) {
     const auto sums = allgatherInts(*pg, {static_cast<int64_t>(checksum)});
     for (int r = 1; r < world; ++r) {
       if (sums[r] != sums[0]) {
-        C10D_THROW(Error, "after training, rank ", r, "'s parameters differ from rank 0's "
-                   "(checksum ", fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[r])), " vs ",
-                   fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[0])),
-                   "): the replicas diverged");
+        C10D_THROW(
+            Error, "after training, rank ", r, "'s parameters differ from rank 0's (checksum ",
+            fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[r])), " vs ",
+            fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[0])), "): the replicas diverged");
       }
     }
   }

@@ -4,9 +4,9 @@
 //   1. local: no process group (WORLD_SIZE must be 1). ddp / zero: c10d::init(--backend,
 //      --init-method) under the --timeout-s bound.
 //   2. The dataset and the model from --seed; the batch plan of this rank (dataset.h).
-//   3. Resume: with --checkpoint-dir, every rank finds the newest checkpoint and reads it; the ranks
-//      compare (an allgather) that they found the same step and could all read it, so that a
-//      problem is the same error on every rank rather than a hang. The checkpoint must match this
+//   3. Resume: with --checkpoint-dir, every rank finds the newest checkpoint and reads it; the
+//      ranks compare (an allgather) that they found the same step and could all read it, so that
+//      a problem is the same error on every rank rather than a hang. The checkpoint must match this
 //      run (model shape, seed, global batch, dataset size, optimizer: InvalidArgument naming the
 //      file and both values); its parameters replace the initial ones, its optimizer state is
 //      loaded after the mode is built, and training continues at the step after it.

@@ -30,8 +30,17 @@ constexpr uint64_t kSteps = 20;
 
 std::vector<std::string> commonArgs(const std::string& optimizer) {
   // Small buckets, so that the Reducer has several and ZeRO's reduce-to-owner several per owner.
-  return {"--steps",         std::to_string(kSteps), "--seed", "7", "--global-batch", "32",
-          "--optimizer",     optimizer,              "--bucket-cap-kb", "4", "--first-bucket-kb",
+  return {"--steps",
+          std::to_string(kSteps),
+          "--seed",
+          "7",
+          "--global-batch",
+          "32",
+          "--optimizer",
+          optimizer,
+          "--bucket-cap-kb",
+          "4",
+          "--first-bucket-kb",
           "1"};
 }
 
@@ -132,13 +141,14 @@ TEST_P(TrainMlpEquivalence, EveryModeAndWorldSizeFollowsTheOneProcessCurve) {
   std::printf("[ worst relative loss difference over every run and step: %.3g ]\n", worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    , TrainMlpEquivalence,
-    ::testing::Values(EquivalenceCase{"verbs", "sgd"}, EquivalenceCase{"verbs", "adamw"},
-                      EquivalenceCase{"gloo", "sgd"}, EquivalenceCase{"gloo", "adamw"}),
-    [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
-      return info.param.backend + "_" + info.param.optimizer;
-    });
+INSTANTIATE_TEST_SUITE_P(, TrainMlpEquivalence,
+                         ::testing::Values(EquivalenceCase{"verbs", "sgd"},
+                                           EquivalenceCase{"verbs", "adamw"},
+                                           EquivalenceCase{"gloo", "sgd"},
+                                           EquivalenceCase{"gloo", "adamw"}),
+                         [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
+                           return info.param.backend + "_" + info.param.optimizer;
+                         });
 
 // The tolerance above can fail: a 0.2% larger learning rate is outside it within the run.
 TEST(TrainMlpEquivalenceSensitivity, SmallChangeBreaksTheTolerance) {

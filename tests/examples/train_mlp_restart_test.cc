@@ -49,10 +49,9 @@ class TrainMlpRestart : public ::testing::TestWithParam<RestartCase> {};
 
 TEST_P(TrainMlpRestart, CrashedRankRestartsAndEndsBitIdentical) {
   const auto& [mode, gradReduction] = GetParam();
-  std::vector<std::string> common = {"--mode",       mode,    "--steps",          "20",
-                                     "--seed",       "3",     "--global-batch",   "32",
-                                     "--optimizer",  "adamw", "--checkpoint-every", "5",
-                                     "--bucket-cap-kb", "4"};
+  std::vector<std::string> common = {"--mode", mode, "--steps", "20", "--seed", "3"};
+  common = concat(common, {"--global-batch", "32", "--optimizer", "adamw", "--checkpoint-every",
+                           "5", "--bucket-cap-kb", "4"});
   if (!gradReduction.empty()) common = concat(common, {"--grad-reduction", gradReduction});
   TempDir a, b;
   const Training whole = runTraining(2, concat(common, {"--checkpoint-dir", a.path()}));
@@ -68,10 +67,9 @@ TEST_P(TrainMlpRestart, CrashedRankRestartsAndEndsBitIdentical) {
   EXPECT_NE(crashed.run.err.find("restarting the local worker group (restart 1 of 1)"),
             std::string::npos)
       << crashed.describe();
-  EXPECT_NE(crashed.line("resumed from " + b.path() + "/step-00000010 (step 10, written by 2 "
-                         "ranks in " + mode + " mode)"),
-            "")
-      << crashed.describe();
+  const std::string resumed = "resumed from " + b.path() + "/step-00000010 (step 10, written by " +
+                              "2 ranks in " + mode + " mode)";
+  EXPECT_NE(crashed.line(resumed), "") << crashed.describe();
   // Bit for bit: the same parameters, the same final loss, the same loss at every step (steps
   // 11-20 as printed by the second attempt).
   EXPECT_EQ(crashed.finalParams, whole.finalParams) << crashed.describe();
@@ -85,9 +83,9 @@ INSTANTIATE_TEST_SUITE_P(, TrainMlpRestart,
                                            RestartCase{"zero", "reduce_scatter"},
                                            RestartCase{"zero", "reduce_to_owner"}),
                          [](const ::testing::TestParamInfo<RestartCase>& info) {
-                           return info.param.mode +
-                                  (info.param.gradReduction.empty() ? ""
-                                                                    : "_" + info.param.gradReduction);
+                           return info.param.mode + (info.param.gradReduction.empty()
+                                                         ? ""
+                                                         : "_" + info.param.gradReduction);
                          });
 
 struct ResumeCase {
@@ -101,13 +99,12 @@ class TrainMlpResume : public ::testing::TestWithParam<ResumeCase> {};
 
 TEST_P(TrainMlpResume, CheckpointResumesAtAnotherWorldSize) {
   const ResumeCase& c = GetParam();
-  const std::vector<std::string> common = {"--seed", "5", "--global-batch", "32", "--optimizer",
-                                           "sgd"};
+  const std::vector<std::string> common = {"--seed", "5",           "--global-batch",
+                                           "32",     "--optimizer", "sgd"};
   TempDir dir;
-  const Training first =
-      runTraining(c.writeRanks, concat(common, {"--mode", c.writeMode, "--steps", "10",
-                                                "--checkpoint-every", "10", "--checkpoint-dir",
-                                                dir.path()}));
+  const Training first = runTraining(
+      c.writeRanks, concat(common, {"--mode", c.writeMode, "--steps", "10", "--checkpoint-every",
+                                    "10", "--checkpoint-dir", dir.path()}));
   ASSERT_TRUE(first.ok()) << first.describe();
   const Training resumed = runTraining(
       c.resumeRanks,
@@ -117,8 +114,7 @@ TEST_P(TrainMlpResume, CheckpointResumesAtAnotherWorldSize) {
                          std::to_string(c.writeRanks) + " ranks in " + c.writeMode + " mode)"),
             "")
       << resumed.describe();
-  const Training reference =
-      runTraining(1, concat(common, {"--mode", "local", "--steps", "20"}));
+  const Training reference = runTraining(1, concat(common, {"--mode", "local", "--steps", "20"}));
   ASSERT_TRUE(reference.ok()) << reference.describe();
   // Steps 11-20 only, each within the equivalence tolerance of the one-process run.
   ASSERT_EQ(resumed.loss.size(), 10u) << resumed.describe();
@@ -149,7 +145,7 @@ void expectFails(const Training& t, int exitCode, const std::vector<std::string>
   EXPECT_LT(t.run.seconds, 30.0) << t.describe();
   for (const std::string& p : parts) {
     EXPECT_NE(t.run.err.find(p), std::string::npos) << "stderr lacks '" << p << "'\n"
-                                                     << t.describe();
+                                                    << t.describe();
   }
   EXPECT_TRUE(t.finalLoss.empty()) << t.describe();
 }
@@ -174,10 +170,9 @@ TEST(TrainMlpErrors, LocalModeOnSeveralRanks) {
 
 TEST(TrainMlpErrors, CorruptCheckpointNamesTheFile) {
   TempDir dir;
-  const std::vector<std::string> args = {"--mode", "ddp", "--global-batch", "32",
+  const std::vector<std::string> args = {"--mode",           "ddp",     "--global-batch", "32",
                                          "--checkpoint-dir", dir.path()};
-  const Training first =
-      runTraining(2, concat(args, {"--steps", "5", "--checkpoint-every", "5"}));
+  const Training first = runTraining(2, concat(args, {"--steps", "5", "--checkpoint-every", "5"}));
   ASSERT_TRUE(first.ok()) << first.describe();
   const std::string model = dir.path() + "/step-00000005/model.bin";
   {
@@ -187,7 +182,6 @@ TEST(TrainMlpErrors, CorruptCheckpointNamesTheFile) {
   }
   const Training t = runTraining(2, concat(args, {"--steps", "10"}));
   expectFails(t, 1, {"checkpoint " + model + ": checksum mismatch"});
-
 
   // A truncated optimizer state names its own file.
   fs::remove_all(dir.path());
@@ -205,10 +199,11 @@ TEST(TrainMlpErrors, CheckpointOfAnotherModel) {
   expectFails(runTraining(1, {"--mode", "local", "--steps", "4", "--hidden", "64",
                               "--checkpoint-dir", dir.path()}),
               1,
-              {"checkpoint " + dir.path() + "/step-00000002 holds a 32-128-128-10 model but this "
+              {"checkpoint " + dir.path() +
+               "/step-00000002 holds a 32-128-128-10 model but this "
                "run builds 32-64-64-10"});
-  expectFails(runTraining(1, {"--mode", "local", "--steps", "4", "--seed", "9",
-                              "--checkpoint-dir", dir.path()}),
+  expectFails(runTraining(1, {"--mode", "local", "--steps", "4", "--seed", "9", "--checkpoint-dir",
+                              dir.path()}),
               1, {"was written with --seed 0, this run has --seed 9"});
 }
 

@@ -154,7 +154,7 @@ TEST(TrainMlpData, RanksSplitTheOneProcessBatch) {
           << "step " << step << ", world " << world;
     }
   }
-  EXPECT_EQ(epoch0.size(), 96u);  // no sample twice within an epoch
+  EXPECT_EQ(epoch0.size(), 96u);                  // no sample twice within an epoch
   EXPECT_NE(local.indices(1), local.indices(4));  // epoch 1 reshuffles
   // Random access: a plan asked for step 5 first (a resumed run) agrees with one that went 1..5.
   BatchPlan resumed(trainSize, batch, 1, 0, 42);
