@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,11 @@ struct EquivalenceCase {
   std::string backend;
   std::string optimizer;
 };
+
+// gtest (and ctest's test names) print the case with this instead of its bytes.
+void PrintTo(const EquivalenceCase& c, std::ostream* os) {
+  *os << c.backend << " " << c.optimizer;
+}
 
 class TrainMlpEquivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 

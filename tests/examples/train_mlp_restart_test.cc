@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct RestartCase {
   std::string mode;
   std::string gradReduction;  // zero only
 };
+
+void PrintTo(const RestartCase& c, std::ostream* os) {
+  *os << c.mode << (c.gradReduction.empty() ? "" : " " + c.gradReduction);
+}
 
 class TrainMlpRestart : public ::testing::TestWithParam<RestartCase> {};
 
@@ -94,6 +99,10 @@ struct ResumeCase {
   std::string resumeMode;
   int resumeRanks;
 };
+
+void PrintTo(const ResumeCase& c, std::ostream* os) {
+  *os << c.writeMode << " on " << c.writeRanks << " -> " << c.resumeMode << " on " << c.resumeRanks;
+}
 
 class TrainMlpResume : public ::testing::TestWithParam<ResumeCase> {};
 
