@@ -231,13 +231,14 @@ void runTraining(const TrainOptions& o) {
             model.numParameters(), o.optimizer.describe().c_str()));
     say(
         fmt("train_mlp: global batch %zu (%zu per rank), %zu steps per epoch of %zu samples, "
-            "%zu held-out, seed %" PRIu64 ", steps %" PRIu64 "..%" PRIu64,
+            "%zu held-out, seed %" PRIu64 ", %" PRIu64 " steps",
             o.globalBatch, plan.microBatch(), plan.stepsPerEpoch(), o.datasetSize, o.evalSize,
-            o.seed, start + 1, o.steps));
+            o.seed, o.steps));
     if (ck) {
       say(fmt("train_mlp: resumed from %s (step %" PRIu64 ", written by %d rank%s in %s mode)",
               ck->dir.c_str(), ck->meta.step, ck->meta.worldSize,
               ck->meta.worldSize == 1 ? "" : "s", ck->meta.mode.c_str()));
+      if (start == o.steps) say("train_mlp: the checkpoint is at the last step: nothing to train");
     }
   }
   ck.reset();  // the checkpoint's copies are no longer needed
