@@ -144,15 +144,14 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
       optim::OptimizerState numel = good;
       numel.slots[2][0].push_back(0.0f);
       numel.slots[2][1].push_back(0.0f);
-      expectThrowWith<InvalidArgument>([&] { opt.loadState(numel); },
-                                       {"loadState", "parameter 2 ('p2') has 4 elements",
-                                        "'exp_avg' in the state has 5"},
-                                       "loadState numel");
+      expectThrowWith<InvalidArgument>(
+          [&] { opt.loadState(numel); },
+          {"loadState", "parameter 2 ('p2') has 4 elements", "'exp_avg' in the state has 5"},
+          "loadState numel");
       optim::OptimizerState count = good;
       count.slots.pop_back();
       expectThrowWith<InvalidArgument>([&] { opt.loadState(count); },
-                                       {"the state has 3 parameters", "has 4"},
-                                       "loadState count");
+                                       {"the state has 3 parameters", "has 4"}, "loadState count");
       optim::OptimizerState other = good;
       other.options.beta2 = 0.99;
       expectThrowWith<InvalidArgument>([&] { opt.loadState(other); }, {"(beta2 differs)"},
