@@ -178,6 +178,12 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
 // never issues the allgather). Nothing hangs.
 TEST_P(ZeroErrorsTest, AFailedCollectiveBreaksTheOptimizer) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
+#if defined(__SANITIZE_THREAD__)
+  // libgloo (Debian 0.5.0, not instrumented) destroys a timed-out op's UnboundBuffer while its
+  // tcp I/O thread may still signal the buffer's condition variable (UnboundBuffer::
+  // handleRecvCompletion vs ~UnboundBuffer): TSan reports that race inside libgloo.
+  if (p().backend == "gloo") GTEST_SKIP() << "libgloo's timeout path races under TSan";
+#endif
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("zero-timeout");
   expectAllRanksOk(ws(), [&](int rank, int /*size*/) {
