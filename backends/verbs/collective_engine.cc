@@ -18,8 +18,12 @@ namespace {
 std::exception_ptr shutDownError(const Work& w);
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs)
-    : group_(std::move(group)), inlineBytes_(inlineBytes), inlineUs_(inlineUs) {
+CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs,
+                                   bool peerless)
+    : group_(std::move(group)),
+      inlineBytes_(inlineBytes),
+      inlineUs_(inlineUs),
+      peerless_(peerless) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "c10d-verbs-coll");
     loop();

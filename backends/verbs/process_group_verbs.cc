@@ -101,7 +101,7 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   }
   p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
                                      [this](std::exception_ptr e) { setBroken(e); });
-  engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs);
+  engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs, size == 1);
 }
 
 ProcessGroupVerbs::~ProcessGroupVerbs() {

@@ -137,8 +137,8 @@ void writeAll(int fd, const std::string& data, const std::string& path) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
-      C10D_THROW(Error, "OptimizerState::save: writing '", path, "' failed: ",
-                 detail::errnoString(err));
+      C10D_THROW(Error, "OptimizerState::save: writing '", path,
+                 "' failed: ", detail::errnoString(err));
     }
     done += static_cast<size_t>(n);
   }
@@ -237,12 +237,11 @@ void OptimizerState::checkCompatible(const OptimizerOptions& opts,
   C10D_CHECK_ARG(slots.size() == numels.size(), who, ": the state has ", slots.size(),
                  " parameters, this optimizer has ", numels.size());
   for (size_t p = 0; p < numels.size(); ++p) {
-    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), who, ": ", paramName(p, names),
-                   " has ", slots[p].size(), " state slots in the state, expected ",
-                   slotNames.size());
+    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), who, ": ", paramName(p, names), " has ",
+                   slots[p].size(), " state slots in the state, expected ", slotNames.size());
     for (size_t k = 0; k < slots[p].size(); ++k) {
-      C10D_CHECK_ARG(slots[p][k].size() == numels[p], who, ": ", paramName(p, names),
-                     " has ", numels[p], " elements, its '", slotNames[k], "' in the state has ",
+      C10D_CHECK_ARG(slots[p][k].size() == numels[p], who, ": ", paramName(p, names), " has ",
+                     numels[p], " elements, its '", slotNames[k], "' in the state has ",
                      slots[p][k].size());
     }
   }
@@ -268,12 +267,12 @@ void OptimizerState::applyTo(FlatOptimizer& opt, const std::vector<size_t>& nume
 void OptimizerState::save(const std::string& path) const {
   C10D_CHECK_ARG(!path.empty(), "OptimizerState::save: empty path");
   options.validate();
-  C10D_CHECK_ARG(slotNames == options.slotNames(), "OptimizerState::save('", path, "'): ",
-                 slotNames.size(), " slot names for ", options.describe(), ", which keeps ",
+  C10D_CHECK_ARG(slotNames == options.slotNames(), "OptimizerState::save('", path,
+                 "'): ", slotNames.size(), " slot names for ", options.describe(), ", which keeps ",
                  options.slotNames().size());
   for (size_t p = 0; p < slots.size(); ++p) {
-    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), "OptimizerState::save('", path, "'): ",
-                   "parameter ", p, " has ", slots[p].size(), " slots, expected ",
+    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), "OptimizerState::save('", path,
+                   "'): ", "parameter ", p, " has ", slots[p].size(), " slots, expected ",
                    slotNames.size());
     for (size_t k = 1; k < slots[p].size(); ++k) {
       C10D_CHECK_ARG(slots[p][k].size() == slots[p][0].size(), "OptimizerState::save('", path,
@@ -351,8 +350,8 @@ OptimizerState OptimizerState::load(const std::string& path) {
   C10D_CHECK_ARG(std::memcmp(data.data(), kMagic, sizeof(kMagic)) == 0, where,
                  "bad magic: not a c10d optimizer state file (expected it to start with "
                  "\"C10DOPTS\")");
-  C10D_CHECK_ARG(data.size() >= kHeaderBytes + kChecksumBytes, where, "truncated: ",
-                 data.size(), " bytes, shorter than the header");
+  C10D_CHECK_ARG(data.size() >= kHeaderBytes + kChecksumBytes, where, "truncated: ", data.size(),
+                 " bytes, shorter than the header");
   Reader header(data, kHeaderBytes, path);
   header.str(sizeof(kMagic));
   const uint32_t version = header.u32();
@@ -404,8 +403,8 @@ OptimizerState OptimizerState::load(const std::string& path) {
   }
   const uint64_t numParams = r.u64();
   // Each parameter takes at least its 8-byte numel: bounds the allocation below.
-  C10D_CHECK_ARG(numParams <= r.remaining() / 8, where, "corrupt: ", numParams,
-                 " parameters in ", r.remaining(), " bytes");
+  C10D_CHECK_ARG(numParams <= r.remaining() / 8, where, "corrupt: ", numParams, " parameters in ",
+                 r.remaining(), " bytes");
   st.slots.resize(numParams);
   for (uint64_t p = 0; p < numParams; ++p) {
     const uint64_t numel = r.u64();

@@ -54,7 +54,8 @@ struct OptimizerState {
   // the parameters in messages.
   void checkCompatible(const OptimizerOptions& options, const std::vector<size_t>& numels,
                        const std::string& who, const std::vector<std::string>& names = {}) const;
-  // Total numel over parameters, and the bytes of state held (slots only).
+  // Elements per slot over all parameters (0 for an algorithm without slots, e.g. plain SGD,
+  // whose state is the step count only), and the bytes of state held (slots only).
   size_t numel() const;
   size_t stateBytes() const { return numel() * slotNames.size() * sizeof(float); }
   bool empty() const { return slots.empty(); }

@@ -293,13 +293,11 @@ void ShardedOptimizer::loadState(const optim::OptimizerState& full) {
   checkUsable();
   std::vector<std::string> names;
   for (const layers::Parameter& p : params_) names.push_back(p.name);
-  full.checkCompatible(options_.optimizer, numels(), "ShardedOptimizer::loadState (group " +
-                                                         group_->name() + ")",
-                       names);
+  full.checkCompatible(options_.optimizer, numels(),
+                       "ShardedOptimizer::loadState (group " + group_->name() + ")", names);
   for (size_t p : shards_[static_cast<size_t>(rank_)]) {
     for (size_t j = 0; j < optimizer_->numSlots(); ++j) {
-      std::copy(full.slots[p][j].begin(), full.slots[p][j].end(),
-                optimizer_->slot(j) + offset_[p]);
+      std::copy(full.slots[p][j].begin(), full.slots[p][j].end(), optimizer_->slot(j) + offset_[p]);
     }
   }
   optimizer_->setSteps(full.steps);

@@ -24,8 +24,8 @@
 // Flat rank-major layout
 //   Rank r's shard is its parameters in ascending index order, back to back: S_r elements. With
 //   S = max_r S_r, one flat buffer of N * S floats holds rank r's shard at [r * S, r * S + S_r) and
-//   zero padding up to (r + 1) * S, so that one reduceScatterTensor / allgatherIntoTensor with equal
-//   chunks of S moves every shard to / from its owner.
+//   zero padding up to (r + 1) * S, so that one reduceScatterTensor / allgatherIntoTensor with
+//   equal chunks of S moves every shard to / from its owner.
 //
 // step()
 //   1. Each parameter's grad is copied into the flat buffer at its slot (at markReady, or in step()
@@ -57,10 +57,11 @@
 // Start-up (constructor, collective over the group)
 //   Every rank allgathers its parameter count, its first locally invalid parameter (if any: a
 //   non-fp32 or non-CPU tensor, a grad that does not match its data, null data), and a fingerprint
-//   of its ZeroOptions; then every (numel, dtype). Any problem is the same InvalidArgument on every
-//   rank, naming the rank and the parameter index (and the local name) — never a hang, because no
-//   rank throws before the ranks have compared notes. Then the parameters are broadcast from rank 0
-//   (broadcastCoalesced) and partitioned.
+//   of its ZeroOptions; then every numel (dtypes are fp32 by then). Any problem is an
+//   InvalidArgument on every rank naming the rank and the parameter index (a rank with bad
+//   arguments of its own reports them in full, the others the first such rank's) — never a hang,
+//   because no rank throws before the ranks have compared notes, and the group stays usable. Then
+//   the parameters are broadcast from rank 0 (broadcastCoalesced) and partitioned.
 //
 // Errors
 //   InvalidArgument: a null group, invalid optimizer options (OptimizerOptions::validate), a
@@ -92,8 +93,8 @@
 //   communication in flight (after a failure) is safe.
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
-//   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs on
-//   host memory; a GPU framework would stage its shard through the host), parameter groups with
+//   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
+//   on host memory; a GPU framework would stage its shard through the host), parameter groups with
 //   different hyper-parameters (one OptimizerOptions for all parameters), ZeRO stage 3.
 #pragma once
 
@@ -127,13 +128,14 @@ const char* gradReductionName(ZeroOptions::GradReduction mode);  // "reduce_scat
 
 // What one step() did. Times are wall-clock seconds.
 struct ZeroStepStats {
-  double commSeconds = 0;       // step() blocked on the gradient reduction and the allgather
-  double stepSeconds = 0;       // the optimizer's arithmetic on this rank's shard
-  size_t localStateBytes = 0;   // this rank's optimizer state (slots)
-  uint64_t step = 0;            // steps taken so far, this one included
-  size_t bucketsLaunched = 0;   // collectives that moved gradients (1 for kReduceScatter)
+  double commSeconds = 0;           // step() blocked on the gradient reduction and the allgather
+  double stepSeconds = 0;           // the optimizer's arithmetic on this rank's shard
+  size_t localStateBytes = 0;       // this rank's optimizer state (slots)
+  uint64_t step = 0;                // steps taken so far, this one included
+  size_t bucketsLaunched = 0;       // collectives that moved gradients (kReduceScatter: 1; 0 when
+                                    //   no parameter has elements)
   size_t bucketsLaunchedEarly = 0;  // kReduceToOwner: launched by markReady(), before step()
-  size_t flatBytes = 0;         // the flat rank-major buffer (N * S floats)
+  size_t flatBytes = 0;             // the flat rank-major buffer (N * S floats)
 };
 
 // Which rank owns each parameter under the greedy rule above (exposed for tests and tools).
@@ -216,17 +218,17 @@ class ShardedOptimizer {
   const int rank_;
   const int size_;
 
-  std::vector<int> owner_;        // per parameter
-  std::vector<size_t> offset_;    // per parameter: offset in its owner's chunk
-  std::vector<size_t> shardNumel_;  // per rank: S_r
+  std::vector<int> owner_;                   // per parameter
+  std::vector<size_t> offset_;               // per parameter: offset in its owner's chunk
+  std::vector<size_t> shardNumel_;           // per rank: S_r
   std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
-  size_t chunk_ = 0;              // S
+  size_t chunk_ = 0;                         // S
 
   mutable std::mutex mu_;
   // Everything below is guarded by mu_.
-  std::shared_ptr<std::vector<float>> flat_;        // N * S (kept alive by Works in flight)
-  std::shared_ptr<std::vector<float>> shardGrad_;   // S: this rank's reduced gradients
-  std::shared_ptr<std::vector<float>> shardParam_;  // S: this rank's parameters, stepped
+  std::shared_ptr<std::vector<float>> flat_;         // N * S (kept alive by Works in flight)
+  std::shared_ptr<std::vector<float>> shardGrad_;    // S: this rank's reduced gradients
+  std::shared_ptr<std::vector<float>> shardParam_;   // S: this rank's parameters, stepped
   std::unique_ptr<optim::FlatOptimizer> optimizer_;  // over S_r elements
   std::vector<Bucket> buckets_;
   static constexpr size_t kNoBucket = ~size_t{0};

@@ -20,11 +20,11 @@ enum Problem : int64_t {
   kNone = 0,
   kBadOptimizerOptions,  // OptimizerOptions::validate() threw
   kZeroBucketCap,
-  kNotFloat32,   // detail: the dtype
-  kNotCpu,       // detail: the device type
-  kNullData,     // detail: numel
-  kGradMismatch, // detail: the grad's numel
-  kGradDtype,    // detail: the grad's dtype
+  kNotFloat32,    // detail: the dtype
+  kNotCpu,        // detail: the device type
+  kNullData,      // detail: numel
+  kGradMismatch,  // detail: the grad's numel
+  kGradDtype,     // detail: the grad's dtype
   kGradNotCpu,
   kNullGrad,
 };
@@ -33,7 +33,7 @@ struct LocalProblem {
   Problem kind = kNone;
   int64_t index = -1;  // parameter, or -1 for the options
   int64_t detail = 0;
-  std::string text;    // this rank's full message
+  std::string text;  // this rank's full message
 };
 
 // The value most ranks hold (ties: the lowest rank's) in *reference, and the first rank holding
@@ -172,8 +172,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
                         p.data.numel));
     } else if (p.grad.dtype != DataType::kFloat32) {
       found(kGradDtype, idx, static_cast<int64_t>(p.grad.dtype),
-            detail::str(describe(i), "'s grad is ", toString(p.grad.dtype),
-                        ", its data float32"));
+            detail::str(describe(i), "'s grad is ", toString(p.grad.dtype), ", its data float32"));
     } else if (!p.grad.device.isCPU()) {
       found(kGradNotCpu, idx, 0,
             detail::str(describe(i), "'s grad is on ", toString(p.grad.device),
@@ -221,12 +220,11 @@ void ShardedOptimizer::verifyAcrossRanks() {
         what = detail::str("parameter ", index, " has null data and ", det, " elements");
         break;
       case kGradMismatch:
-        what = detail::str("parameter ", index, "'s grad has ", det,
-                           " elements, not its data's");
+        what = detail::str("parameter ", index, "'s grad has ", det, " elements, not its data's");
         break;
       case kGradDtype:
-        what = detail::str("parameter ", index, "'s grad is ",
-                           toString(static_cast<DataType>(det)), ", not float32");
+        what = detail::str("parameter ", index, "'s grad is ", toString(static_cast<DataType>(det)),
+                           ", not float32");
         break;
       case kGradNotCpu:
         what = detail::str("parameter ", index, "'s grad is not on the CPU");
@@ -242,7 +240,8 @@ void ShardedOptimizer::verifyAcrossRanks() {
   }
 
   int ref = 0;
-  int bad = firstDissenter(size_, [&](int r) { return field(r, 0); }, &ref);
+  int bad = firstDissenter(
+      size_, [&](int r) { return field(r, 0); }, &ref);
   if (bad >= 0) {
     const int64_t first = std::min(field(bad, 0), field(ref, 0));
     C10D_THROW(InvalidArgument, "ShardedOptimizer: the model differs across ranks", g, ": rank ",
@@ -250,25 +249,30 @@ void ShardedOptimizer::verifyAcrossRanks() {
                "; parameter ", first, first < np ? " (" + describe(first) + " here)" : "",
                " exists on only one of them");
   }
-  bad = firstDissenter(size_, [&](int r) { return field(r, 4); }, &ref);
+  bad = firstDissenter(
+      size_, [&](int r) { return field(r, 4); }, &ref);
   if (bad >= 0) {
     C10D_THROW(InvalidArgument, "ShardedOptimizer: ZeroOptions::gradReduction differs across ranks",
                g, ": rank ", bad, " uses ",
-               gradReductionName(static_cast<ZeroOptions::GradReduction>(field(bad, 4))),
-               ", rank ", ref, " uses ",
+               gradReductionName(static_cast<ZeroOptions::GradReduction>(field(bad, 4))), ", rank ",
+               ref, " uses ",
                gradReductionName(static_cast<ZeroOptions::GradReduction>(field(ref, 4))));
   }
-  bad = firstDissenter(size_, [&](int r) { return field(r, 5); }, &ref);
+  bad = firstDissenter(
+      size_, [&](int r) { return field(r, 5); }, &ref);
   if (bad >= 0 && options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) {
-    C10D_THROW(InvalidArgument, "ShardedOptimizer: ZeroOptions::bucketCapBytes differs across ranks",
-               g, ": rank ", bad, " has ", field(bad, 5), ", rank ", ref, " has ", field(ref, 5),
+    C10D_THROW(InvalidArgument,
+               "ShardedOptimizer: ZeroOptions::bucketCapBytes differs across ranks", g, ": rank ",
+               bad, " has ", field(bad, 5), ", rank ", ref, " has ", field(ref, 5),
                " (the buckets, hence the collectives, would not match)");
   }
-  bad = firstDissenter(size_, [&](int r) { return field(r, 6); }, &ref);
+  bad = firstDissenter(
+      size_, [&](int r) { return field(r, 6); }, &ref);
   if (bad >= 0) {
     C10D_THROW(InvalidArgument, "ShardedOptimizer: the optimizer options differ across ranks", g,
-               ": rank ", bad, "'s differ from rank ", ref, "'s (this rank: ",
-               options_.optimizer.describe(), "); every rank must step with the same options");
+               ": rank ", bad, "'s differ from rank ", ref,
+               "'s (this rank: ", options_.optimizer.describe(),
+               "); every rank must step with the same options");
   }
 
   // 3. Same counts: compare every numel (dtypes are all fp32 by now).
@@ -281,10 +285,11 @@ void ShardedOptimizer::verifyAcrossRanks() {
     auto numelOf = [&](int r) { return numels[static_cast<size_t>(r) * n + k]; };
     bad = firstDissenter(size_, numelOf, &ref);
     if (bad < 0) continue;
-    C10D_THROW(InvalidArgument, "ShardedOptimizer: ", describe(k), " differs across ranks", g,
-               ": rank ", bad, " has ", numelOf(bad), " elements, rank ", ref, " has ",
-               numelOf(ref), " elements (name as on this rank; every rank must pass the same parameters, in the same "
-               "order, with the same shapes)");
+    C10D_THROW(
+        InvalidArgument, "ShardedOptimizer: ", describe(k), " differs across ranks", g, ": rank ",
+        bad, " has ", numelOf(bad), " elements, rank ", ref, " has ", numelOf(ref),
+        " elements (name as on this rank; every rank must pass the same parameters, in the same "
+        "order, with the same shapes)");
   }
 }
 

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/verbs/algo_select.h"
+#include "backends/verbs/collective_engine.h"
 #include "backends/verbs/config.h"
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/ib_addr.h"
@@ -390,6 +391,55 @@ TEST(VerbsTcp, Sweep4RecursiveDoublingFold) {
 
 // The engine's two extremes: every op through the engine thread (no fast path), and every inline
 // op handed off at its first wait (the fiber moves threads mid-op, over shm and tcp).
+// Where a body runs: a small op of a group of one on the caller's own stack (no fiber, no hand-off
+// possible); of a larger group on the engine's fiber, still on the caller's thread; a large op on
+// the engine thread. Each completes in issue order, the small ones before submit() returns.
+TEST(VerbsEngine, PeerlessSmallOpsRunOnTheCallersStack) {
+  struct Seen {
+    std::thread::id thread;
+    const char* frame = nullptr;
+    bool handoff = false;
+    bool inlined = false;
+  };
+  auto where = [](Seen* seen) {
+    return [seen](Handoff* h) -> std::exception_ptr {
+      char local = 0;
+      seen->thread = currentThread();
+      seen->frame = &local;
+      seen->handoff = h != nullptr;
+      seen->inlined = h != nullptr && h->inlined();
+      return nullptr;
+    };
+  };
+  char callerFrame = 0;
+  auto nearCaller = [&](const char* p) {  // within 64 KiB of this frame: the caller's stack
+    const auto d = p > &callerFrame ? p - &callerFrame : &callerFrame - p;
+    return d < (64 << 10);
+  };
+  for (bool peerless : {true, false}) {
+    SCOPED_TRACE(peerless ? "peerless" : "two ranks");
+    CollectiveEngine engine("test", 4096, 100, peerless);
+    Seen small, large;
+    auto w1 = std::make_shared<Work>(OpType::kAllreduce, 1, "test");
+    engine.submit(w1, 64, Clock::now(), where(&small));
+    EXPECT_TRUE(w1->isCompleted());
+    EXPECT_EQ(small.thread, std::this_thread::get_id());
+    EXPECT_TRUE(small.handoff);
+    EXPECT_EQ(small.inlined, !peerless);  // only the fiber may hand itself off
+    EXPECT_EQ(nearCaller(small.frame), peerless) << "the body ran on the wrong stack";
+    auto w2 = std::make_shared<Work>(OpType::kAllreduce, 2, "test");
+    engine.submit(w2, 1 << 20, Clock::now(), where(&large));
+    EXPECT_TRUE(w2->wait(std::chrono::seconds(10)));
+    EXPECT_NE(large.thread, std::this_thread::get_id());
+    EXPECT_FALSE(large.handoff);
+    auto w3 = std::make_shared<Work>(OpType::kAllreduce, 3, "test");
+    engine.submit(w3, 8, Clock::now(), [](Handoff*) -> std::exception_ptr {
+      return std::make_exception_ptr(CommError("peer 1 gone"));
+    });
+    EXPECT_THROW(w3->wait(std::chrono::seconds(10)), CommError);
+  }
+}
+
 TEST(VerbsEngine, EveryOpThroughTheEngineThread) {
   sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 20011});
 }

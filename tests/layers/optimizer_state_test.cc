@@ -96,8 +96,8 @@ TEST(OptimizerStateTest, FromFlatAndApplyToRoundTrip) {
       ASSERT_EQ(st.slots[p].size(), src.numSlots());
       for (size_t k = 0; k < src.numSlots(); ++k) {
         ASSERT_EQ(st.slots[p][k].size(), numels[p]);
-        EXPECT_EQ(0, std::memcmp(st.slots[p][k].data(), src.slot(k) + offset,
-                                 numels[p] * sizeof(float)));
+        EXPECT_TRUE(numels[p] == 0 || std::memcmp(st.slots[p][k].data(), src.slot(k) + offset,
+                                                  numels[p] * sizeof(float)) == 0);
       }
       offset += numels[p];
     }
@@ -137,8 +137,11 @@ TEST(OptimizerStateTest, ChecksNameWhatDiffers) {
   FlatOptimizer right(adamw(), 10);
   expectError([&] { st.applyTo(right, {4, 5, 1}); }, "the state has 2 parameters");
   expectError([&] { st.applyTo(right, {3, 7}); }, "parameter 0 has 3 elements");
-  expectError([&] { st.checkCompatible(adamw(), {4, 7}, "who", {"a", "fc.bias"}); },
-              "who: parameter 1 ('fc.bias') has 7 elements, its 'exp_avg' in the state has 6");
+  expectError(
+      [&] {
+        st.checkCompatible(adamw(), {4, 7}, "who", {"a", "fc.bias"});
+      },
+      "who: parameter 1 ('fc.bias') has 7 elements, its 'exp_avg' in the state has 6");
   FlatOptimizer small(adamw(), 9);
   expectError([&] { OptimizerState::fromFlat(small, numels); }, "add up to 10 elements");
   OptimizerState empty = st;
@@ -201,7 +204,8 @@ TEST(OptimizerStateTest, LoadErrorsNameThePath) {
   sum[good.size() - 1] ^= 0x01;  // a bit in the checksum itself
   expectLoadError(path, nothing, "bad checksum", sum);
   expectLoadError(path, nothing, "trailing bytes", good + "xyz");
-  expectLoadError(path, [&] { std::remove(path.c_str()); }, "cannot open", good);
+  expectLoadError(
+      path, [&] { std::remove(path.c_str()); }, "cannot open", good);
   std::remove(path.c_str());
 }
 

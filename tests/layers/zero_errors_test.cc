@@ -144,15 +144,14 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
       optim::OptimizerState numel = good;
       numel.slots[2][0].push_back(0.0f);
       numel.slots[2][1].push_back(0.0f);
-      expectThrowWith<InvalidArgument>([&] { opt.loadState(numel); },
-                                       {"loadState", "parameter 2 ('p2') has 4 elements",
-                                        "'exp_avg' in the state has 5"},
-                                       "loadState numel");
+      expectThrowWith<InvalidArgument>(
+          [&] { opt.loadState(numel); },
+          {"loadState", "parameter 2 ('p2') has 4 elements", "'exp_avg' in the state has 5"},
+          "loadState numel");
       optim::OptimizerState count = good;
       count.slots.pop_back();
       expectThrowWith<InvalidArgument>([&] { opt.loadState(count); },
-                                       {"the state has 3 parameters", "has 4"},
-                                       "loadState count");
+                                       {"the state has 3 parameters", "has 4"}, "loadState count");
       optim::OptimizerState other = good;
       other.options.beta2 = 0.99;
       expectThrowWith<InvalidArgument>([&] { opt.loadState(other); }, {"(beta2 differs)"},
@@ -179,6 +178,12 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
 // never issues the allgather). Nothing hangs.
 TEST_P(ZeroErrorsTest, AFailedCollectiveBreaksTheOptimizer) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
+#if defined(__SANITIZE_THREAD__)
+  // libgloo (Debian 0.5.0, not instrumented) destroys a timed-out op's UnboundBuffer while its
+  // tcp I/O thread may still signal the buffer's condition variable (UnboundBuffer::
+  // handleRecvCompletion vs ~UnboundBuffer): TSan reports that race inside libgloo.
+  if (p().backend == "gloo") GTEST_SKIP() << "libgloo's timeout path races under TSan";
+#endif
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("zero-timeout");
   expectAllRanksOk(ws(), [&](int rank, int /*size*/) {

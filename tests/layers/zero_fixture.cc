@@ -100,8 +100,7 @@ void expectStateEqual(const optim::OptimizerState& got, const optim::OptimizerSt
     ASSERT_EQ(got.slots[p].size(), want.slots[p].size()) << what << ": parameter " << p;
     for (size_t k = 0; k < got.slots[p].size(); ++k) {
       ASSERT_EQ(got.slots[p][k].size(), want.slots[p][k].size()) << what;
-      EXPECT_EQ(0, std::memcmp(got.slots[p][k].data(), want.slots[p][k].data(),
-                               got.slots[p][k].size() * sizeof(float)))
+      EXPECT_TRUE(sameBits(got.slots[p][k].data(), want.slots[p][k].data(), got.slots[p][k].size()))
           << what << ": parameter " << p << " slot " << got.slotNames[k];
     }
   }

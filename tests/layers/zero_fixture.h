@@ -8,6 +8,7 @@
 // (tests/backends/conformance.h).
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -61,6 +62,11 @@ class ReferenceOptimizer {
   std::vector<float> params_;
   optim::FlatOptimizer opt_;
 };
+
+// Whether a[0, n) and b[0, n) hold the same bits (n == 0: true, whatever the pointers).
+inline bool sameBits(const float* a, const float* b, size_t n) {
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;
+}
 
 // Expects two states to be equal: options, steps, slot names, every slot bit for bit.
 void expectStateEqual(const optim::OptimizerState& got, const optim::OptimizerState& want,

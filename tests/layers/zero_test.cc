@@ -159,8 +159,8 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
     if (rank == dst) {
       expectStateEqual(full, want, what + ": consolidateState(" + std::to_string(dst) + ")");
     } else {
-      EXPECT_TRUE(full.slots.empty()) << what << ": consolidateState(" << dst << ") on rank "
-                                      << rank;
+      EXPECT_TRUE(full.slots.empty())
+          << what << ": consolidateState(" << dst << ") on rank " << rank;
     }
   }
 }
@@ -229,8 +229,7 @@ TEST_P(ZeroTest, ReduceToOwnerBucketsAndConcurrentMarks) {
     }
     if (size == 1) {
       // One owner: the Reducer's reverse walk, closing before 50 floats would be exceeded.
-      EXPECT_EQ(buckets, (std::vector<std::vector<size_t>>{
-                             {8, 7, 6, 5}, {4, 3}, {2}, {1, 0}}));
+      EXPECT_EQ(buckets, (std::vector<std::vector<size_t>>{{8, 7, 6, 5}, {4, 3}, {2}, {1, 0}}));
     }
 
     // Backward from two threads (an autograd engine's workers): each marks half, concurrently.
@@ -308,8 +307,8 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
       m.produceGrads(rank, s);
       opt.step();
       ref.step(size, s);
-      ref.expectParamsEqual(m, "resumed at world size " + std::to_string(size) + ", step " +
-                                   std::to_string(s + 1));
+      ref.expectParamsEqual(
+          m, "resumed at world size " + std::to_string(size) + ", step " + std::to_string(s + 1));
     }
     const optim::OptimizerState full = opt.consolidateState(0);
     if (rank == 0) expectStateEqual(full, ref.state(), "state after resuming");
