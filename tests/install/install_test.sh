@@ -12,6 +12,7 @@ test -f "$work/prefix/include/c10d/c10d/process_group.h"
 test -f "$work/prefix/include/c10d/c10d/config.h"
 test -f "$work/prefix/include/c10d/store/tcp_store.h"
 test -f "$work/prefix/include/c10d/layers/ddp/reducer.h"
+test -f "$work/prefix/include/c10d/layers/zero/sharded_optimizer.h"
 libdir=$(ls -d "$work"/prefix/lib*/ | head -n1)
 
 # 1. CMake package.

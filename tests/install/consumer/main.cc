@@ -1,9 +1,10 @@
 // Links against an installed c10d: uses a store, the registry, a Tensor view and a layer (the
-// sampler; the Reducer header must compile from the install tree too).
+// sampler; the Reducer and ZeRO headers must compile from the install tree too).
 #include <c10d/c10d.h>
 #include <c10d/config.h>
 #include <layers/data/distributed_sampler.h>
 #include <layers/ddp/reducer.h>
+#include <layers/zero/sharded_optimizer.h>
 #include <store/hash_store.h>
 
 #include <cstdio>

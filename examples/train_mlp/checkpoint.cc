@@ -1,0 +1,288 @@
+#include "examples/train_mlp/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "c10d/error.h"
+#include "c10d/fd.h"
+
+namespace c10d {
+namespace example {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'C', '1', '0', 'D', 'M', 'L', 'P', 'W'};
+constexpr uint32_t kVersion = 1;
+constexpr const char* kModelFile = "model.bin";
+constexpr const char* kOptimizerFile = "optimizer.bin";
+constexpr const char* kStepPrefix = "step-";
+
+uint64_t fnv1a64(const char* data, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+template <typename T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));  // little-endian hosts only
+}
+
+// Reads a T at *at of `data`, advancing *at; the caller has checked the length.
+template <typename T>
+T take(const std::string& data, size_t* at) {
+  T v;
+  std::memcpy(&v, data.data() + *at, sizeof(T));
+  *at += sizeof(T);
+  return v;
+}
+
+void fsyncPath(const std::string& path, int flags) {
+  Fd fd(::open(path.c_str(), flags | O_CLOEXEC));
+  C10D_SYSCHECK(fd.get(), "(checkpoint: opening ", path, " to fsync it)");
+  C10D_SYSCHECK(::fsync(fd.get()), "(checkpoint: ", path, ")");
+}
+
+void writeFileSynced(const std::string& path, const std::string& bytes) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  C10D_SYSCHECK(fd.get(), "(checkpoint: creating ", path, ")");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    C10D_SYSCHECK(n, "(checkpoint: writing ", path, ")");
+    done += static_cast<size_t>(n);
+  }
+  C10D_SYSCHECK(::fsync(fd.get()), "(checkpoint: ", path, ")");
+}
+
+std::string stepName(uint64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%s%08llu", kStepPrefix, static_cast<unsigned long long>(step));
+  return buf;
+}
+
+// The step of a "step-<digits>" name, or 0 for any other name.
+uint64_t parseStepName(const std::string& name) {
+  const std::string prefix = kStepPrefix;
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
+  uint64_t step = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || step > (UINT64_MAX - 9) / 10) return 0;
+    step = step * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return step;
+}
+
+// Complete checkpoints in `dir`, ascending by step.
+std::vector<uint64_t> listSteps(const std::string& dir) {
+  std::vector<uint64_t> steps;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return steps;  // no directory: no checkpoint
+  for (const auto& entry : it) {
+    const uint64_t step = parseStepName(entry.path().filename().string());
+    if (step > 0 && entry.is_directory(ec)) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+void removeAll(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) C10D_THROW(Error, "checkpoint: cannot remove ", path, ": ", ec.message());
+}
+
+}  // namespace
+
+void writeModelFile(const std::string& path, const CheckpointMeta& meta, const Mlp& model) {
+  nlohmann::json header;
+  header["step"] = meta.step;
+  header["seed"] = meta.seed;
+  header["global_batch"] = meta.globalBatch;
+  header["dataset_size"] = meta.datasetSize;
+  header["widths"] = meta.widths;
+  header["mode"] = meta.mode;
+  header["world_size"] = meta.worldSize;
+  header["optimizer"] = meta.optimizer;
+  nlohmann::json params = nlohmann::json::array();
+  for (size_t p = 0; p < model.numParameters(); ++p) {
+    params.push_back({{"name", model.name(p)}, {"numel", model.numels()[p]}});
+  }
+  header["parameters"] = params;
+  const std::string text = header.dump();
+
+  std::string out;
+  const size_t dataBytes = model.numel() * sizeof(float);
+  const uint64_t fileBytes = sizeof(kMagic) + 4 + 8 + 4 + text.size() + dataBytes + 8;
+  out.reserve(fileBytes);
+  out.append(kMagic, sizeof(kMagic));
+  put<uint32_t>(out, kVersion);
+  put<uint64_t>(out, fileBytes);
+  put<uint32_t>(out, static_cast<uint32_t>(text.size()));
+  out += text;
+  out.append(reinterpret_cast<const char*>(model.params()), dataBytes);
+  put<uint64_t>(out, fnv1a64(out.data(), out.size()));
+  C10D_CHECK_EQ(out.size(), fileBytes);
+  writeFileSynced(path, out);
+}
+
+Checkpoint readModelFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    C10D_THROW(InvalidArgument, "checkpoint ", path, ": cannot open: ", std::strerror(errno));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  auto fail = [&](const std::string& what) {
+    C10D_THROW(InvalidArgument, "checkpoint ", path, ": ", what,
+               " (the file is corrupt or not a train_mlp model file; remove the checkpoint "
+               "directory to start afresh)");
+  };
+  const size_t fixed = sizeof(kMagic) + 4 + 8 + 4;
+  if (data.size() < fixed + 8) {
+    fail("truncated: " + std::to_string(data.size()) + " bytes, shorter than any model file");
+  }
+  if (std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) fail("bad magic");
+  size_t at = sizeof(kMagic);
+  const auto version = take<uint32_t>(data, &at);
+  if (version != kVersion) {
+    fail("format version " + std::to_string(version) + ", this build reads version " +
+         std::to_string(kVersion));
+  }
+  const auto fileBytes = take<uint64_t>(data, &at);
+  if (data.size() < fileBytes) {
+    fail("truncated: " + std::to_string(data.size()) + " bytes of " + std::to_string(fileBytes));
+  }
+  if (data.size() > fileBytes) {
+    fail(std::to_string(data.size() - fileBytes) + " trailing bytes after the " +
+         std::to_string(fileBytes) + " the header announces");
+  }
+  size_t end = data.size() - 8;
+  uint64_t stored = 0;
+  std::memcpy(&stored, data.data() + end, 8);
+  const uint64_t computed = fnv1a64(data.data(), end);
+  if (stored != computed) {
+    std::ostringstream msg;
+    msg << "checksum mismatch (stored 0x" << std::hex << stored << ", computed 0x" << computed
+        << ")";
+    fail(msg.str());
+  }
+  const auto headerLen = take<uint32_t>(data, &at);
+  if (headerLen > end - at) fail("header length " + std::to_string(headerLen) + " past the end");
+  Checkpoint ck;
+  try {
+    const auto header =
+        nlohmann::json::parse(data.begin() + static_cast<std::ptrdiff_t>(at),
+                              data.begin() + static_cast<std::ptrdiff_t>(at) + headerLen);
+    ck.meta.step = header.at("step").get<uint64_t>();
+    ck.meta.seed = header.at("seed").get<uint64_t>();
+    ck.meta.globalBatch = header.at("global_batch").get<uint64_t>();
+    ck.meta.datasetSize = header.at("dataset_size").get<uint64_t>();
+    ck.meta.widths = header.at("widths").get<std::vector<size_t>>();
+    ck.meta.mode = header.at("mode").get<std::string>();
+    ck.meta.worldSize = header.at("world_size").get<int>();
+    ck.meta.optimizer = header.at("optimizer").get<std::string>();
+    for (const auto& p : header.at("parameters")) {
+      ck.names.push_back(p.at("name").get<std::string>());
+      ck.numels.push_back(p.at("numel").get<size_t>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("bad header: ") + e.what());
+  }
+  at += headerLen;
+  size_t total = 0;
+  for (size_t n : ck.numels) total += n;
+  if (total * sizeof(float) != end - at) {
+    fail("the header's parameters hold " + std::to_string(total) + " floats but the file has " +
+         std::to_string((end - at) / sizeof(float)) + " after it");
+  }
+  ck.params.resize(total);
+  std::memcpy(ck.params.data(), data.data() + at, total * sizeof(float));
+  return ck;
+}
+
+void CheckpointDir::create() const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) C10D_THROW(Error, "--checkpoint-dir ", dir_, ": cannot create it: ", ec.message());
+  if (!fs::is_directory(dir_, ec)) {
+    C10D_THROW(InvalidArgument, "--checkpoint-dir ", dir_, " exists and is not a directory");
+  }
+}
+
+std::string CheckpointDir::stepDir(uint64_t step) const {
+  return (fs::path(dir_) / stepName(step)).string();
+}
+
+uint64_t CheckpointDir::latestStep() const {
+  const auto steps = listSteps(dir_);
+  return steps.empty() ? 0 : steps.back();
+}
+
+void CheckpointDir::write(const CheckpointMeta& meta, const Mlp& model,
+                          const optim::OptimizerState& state, size_t keep) const {
+  C10D_CHECK_ARG(meta.step > 0, "checkpoint: step must be >= 1");
+  create();
+  // Temporaries of writers that died (this run's earlier attempts included).
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 5 && name[0] == '.' && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
+        parseStepName(name.substr(1, name.size() - 5)) > 0) {
+      removeAll(entry.path().string());
+    }
+  }
+  const std::string finalDir = stepDir(meta.step);
+  const std::string tmpDir = (fs::path(dir_) / ("." + stepName(meta.step) + ".tmp")).string();
+  if (::mkdir(tmpDir.c_str(), 0755) != 0) {
+    C10D_THROW(Error, "checkpoint: mkdir ", tmpDir, ": ", detail::errnoString(errno));
+  }
+  writeModelFile((fs::path(tmpDir) / kModelFile).string(), meta, model);
+  state.save((fs::path(tmpDir) / kOptimizerFile).string());
+  fsyncPath(tmpDir, O_RDONLY | O_DIRECTORY);
+  // A complete checkpoint of this step already there (a run resumed from an older one and
+  // redoing this step): replace it. Not atomic, but the older checkpoints stay.
+  if (fs::exists(finalDir, ec)) removeAll(finalDir);
+  if (::rename(tmpDir.c_str(), finalDir.c_str()) != 0) {
+    C10D_THROW(Error, "checkpoint: rename ", tmpDir, " -> ", finalDir, ": ",
+               detail::errnoString(errno));
+  }
+  fsyncPath(dir_, O_RDONLY | O_DIRECTORY);
+  auto steps = listSteps(dir_);
+  for (size_t i = 0; i + keep < steps.size(); ++i) removeAll(stepDir(steps[i]));
+}
+
+Checkpoint CheckpointDir::read(uint64_t step) const {
+  const std::string dir = stepDir(step);
+  const std::string modelPath = (fs::path(dir) / kModelFile).string();
+  Checkpoint ck = readModelFile(modelPath);
+  ck.dir = dir;
+  if (ck.meta.step != step) {
+    C10D_THROW(InvalidArgument, "checkpoint ", modelPath, ": says step ", ck.meta.step,
+               " but lies in ", dir);
+  }
+  ck.optimizer = optim::OptimizerState::load((fs::path(dir) / kOptimizerFile).string());
+  return ck;
+}
+
+}  // namespace example
+}  // namespace c10d

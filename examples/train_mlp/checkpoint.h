@@ -1,0 +1,90 @@
+// Checkpoints of a training run: the model's parameters, the full optimizer state and the step
+// they follow, in one directory per checkpoint, written atomically and read back with checks.
+//
+// Layout of --checkpoint-dir D
+//   D/step-00000010/model.bin      parameters + what the run was (format below)
+//   D/step-00000010/optimizer.bin  optim::OptimizerState::save (full, unsharded state)
+//   A checkpoint is written into D/.step-00000010.tmp, every file fsynced, then the directory is
+//   renamed to D/step-00000010 and D fsynced: a checkpoint directory either exists complete or
+//   not at all, whatever moment the writer dies at. The newest complete one is the one resumed
+//   from; older ones beyond `keep` are removed after each write, and temporaries left by a crash
+//   at the next write.
+//
+// model.bin, little-endian, version 1
+//   magic      8 bytes "C10DMLPW"
+//   version    u32 (1)
+//   fileBytes  u64, the size of the whole file (shorter: "truncated")
+//   headerLen  u32, then a JSON header of that many bytes: step, seed, global_batch, dataset_size,
+//              widths, mode and world_size of the writer, optimizer (its describe()), and
+//              parameters: [{name, numel}, ...]
+//   data       f32 values of every parameter, back to back in parameter order
+//   checksum   u64, FNV-1a 64 over every byte before it
+// Nothing in it depends on the world size or the mode, so a checkpoint written by N ranks (ddp or
+// zero) resumes on M ranks in any mode.
+//
+// Errors: InvalidArgument naming the file and what is wrong (missing, truncated, bad magic or
+// version, checksum mismatch, a header that does not parse or does not match the data);
+// Error naming the path and errno for I/O failures while writing.
+// Threads: none; one process (rank 0) writes, any number may read a complete checkpoint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "examples/train_mlp/model.h"
+#include "layers/optim/optimizer_state.h"
+
+namespace c10d {
+namespace example {
+
+// What the checkpoint says about the run that wrote it.
+struct CheckpointMeta {
+  uint64_t step = 0;  // the last step taken before it was written
+  uint64_t seed = 0;
+  uint64_t globalBatch = 0;
+  uint64_t datasetSize = 0;
+  std::vector<size_t> widths;
+  std::string mode;       // informational
+  int worldSize = 0;      // informational
+  std::string optimizer;  // informational: OptimizerOptions::describe()
+};
+
+struct Checkpoint {
+  std::string dir;  // D/step-00000010
+  CheckpointMeta meta;
+  std::vector<std::string> names;  // parameter names
+  std::vector<size_t> numels;
+  std::vector<float> params;  // back to back
+  optim::OptimizerState optimizer;
+};
+
+class CheckpointDir {
+ public:
+  explicit CheckpointDir(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& path() const { return dir_; }
+
+  // Creates the directory (and its parents) if missing. Error naming the path on failure.
+  void create() const;
+  // The newest complete checkpoint's step; 0 when there is none (or no directory).
+  uint64_t latestStep() const;
+  std::string stepDir(uint64_t step) const;  // D/step-00000010
+
+  // Writes model + optimizer state as the checkpoint of meta.step (see the header comment), then
+  // keeps the newest `keep` checkpoints.
+  void write(const CheckpointMeta& meta, const Mlp& model, const optim::OptimizerState& state,
+             size_t keep) const;
+  // Reads and checks the checkpoint of `step`.
+  Checkpoint read(uint64_t step) const;
+
+ private:
+  std::string dir_;
+};
+
+// The model file on its own (exposed for tests and tools).
+void writeModelFile(const std::string& path, const CheckpointMeta& meta, const Mlp& model);
+Checkpoint readModelFile(const std::string& path);
+
+}  // namespace example
+}  // namespace c10d

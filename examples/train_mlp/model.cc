@@ -1,0 +1,216 @@
+#include "examples/train_mlp/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "c10d/error.h"
+#include "examples/train_mlp/random.h"
+
+namespace c10d {
+namespace example {
+
+std::vector<size_t> MlpShape::widths() const {
+  std::vector<size_t> w{inputDim};
+  for (size_t l = 0; l + 1 < layers; ++l) w.push_back(hidden);
+  w.push_back(classes);
+  return w;
+}
+
+std::string MlpShape::describe() const {
+  std::string s;
+  for (size_t w : widths()) s += (s.empty() ? "" : "-") + std::to_string(w);
+  return s;
+}
+
+void MlpShape::validate() const {
+  C10D_CHECK_ARG(inputDim >= 1, "model input width must be >= 1 (got ", inputDim, ")");
+  C10D_CHECK_ARG(hidden >= 1, "--hidden must be >= 1 (got ", hidden, ")");
+  C10D_CHECK_ARG(layers >= 1, "--layers must be >= 1 linear layer (got ", layers, ")");
+  C10D_CHECK_ARG(classes >= 2, "--classes must be >= 2 (got ", classes, ")");
+}
+
+Mlp::Mlp(MlpShape shape) : shape_(shape) {
+  shape_.validate();
+  widths_ = shape_.widths();
+  size_t total = 0;
+  for (size_t l = 0; l < numLayers(); ++l) {
+    const size_t in = widths_[l];
+    const size_t out = widths_[l + 1];
+    const std::string layer = "fc" + std::to_string(l);
+    for (auto [suffix, n] : {std::pair<const char*, size_t>{".weight", out * in}, {".bias", out}}) {
+      names_.push_back(layer + suffix);
+      offsets_.push_back(total);
+      numels_.push_back(n);
+      total += n;
+    }
+  }
+  params_.assign(total, 0.0f);
+  grads_.assign(total, 0.0f);
+  acts_.resize(widths_.size());
+}
+
+void Mlp::initialize(uint64_t seed) {
+  Rng rng = Rng::forStream(seed, kInitStream);
+  for (size_t l = 0; l < numLayers(); ++l) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(widths_[l]));
+    for (size_t p : {2 * l, 2 * l + 1}) {
+      float* v = params_.data() + offsets_[p];
+      for (size_t i = 0; i < numels_[p]; ++i) v[i] = static_cast<float>(rng.uniform(-bound, bound));
+    }
+  }
+}
+
+uint64_t Mlp::checksum() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(params_.data());
+  for (size_t i = 0; i < params_.size() * sizeof(float); ++i) {
+    h ^= bytes[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+void Mlp::setParams(const std::vector<float>& values) {
+  C10D_CHECK_ARG(values.size() == params_.size(), "Mlp::setParams: ", values.size(),
+                 " values for a model of ", params_.size(), " parameters");
+  std::copy(values.begin(), values.end(), params_.begin());  // in place: views stay valid
+}
+
+std::vector<layers::Parameter> Mlp::parameters() {
+  std::vector<layers::Parameter> out;
+  for (size_t p = 0; p < numParameters(); ++p) {
+    out.push_back({names_[p], tensorOf(params_.data() + offsets_[p], numels_[p]),
+                   tensorOf(grads_.data() + offsets_[p], numels_[p])});
+  }
+  return out;
+}
+
+double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n) {
+  acts_[0].assign(x, x + n * widths_[0]);
+  for (size_t l = 0; l < numLayers(); ++l) {
+    const size_t in = widths_[l];
+    const size_t out = widths_[l + 1];
+    // W is [out, in]; its transpose lets the inner loop run over contiguous outputs (an axpy the
+    // compiler vectorizes) while each output still sums its inputs in index order.
+    const float* w = weight(l);
+    transposed_.resize(in * out);
+    for (size_t o = 0; o < out; ++o) {
+      for (size_t k = 0; k < in; ++k) transposed_[k * out + o] = w[o * in + k];
+    }
+    const float* b = bias(l);
+    const float* a = acts_[l].data();
+    std::vector<float>& z = acts_[l + 1];
+    z.resize(n * out);
+    for (size_t i = 0; i < n; ++i) std::copy(b, b + out, z.data() + i * out);
+    // k outermost: one row of the transposed weight stays in cache while every sample uses it
+    // (the order of each output's sum, k ascending, is the same in any loop order).
+    for (size_t k = 0; k < in; ++k) {
+      const float* __restrict wt = transposed_.data() + k * out;
+      for (size_t i = 0; i < n; ++i) {
+        const float ak = a[i * in + k];
+        float* __restrict zi = z.data() + i * out;
+        for (size_t o = 0; o < out; ++o) zi[o] += ak * wt[o];
+      }
+    }
+    if (l + 1 < numLayers()) {
+      for (float& v : z) v = v > 0.0f ? v : 0.0f;
+    }
+  }
+  const size_t classes = widths_.back();
+  const std::vector<float>& logits = acts_.back();
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t y = labels[i];
+    C10D_CHECK_ARG(y >= 0 && static_cast<size_t>(y) < classes, "label ", y, " of sample ", i,
+                   " is outside [0, ", classes, ")");
+    const float* zi = logits.data() + i * classes;
+    const double m = *std::max_element(zi, zi + classes);
+    double s = 0;
+    for (size_t c = 0; c < classes; ++c) s += std::exp(zi[c] - m);
+    sum += std::log(s) + m - zi[y];
+  }
+  return sum;
+}
+
+double Mlp::forward(const float* x, const int32_t* labels, size_t n) {
+  C10D_CHECK_ARG(n > 0, "Mlp::forward: empty batch");
+  const double sum = forwardRows(x, labels, n);
+  batch_ = n;
+  labels_.assign(labels, labels + n);
+  return sum / static_cast<double>(n);
+}
+
+double Mlp::evaluate(const float* x, const int32_t* labels, size_t n) {
+  C10D_CHECK_ARG(n > 0, "Mlp::evaluate: no samples");
+  constexpr size_t kChunk = 256;
+  double sum = 0;
+  for (size_t i = 0; i < n; i += kChunk) {
+    const size_t rows = std::min(kChunk, n - i);
+    sum += forwardRows(x + i * widths_[0], labels + i, rows);
+  }
+  batch_ = 0;  // the activations are the last chunk's, not a batch to differentiate
+  return sum / static_cast<double>(n);
+}
+
+void Mlp::backward(const std::function<void(size_t)>& onReady) {
+  C10D_CHECK(batch_ > 0, "Mlp::backward needs a forward() first");
+  const size_t n = batch_;
+  const size_t classes = widths_.back();
+  // dLoss/dlogits = (softmax - onehot) / n, computed in double, rounded once.
+  delta_.resize(n * classes);
+  const float* logits = acts_.back().data();
+  for (size_t i = 0; i < n; ++i) {
+    const float* zi = logits + i * classes;
+    const double m = *std::max_element(zi, zi + classes);
+    double s = 0;
+    for (size_t c = 0; c < classes; ++c) s += std::exp(zi[c] - m);
+    for (size_t c = 0; c < classes; ++c) {
+      const double p = std::exp(zi[c] - m) / s;
+      const double onehot = static_cast<int32_t>(c) == labels_[i] ? 1.0 : 0.0;
+      delta_[i * classes + c] = static_cast<float>((p - onehot) / static_cast<double>(n));
+    }
+  }
+  for (size_t l = numLayers(); l-- > 0;) {
+    const size_t in = widths_[l];
+    const size_t out = widths_[l + 1];
+    const float* a = acts_[l].data();
+    const float* d = delta_.data();
+    float* __restrict gb = biasGrad(l);
+    std::fill(gb, gb + out, 0.0f);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t o = 0; o < out; ++o) gb[o] += d[i * out + o];
+    }
+    onReady(2 * l + 1);
+    float* gw = weightGrad(l);
+    for (size_t o = 0; o < out; ++o) {
+      float* __restrict row = gw + o * in;
+      std::fill(row, row + in, 0.0f);
+      for (size_t i = 0; i < n; ++i) {
+        const float dio = d[i * out + o];
+        const float* __restrict ai = a + i * in;
+        for (size_t k = 0; k < in; ++k) row[k] += dio * ai[k];
+      }
+    }
+    onReady(2 * l);
+    if (l == 0) break;
+    // The gradient flowing into layer l's input, through the ReLU that produced it: this is the
+    // compute a data-parallel caller overlaps with the reduction of the gradients just reported.
+    const float* w = weight(l);
+    deltaBelow_.assign(n * in, 0.0f);
+    for (size_t o = 0; o < out; ++o) {  // o outermost: the weight row stays in cache
+      const float* __restrict wrow = w + o * in;
+      for (size_t i = 0; i < n; ++i) {
+        const float dio = d[i * out + o];
+        float* __restrict di = deltaBelow_.data() + i * in;
+        for (size_t k = 0; k < in; ++k) di[k] += dio * wrow[k];
+      }
+    }
+    for (size_t j = 0; j < n * in; ++j) {
+      deltaBelow_[j] = a[j] > 0.0f ? deltaBelow_[j] : 0.0f;
+    }
+    delta_.swap(deltaBelow_);
+  }
+}
+
+}  // namespace example
+}  // namespace c10d

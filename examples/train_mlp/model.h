@@ -1,0 +1,107 @@
+// Mlp: the example's model, a fully connected network with ReLU between layers and a softmax
+// cross-entropy loss, written out by hand (forward and backward) over fp32 host memory.
+//
+//   widths w_0 (input) -> w_1 -> ... -> w_L (classes); layer l: z = a W_l^T + b_l with W_l of
+//   shape [w_{l+1}, w_l] (torch's nn.Linear layout, row-major), ReLU after every layer but the
+//   last; loss = mean over the batch of -log softmax(z)_label.
+//
+// Parameters and gradients live in two flat fp32 arrays, parameter by parameter in the order
+// fc0.weight, fc0.bias, fc1.weight, ..., so that one FlatOptimizer can step them all at once and a
+// checkpoint is one array. Parameter p of layer l: weight = 2l, bias = 2l + 1.
+//
+// backward() computes the layers' gradients last layer first and reports each parameter the moment
+// its gradient is final (bias, then weight: reverse parameter order, the order the DDP Reducer
+// buckets in), before it computes the gradient flowing into the layer below: a data-parallel
+// caller starts reducing those gradients while the rest of backward runs.
+//
+// Arithmetic: every sum runs in a fixed order (over the batch, then over input features), so the
+// same inputs give the same bits on every rank and every run; the loss is accumulated in double.
+// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats) and the
+// activations of the last forward (batch x sum of widths floats).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layers/common/parameter.h"
+
+namespace c10d {
+namespace example {
+
+struct MlpShape {
+  size_t inputDim = 32;
+  size_t hidden = 128;
+  size_t layers = 3;  // linear layers (>= 1); layers - 1 hidden layers of `hidden` units
+  size_t classes = 10;
+
+  std::vector<size_t> widths() const;  // {inputDim, hidden, ..., hidden, classes}
+  std::string describe() const;        // "32-128-128-10"
+  // InvalidArgument naming the field unless every size is >= 1 (classes >= 2).
+  void validate() const;
+};
+
+class Mlp {
+ public:
+  explicit Mlp(MlpShape shape);
+
+  // torch's nn.Linear default: weight and bias uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
+  // from `seed` (the same values on every rank and every run).
+  void initialize(uint64_t seed);
+
+  // Mean cross-entropy of the batch (x: n rows of inputDim floats, labels in [0, classes)); keeps
+  // the activations for backward().
+  double forward(const float* x, const int32_t* labels, size_t n);
+  // Gradients of the last forward()'s mean loss into grads(); calls onReady(p) as soon as
+  // parameter p's gradient is complete, in reverse parameter order.
+  void backward(const std::function<void(size_t)>& onReady);
+  // Mean cross-entropy over n samples, evaluated in chunks (activations of the chunk only).
+  double evaluate(const float* x, const int32_t* labels, size_t n);
+
+  const MlpShape& shape() const { return shape_; }
+  size_t numParameters() const { return names_.size(); }
+  size_t numel() const { return params_.size(); }
+  const std::string& name(size_t p) const { return names_.at(p); }
+  size_t offset(size_t p) const { return offsets_.at(p); }
+  std::vector<size_t> numels() const { return numels_; }
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  // Replaces every parameter (numel() floats, in parameter order).
+  void setParams(const std::vector<float>& values);
+  // FNV-1a 64 of the parameters' bytes: equal on two ranks or runs iff the models are bit-identical
+  // (up to hash collisions).
+  uint64_t checksum() const;
+  // Views of every parameter (data and grad) for the Reducer / ShardedOptimizer.
+  std::vector<layers::Parameter> parameters();
+
+ private:
+  size_t numLayers() const { return widths_.size() - 1; }
+  float* weight(size_t l) { return params_.data() + offsets_[2 * l]; }
+  float* bias(size_t l) { return params_.data() + offsets_[2 * l + 1]; }
+  float* weightGrad(size_t l) { return grads_.data() + offsets_[2 * l]; }
+  float* biasGrad(size_t l) { return grads_.data() + offsets_[2 * l + 1]; }
+  // Forward of rows [0, n) of x through every layer into acts_; returns the summed loss.
+  double forwardRows(const float* x, const int32_t* labels, size_t n);
+
+  MlpShape shape_;
+  std::vector<size_t> widths_;
+  std::vector<std::string> names_;
+  std::vector<size_t> offsets_;
+  std::vector<size_t> numels_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+
+  // Last forward: acts_[0] = the input, acts_[l] = layer l's input (post-ReLU), acts_[L] = logits.
+  size_t batch_ = 0;
+  std::vector<std::vector<float>> acts_;
+  std::vector<int32_t> labels_;
+  std::vector<float> transposed_;  // a weight as [in, out], for a vectorizable forward
+  std::vector<float> delta_;       // dLoss/dz of the layer being differentiated
+  std::vector<float> deltaBelow_;  // dLoss/da of the layer below
+};
+
+}  // namespace example
+}  // namespace c10d

@@ -1,0 +1,185 @@
+#include "examples/train_mlp/modes.h"
+
+#include <cstdio>
+
+#include "c10d/error.h"
+#include "layers/ddp/reducer.h"
+#include "layers/optim/flat_optimizer.h"
+#include "layers/zero/sharded_optimizer.h"
+
+namespace c10d {
+namespace example {
+
+namespace {
+
+std::string format(const char* fmt, double a, double b = 0, double c = 0, double d = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), fmt, a, b, c, d);
+  return buf;
+}
+
+std::string kib(size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  return buf;
+}
+
+class LocalMode : public TrainingMode {
+ public:
+  LocalMode(const TrainOptions& o, Mlp& model)
+      : model_(model), optimizer_(o.optimizer, model.numel()) {}
+
+  void markReady(size_t) override {}
+  void step() override { optimizer_.step(model_.params(), model_.grads()); }
+  optim::OptimizerState fullState() override {
+    return optim::OptimizerState::fromFlat(optimizer_, model_.numels());
+  }
+  void loadState(const optim::OptimizerState& state) override {
+    state.applyTo(optimizer_, model_.numels());
+  }
+  std::vector<std::string> summary() const override {
+    return {"local: optimizer state " + kib(optimizer_.stateBytes())};
+  }
+
+ private:
+  Mlp& model_;
+  optim::FlatOptimizer optimizer_;
+};
+
+class DdpMode : public TrainingMode {
+ public:
+  DdpMode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
+      : model_(model),
+        rank_(group->rank()),
+        reducer_(model.parameters(), group, reducerOptions(o)),
+        optimizer_(o.optimizer, model.numel()) {}
+
+  void markReady(size_t p) override { reducer_.markReady(p); }
+  void step() override {
+    const ddp::IterationStats s = reducer_.finalize();
+    commSeconds_ += s.commSeconds;
+    overlappedSeconds_ += s.overlappedSeconds;
+    waitSeconds_ += s.finalizeWaitSeconds;
+    launched_ += s.bucketBytes.size();
+    launchedEarly_ += s.bucketsLaunchedEarly;
+    rebuilt_ = rebuilt_ || s.rebuiltBuckets;
+    optimizer_.step(model_.params(), model_.grads());
+  }
+  optim::OptimizerState fullState() override {
+    // Every rank holds the same state; rank 0 writes it.
+    if (rank_ != 0) return {};
+    return optim::OptimizerState::fromFlat(optimizer_, model_.numels());
+  }
+  void loadState(const optim::OptimizerState& state) override {
+    state.applyTo(optimizer_, model_.numels());
+  }
+  std::vector<std::string> summary() const override {
+    const auto buckets = reducer_.buckets();
+    std::string sizes;
+    for (const auto& b : buckets) sizes += (sizes.empty() ? "" : ", ") + kib(b.bytes);
+    std::vector<std::string> lines;
+    lines.push_back("ddp: " + std::to_string(buckets.size()) +
+                    (buckets.size() == 1 ? " bucket (" : " buckets (") + sizes + ")" +
+                    (rebuilt_ ? ", rebuilt once from the first iteration's ready order" : ""));
+    lines.push_back(
+        format("ddp: %.0f of %.0f bucket allreduces launched during backward; comm %.4f s "
+               "(sum over buckets),",
+               static_cast<double>(launchedEarly_), static_cast<double>(launched_), commSeconds_) +
+        format(" %.1f%% overlapped with backward; finalize() waited %.4f s",
+               commSeconds_ > 0 ? 100.0 * overlappedSeconds_ / commSeconds_ : 0.0, waitSeconds_));
+    lines.push_back("ddp: optimizer state " + kib(optimizer_.stateBytes()) +
+                    " on every rank (replicated)");
+    return lines;
+  }
+
+ private:
+  static ddp::ReducerOptions reducerOptions(const TrainOptions& o) {
+    ddp::ReducerOptions r;
+    r.bucketCapBytes = o.bucketCapBytes;
+    r.firstBucketBytes = o.firstBucketBytes;
+    return r;
+  }
+
+  Mlp& model_;
+  int rank_;
+  ddp::Reducer reducer_;
+  optim::FlatOptimizer optimizer_;
+  double commSeconds_ = 0;
+  double overlappedSeconds_ = 0;
+  double waitSeconds_ = 0;
+  size_t launched_ = 0;
+  size_t launchedEarly_ = 0;
+  bool rebuilt_ = false;
+};
+
+class ZeroMode : public TrainingMode {
+ public:
+  ZeroMode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
+      : rank_(group->rank()), optimizer_(model.parameters(), group, zeroOptions(o)) {}
+
+  void markReady(size_t p) override { optimizer_.markReady(p); }
+  void step() override {
+    const zero::ZeroStepStats s = optimizer_.step();
+    commSeconds_ += s.commSeconds;
+    stepSeconds_ += s.stepSeconds;
+    launched_ += s.bucketsLaunched;
+    launchedEarly_ += s.bucketsLaunchedEarly;
+  }
+  optim::OptimizerState fullState() override { return optimizer_.consolidateState(0); }
+  void loadState(const optim::OptimizerState& state) override { optimizer_.loadState(state); }
+  std::vector<std::string> summary() const override {
+    const size_t local = optimizer_.localStateBytes();
+    const size_t full = optimizer_.fullStateBytes();
+    std::vector<std::string> lines;
+    lines.push_back(
+        "zero: rank " + std::to_string(rank_) + " holds optimizer state " + kib(local) + " of " +
+        kib(full) + " unsharded" +
+        format(" (%.1f%%), ", full > 0 ? 100.0 * static_cast<double>(local) / full : 0.0) +
+        std::to_string(optimizer_.shardOf(rank_).size()) + " of " +
+        std::to_string(optimizer_.numParameters()) + " parameters");
+    lines.push_back(std::string("zero: ") +
+                    zero::gradReductionName(optimizer_.options().gradReduction) +
+                    format(", %.0f of %.0f gradient collectives launched during backward;",
+                           static_cast<double>(launchedEarly_), static_cast<double>(launched_)) +
+                    format(" step() blocked on comm %.4f s, optimizer arithmetic %.4f s",
+                           commSeconds_, stepSeconds_));
+    return lines;
+  }
+  bool summaryPerRank() const override { return true; }
+
+ private:
+  static zero::ZeroOptions zeroOptions(const TrainOptions& o) {
+    zero::ZeroOptions z;
+    z.optimizer = o.optimizer;
+    z.gradReduction = o.gradReduction;
+    z.bucketCapBytes = o.bucketCapBytes;
+    return z;
+  }
+
+  int rank_;
+  zero::ShardedOptimizer optimizer_;
+  double commSeconds_ = 0;
+  double stepSeconds_ = 0;
+  size_t launched_ = 0;
+  size_t launchedEarly_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
+                                       std::shared_ptr<ProcessGroup> group) {
+  switch (options.mode) {
+    case Mode::kLocal:
+      return std::make_unique<LocalMode>(options, model);
+    case Mode::kDdp:
+      C10D_CHECK(group != nullptr, "ddp mode needs a process group");
+      return std::make_unique<DdpMode>(options, model, std::move(group));
+    case Mode::kZero:
+      C10D_CHECK(group != nullptr, "zero mode needs a process group");
+      return std::make_unique<ZeroMode>(options, model, std::move(group));
+  }
+  C10D_THROW(InvalidArgument, "unknown mode");
+}
+
+}  // namespace example
+}  // namespace c10d

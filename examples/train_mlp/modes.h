@@ -1,0 +1,50 @@
+// The three ways train_mlp turns a backward pass into an update:
+//   local  one process: FlatOptimizer over every parameter, back to back;
+//   ddp    ddp::Reducer (gradient buckets allreduced from markReady, overlapping backward, then
+//          averaged) followed by the same FlatOptimizer on every rank;
+//   zero   zero::ShardedOptimizer: gradients reduced to their owner, each rank steps its shard of
+//          the optimizer state, parameters all-gathered.
+// Each gets the gradients as the model's own grad buffers, holding this rank's micro-batch mean.
+//
+// Threads: none of their own (the layers start none); everything runs on the training thread.
+// Collectives: the ddp/zero constructors, step() and (zero) fullState() are collective over the
+// group; every rank calls them in the same order. Errors come from the layers (InvalidArgument,
+// TimeoutError, CommError) and are fatal to the run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c10d/process_group.h"
+#include "examples/train_mlp/model.h"
+#include "examples/train_mlp/options.h"
+#include "layers/optim/optimizer_state.h"
+
+namespace c10d {
+namespace example {
+
+class TrainingMode {
+ public:
+  virtual ~TrainingMode() = default;
+  // Backward reports parameter p's gradient complete.
+  virtual void markReady(size_t p) = 0;
+  // After backward: reduce the gradients (ddp, zero) and update the model's parameters.
+  virtual void step() = 0;
+  // The full optimizer state on rank 0 (collective in zero mode; empty on the other ranks).
+  virtual optim::OptimizerState fullState() = 0;
+  // Every rank: continue from a full state (from a checkpoint written at any world size).
+  virtual void loadState(const optim::OptimizerState& state) = 0;
+  // Lines for the end of the run, and whether every rank should print its own (zero: the shards
+  // differ) or rank 0 alone.
+  virtual std::vector<std::string> summary() const = 0;
+  virtual bool summaryPerRank() const { return false; }
+};
+
+// Builds the mode's machinery over `model`; ddp/zero broadcast rank 0's parameters (collective).
+std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
+                                       std::shared_ptr<ProcessGroup> group);
+
+}  // namespace example
+}  // namespace c10d

@@ -1,0 +1,303 @@
+#include "examples/train_mlp/trainer.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "c10d/error.h"
+#include "c10d/init.h"
+#include "c10d/process_group.h"
+#include "examples/train_mlp/checkpoint.h"
+#include "examples/train_mlp/dataset.h"
+#include "examples/train_mlp/model.h"
+#include "examples/train_mlp/modes.h"
+
+namespace c10d {
+namespace example {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// One line to stdout, flushed at once: the launcher prefixes and forwards it, and a crash must not
+// lose what was printed before it.
+void say(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  return buf;
+}
+
+// The launcher's attempt number: 0 on the first attempt (or without a launcher).
+int restartCount() {
+  for (const char* name : {"C10D_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return envInt(name, 0);
+  }
+  return 0;
+}
+
+[[noreturn]] void crash(uint64_t step, int rank) {
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "train_mlp: rank %d: --crash-at-step %" PRIu64
+               ": exiting with code 3 at the start of step %" PRIu64
+               " (first attempt, C10D_RESTART_COUNT=0)\n",
+               rank, step, step);
+  std::fflush(stderr);
+  std::_Exit(3);  // as abrupt as a real crash: no destructors, no goodbye to the peers
+}
+
+// Every rank's `mine` (same length everywhere), rank by rank. Collective.
+std::vector<int64_t> allgatherInts(ProcessGroup& pg, std::vector<int64_t> mine) {
+  std::vector<int64_t> all(mine.size() * static_cast<size_t>(pg.size()));
+  pg.allgatherIntoTensor(tensorOf(all.data(), all.size()), tensorOf(mine.data(), mine.size()))
+      ->wait();
+  return all;
+}
+
+double meanAcrossRanks(ProcessGroup& pg, double value) {
+  double v = value;
+  pg.allreduce(tensorOf(&v, 1), {ReduceOp::SUM})->wait();
+  return v / pg.size();
+}
+
+// Every rank learns whether every rank succeeded at something local (reading a checkpoint, writing
+// one); the ranks that succeeded throw an error naming the first rank that did not, so that a
+// local failure never leaves the others waiting in the next collective. Collective.
+void agreeOnSuccess(ProcessGroup* pg, const std::exception_ptr& localError, const char* what) {
+  if (pg != nullptr) {
+    const auto all = allgatherInts(*pg, {localError ? 0 : 1});
+    for (int r = 0; r < pg->size() && !localError; ++r) {
+      if (all[r] == 0) {
+        C10D_THROW(Error, "rank ", r, " failed ", what, " (its error is in its output)");
+      }
+    }
+  }
+  if (localError) std::rethrow_exception(localError);
+}
+
+std::string widthsText(const std::vector<size_t>& widths) {
+  std::string s;
+  for (size_t w : widths) s += (s.empty() ? "" : "-") + std::to_string(w);
+  return s;
+}
+
+// InvalidArgument unless checkpoint `ck` continues this run (see trainer.h).
+void checkResumable(const Checkpoint& ck, const TrainOptions& o, const Mlp& model) {
+  const std::string where = "checkpoint " + ck.dir;
+  const std::string fresh =
+      ": resuming would not continue that run (rerun with the same options, or point "
+      "--checkpoint-dir at an empty directory)";
+  C10D_CHECK_ARG(ck.meta.widths == model.shape().widths(), where, " holds a ",
+                 widthsText(ck.meta.widths), " model but this run builds ",
+                 model.shape().describe(), " (--input-dim/--hidden/--layers/--classes)", fresh);
+  C10D_CHECK_ARG(ck.numels == model.numels(), where,
+                 ": its parameter sizes do not match the model's");
+  C10D_CHECK_ARG(ck.meta.seed == o.seed, where, " was written with --seed ", ck.meta.seed,
+                 ", this run has --seed ", o.seed, fresh);
+  C10D_CHECK_ARG(ck.meta.globalBatch == o.globalBatch, where, " was written with --global-batch ",
+                 ck.meta.globalBatch, ", this run has --global-batch ", o.globalBatch, fresh);
+  C10D_CHECK_ARG(ck.meta.datasetSize == o.datasetSize, where, " was written with --dataset-size ",
+                 ck.meta.datasetSize, ", this run has --dataset-size ", o.datasetSize, fresh);
+  C10D_CHECK_ARG(ck.meta.step <= o.steps, where, " is at step ", ck.meta.step,
+                 ", past this run's --steps ", o.steps, fresh);
+  C10D_CHECK_ARG(ck.optimizer.steps == ck.meta.step, where, ": its optimizer state has taken ",
+                 ck.optimizer.steps, " steps but its model is at step ", ck.meta.step);
+}
+
+// Finds and reads the newest checkpoint (every rank; see trainer.h). Collective when pg is set.
+std::optional<Checkpoint> findCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank,
+                                         const Mlp& model) {
+  if (o.checkpointDir.empty()) return std::nullopt;
+  CheckpointDir dir(o.checkpointDir);
+  std::optional<Checkpoint> ck;
+  uint64_t latest = 0;
+  std::exception_ptr error;
+  try {
+    if (rank == 0) dir.create();
+    latest = dir.latestStep();
+    if (latest > 0) {
+      ck = dir.read(latest);
+      checkResumable(*ck, o, model);
+    }
+  } catch (const std::exception&) {
+    error = std::current_exception();
+  }
+  agreeOnSuccess(pg, error, ("to resume from --checkpoint-dir " + o.checkpointDir).c_str());
+  if (pg != nullptr) {
+    const auto steps = allgatherInts(*pg, {static_cast<int64_t>(latest)});
+    for (int r = 0; r < pg->size(); ++r) {
+      C10D_CHECK_ARG(static_cast<uint64_t>(steps[r]) == latest, "--checkpoint-dir ",
+                     o.checkpointDir, ": rank ", r, " found the newest checkpoint at step ",
+                     steps[r], " but rank ", rank, " at step ", latest,
+                     ": every rank must see the same directory (a shared file system)");
+    }
+  }
+  return ck;
+}
+
+void writeCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank, int world,
+                     TrainingMode& mode, const Mlp& model, uint64_t step) {
+  // Zero mode: a collective on every rank; the full state lands on rank 0.
+  optim::OptimizerState state = mode.fullState();
+  std::exception_ptr error;
+  if (rank == 0) {
+    try {
+      CheckpointMeta meta;
+      meta.step = step;
+      meta.seed = o.seed;
+      meta.globalBatch = o.globalBatch;
+      meta.datasetSize = o.datasetSize;
+      meta.widths = model.shape().widths();
+      meta.mode = modeName(o.mode);
+      meta.worldSize = world;
+      meta.optimizer = o.optimizer.describe();
+      CheckpointDir(o.checkpointDir).write(meta, model, state, o.keepCheckpoints);
+    } catch (const std::exception&) {
+      error = std::current_exception();
+    }
+  }
+  // Also the barrier: once any rank is past it, checkpoint `step` is complete on disk.
+  agreeOnSuccess(pg, error, "to write a checkpoint");
+}
+
+}  // namespace
+
+void runTraining(const TrainOptions& o) {
+  // 1. The world.
+  std::shared_ptr<ProcessGroup> pg;
+  if (o.mode == Mode::kLocal) {
+    const int world = envInt("WORLD_SIZE", 1, 1);
+    C10D_CHECK_ARG(world == 1, "--mode local runs in one process, but WORLD_SIZE=", world,
+                   ": launch it with --nproc-per-node 1 (or without c10drun), or use --mode ddp "
+                   "or zero");
+  } else {
+    InitOptions init;
+    init.backend = o.backend;
+    init.initMethod = o.initMethod;
+    init.timeout = o.timeout;
+    pg = c10d::init(init);
+  }
+  const int rank = pg ? pg->rank() : 0;
+  const int world = pg ? pg->size() : 1;
+  C10D_CHECK_ARG(o.crashAtStep == 0 || world >= 2,
+                 "--crash-at-step crashes rank 1, but the job has a single rank (run it under "
+                 "c10drun --nproc-per-node >= 2)");
+
+  // 2. Data and model.
+  BatchPlan plan(o.datasetSize, o.globalBatch, world, rank, o.seed);
+  SyntheticDataset data({o.seed, o.datasetSize, o.evalSize, o.shape.inputDim, o.shape.classes});
+  Mlp model(o.shape);
+  model.initialize(o.seed);
+
+  // 3. Resume.
+  std::optional<Checkpoint> ck = findCheckpoint(o, pg.get(), rank, model);
+  if (ck) model.setParams(ck->params);
+  std::unique_ptr<TrainingMode> mode = makeMode(o, model, pg);  // ddp/zero: broadcast from rank 0
+  if (ck) {
+    try {
+      mode->loadState(ck->optimizer);
+    } catch (const InvalidArgument& e) {
+      C10D_THROW(InvalidArgument, "resuming from checkpoint ", ck->dir, ": ", e.what());
+    }
+  }
+  const uint64_t start = ck ? ck->meta.step : 0;
+
+  if (rank == 0) {
+    say(fmt("train_mlp: mode %s, %d rank%s%s%s, model %s (%zu parameters in %zu tensors), %s",
+            modeName(o.mode), world, world == 1 ? "" : "s", pg ? " over " : "",
+            pg ? pg->describe().c_str() : "", model.shape().describe().c_str(), model.numel(),
+            model.numParameters(), o.optimizer.describe().c_str()));
+    say(
+        fmt("train_mlp: global batch %zu (%zu per rank), %zu steps per epoch of %zu samples, "
+            "%zu held-out, seed %" PRIu64 ", %" PRIu64 " steps",
+            o.globalBatch, plan.microBatch(), plan.stepsPerEpoch(), o.datasetSize, o.evalSize,
+            o.seed, o.steps));
+    if (ck) {
+      say(fmt("train_mlp: resumed from %s (step %" PRIu64 ", written by %d rank%s in %s mode)",
+              ck->dir.c_str(), ck->meta.step, ck->meta.worldSize,
+              ck->meta.worldSize == 1 ? "" : "s", ck->meta.mode.c_str()));
+      if (start == o.steps) say("train_mlp: the checkpoint is at the last step: nothing to train");
+    }
+  }
+  ck.reset();  // the checkpoint's copies are no longer needed
+
+  // 4. Train.
+  const int attempt = restartCount();
+  std::vector<float> x;
+  std::vector<int32_t> labels;
+  const auto trainStart = Clock::now();
+  for (uint64_t step = start + 1; step <= o.steps; ++step) {
+    if (step == o.crashAtStep && rank == 1 && attempt == 0) crash(step, rank);
+    const auto t0 = Clock::now();
+    data.gather(plan.indices(step), &x, &labels);
+    const double loss = model.forward(x.data(), labels.data(), labels.size());
+    model.backward([&](size_t p) { mode->markReady(p); });
+    mode->step();
+    const double ms = secondsSince(t0) * 1e3;
+    if (step % o.logEvery == 0 || step == o.steps) {
+      const double mean = pg ? meanAcrossRanks(*pg, loss) : loss;
+      if (rank == 0) say(fmt("step %" PRIu64 " loss %.9g ms %.3f", step, mean, ms));
+    }
+    if (o.checkpointEvery > 0 && step % o.checkpointEvery == 0) {
+      writeCheckpoint(o, pg.get(), rank, world, *mode, model, step);
+      if (rank == 0) say(fmt("checkpoint step %" PRIu64 " written", step));
+    }
+  }
+  const double trainSeconds = secondsSince(trainStart);
+
+  // 5. The end.
+  const uint64_t checksum = model.checksum();
+  if (pg) {
+    const auto sums = allgatherInts(*pg, {static_cast<int64_t>(checksum)});
+    for (int r = 1; r < world; ++r) {
+      if (sums[r] != sums[0]) {
+        C10D_THROW(
+            Error, "after training, rank ", r, "'s parameters differ from rank 0's (checksum ",
+            fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[r])), " vs ",
+            fmt("0x%016" PRIx64, static_cast<uint64_t>(sums[0])), "): the replicas diverged");
+      }
+    }
+  }
+  const double finalLoss = model.evaluate(data.evalInputs(), data.evalLabels(), data.evalSize());
+  if (mode->summaryPerRank() || rank == 0) {
+    for (const std::string& line : mode->summary()) say(line);
+  }
+  if (pg) pg->barrier()->wait();  // the per-rank summaries before rank 0's last lines
+  if (rank == 0) {
+    const uint64_t ran = o.steps - start;
+    say(fmt("train_mlp: %" PRIu64 " steps in %.3f s (%.3f ms/step, %.0f samples/s)", ran,
+            trainSeconds, ran > 0 ? trainSeconds * 1e3 / ran : 0.0,
+            trainSeconds > 0 ? static_cast<double>(ran * o.globalBatch) / trainSeconds : 0.0));
+    say(fmt("final params 0x%016" PRIx64, checksum));
+    say(fmt("final loss %.9g", finalLoss));
+  }
+  if (pg) {
+    pg->barrier()->wait();  // rank 0 hosts the store: it leaves last
+    pg->shutdown();
+  }
+}
+
+}  // namespace example
+}  // namespace c10d
