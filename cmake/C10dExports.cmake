@@ -1,0 +1,38 @@
+# What libc10d exports and how its own references bind.
+#
+# SONAME: libc10d.so.<C10D_ABI_VERSION>, the C ABI's version, read from c10d/c_api.h (the one
+# place it is defined); the file is libc10d.so.<ABI>.<release> (e.g. libc10d.so.1.0.1.0 for ABI 1,
+# release 0.1.0). The C++ API makes no ABI promise across releases: C++ users rebuild against the
+# headers of the library they run with.
+#
+# Exports (cmake/c10d_exports.map): the C ABI (c10d_*) and the c10d:: C++ API, with the typeinfo
+# and vtables of c10d classes (exceptions and dynamic_cast across the library boundary need
+# them). Everything else is local: the std:: and Gloo template instantiations compiled into the
+# library, and anything in another namespace.
+#
+# Binding: -Bsymbolic. The library's references to its own definitions are bound at link time,
+# so another library in the process that defines the same c10d:: names (libtorch does: c10d::Work,
+# c10d::ProcessGroup, c10d::Store, ...) can never take them over, whatever the load order and
+# RTLD_GLOBAL. -Bsymbolic-functions would not do: vtables and typeinfo are data, and a c10d::Work
+# built here with libtorch's vtable for c10d::Work would call into libtorch. The price of
+# -Bsymbolic is that an executable that copy-relocates an exported *mutable* variable would get
+# its own copy, which the library does not see; so the library exports no mutable data (its
+# exported objects are vtables, typeinfo and constant tables), and tests/capi/symbols_test checks
+# it. -fno-gnu-unique (GCC): static data members and statics of inline functions become ordinary
+# weak symbols, bound locally like the rest, instead of STB_GNU_UNIQUE ones, which the dynamic
+# linker shares between every library that defines them (-Bsymbolic notwithstanding).
+file(STRINGS ${CMAKE_SOURCE_DIR}/c10d/c_api.h c10d_abi_line REGEX "^#define C10D_ABI_VERSION [0-9]+$")
+string(REGEX REPLACE "^#define C10D_ABI_VERSION ([0-9]+)$" "\\1" C10D_ABI_VERSION "${c10d_abi_line}")
+if(NOT C10D_ABI_VERSION MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "c10d: no '#define C10D_ABI_VERSION <n>' line in c10d/c_api.h")
+endif()
+message(STATUS "c10d: C ABI version ${C10D_ABI_VERSION} (SONAME libc10d.so.${C10D_ABI_VERSION})")
+
+set_target_properties(c10d PROPERTIES
+  SOVERSION ${C10D_ABI_VERSION}
+  VERSION ${C10D_ABI_VERSION}.${PROJECT_VERSION})
+
+set(C10D_EXPORTS_MAP ${CMAKE_SOURCE_DIR}/cmake/c10d_exports.map)
+target_link_options(c10d PRIVATE "LINKER:--version-script=${C10D_EXPORTS_MAP}" "LINKER:-Bsymbolic")
+set_property(TARGET c10d APPEND PROPERTY LINK_DEPENDS ${C10D_EXPORTS_MAP})
+target_compile_options(c10d PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
