@@ -91,8 +91,10 @@ bool WorkC10d::wait(std::chrono::milliseconds timeout) {
   const int64_t ms = timeout == kNoTimeout ? C10D_TIMEOUT_DEFAULT : timeout.count();
   const c10d_status_t status = api.c10d_work_wait(work_, ms);
   if (status == C10D_STATUS_TIMEOUT && api.c10d_work_test(work_) == C10D_STATUS_PENDING) {
-    TORCH_CHECK(false, context_, ": wait timed out after ", timeout.count(),
-                " ms (the op is still running)");
+    TORCH_CHECK(false, context_, ": wait timed out after ",
+                timeout == kNoTimeout ? std::string("the op's timeout")
+                                      : std::to_string(timeout.count()) + " ms",
+                " (the op is still running: ", api.c10d_last_error(), ")");
   }
   TORCH_CHECK(status == C10D_STATUS_OK, context_, ": ", api.c10d_last_error());
   // The op is complete; its callback (which completes the Future) runs on the engine thread right
