@@ -11,6 +11,7 @@ alltoall, AVG, PREMUL_SUM) are checked against the reference alone.
 
 Prints one line per op and exits non-zero on the first mismatch."""
 import argparse
+import faulthandler
 import collections
 
 import torch
@@ -231,6 +232,8 @@ def run_dtype(dtype, ours, gloo):
 
 
 def main():
+    # A hang prints every thread's Python stack and exits, rather than waiting for ctest's kill.
+    faulthandler.dump_traceback_later(90, exit=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--engine", default=None)
     args = parser.parse_args()

@@ -4,6 +4,7 @@ communicating. Last, an alltoall whose sizes disagree between ranks fails both r
 
   c10drun --nproc-per-node 2 /usr/bin/python3 errors_test.py"""
 import datetime
+import faulthandler
 
 import torch
 import torch.distributed as dist
@@ -37,6 +38,8 @@ def still_works():
 
 
 def main():
+    # A hang prints every thread's Python stack and exits, rather than waiting for ctest's kill.
+    faulthandler.dump_traceback_later(90, exit=True)
     dist.init_process_group("c10d", timeout=datetime.timedelta(seconds=30))
     rank, w = dist.get_rank(), dist.get_world_size()
     pg = dist.distributed_c10d._get_default_group()

@@ -5,6 +5,7 @@ both must each give the right answer, and DDP on each must agree.
 
   c10drun --nproc-per-node 2 /usr/bin/python3 two_groups_test.py --init tcp"""
 import argparse
+import faulthandler
 import os
 import sys
 
@@ -25,6 +26,8 @@ def loaded_libraries():
 
 
 def main():
+    # A hang prints every thread's Python stack and exits, rather than waiting for ctest's kill.
+    faulthandler.dump_traceback_later(90, exit=True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     common.add_args(parser)
     args = parser.parse_args()
