@@ -2,6 +2,7 @@
 
 #include <c10/util/accumulate.h>
 
+#include <algorithm>
 #include <atomic>
 #include <numeric>
 

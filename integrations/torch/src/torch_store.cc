@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <exception>
+#include <memory>
 #include <string>
 #include <vector>
 
