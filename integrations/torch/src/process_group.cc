@@ -1,3 +1,6 @@
+// Python.h first, as Python asks: only the destructor uses it (to drop the GIL).
+#include <Python.h>
+
 #include "process_group.h"
 
 #include <c10/util/accumulate.h>
@@ -191,7 +194,17 @@ ProcessGroupC10d::ProcessGroupC10d(const c10::intrusive_ptr<::c10d::Store>& stor
 }
 
 ProcessGroupC10d::~ProcessGroupC10d() {
-  capi().c10d_pg_destroy(pg_);
+  // Destroying joins the engine's threads, and one of them may be completing an op: dropping the
+  // last reference to a tensor whose Python object it then owns takes the GIL. Python drops groups
+  // with the GIL held (destroy_process_group, a local going out of scope), so release it here, or
+  // the two threads wait for each other forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* state = PyEval_SaveThread();
+    capi().c10d_pg_destroy(pg_);
+    PyEval_RestoreThread(state);
+  } else {
+    capi().c10d_pg_destroy(pg_);
+  }
 }
 
 std::string ProcessGroupC10d::context(const char* op) const {

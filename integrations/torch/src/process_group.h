@@ -23,7 +23,9 @@
 //
 // Threads: like every ProcessGroup, one thread issues a group's ops at a time, in the same order on
 // every rank. The destructor shuts the engine down (joining its threads) and may block until
-// pending ops have failed; it must not run on an engine thread (from a Future callback).
+// pending ops have failed; it releases the GIL meanwhile if the calling thread holds it (an engine
+// thread may need it to drop a tensor's Python object), and must not run on an engine thread
+// (from a Future callback).
 #ifndef C10D_INTEGRATIONS_TORCH_PROCESS_GROUP_H_
 #define C10D_INTEGRATIONS_TORCH_PROCESS_GROUP_H_
 
