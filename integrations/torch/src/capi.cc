@@ -31,11 +31,12 @@ CApi load() {
                              "' (set C10D_TORCH_LIBRARY to its path): " + (err ? err : "?"));
   }
   // The handle is never closed: works and groups of the library may outlive any owner here.
-#define C10D_TORCH_CAPI_LOAD(name)                                                        \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));                  \
-  if (api.name == nullptr) {                                                              \
-    throw std::runtime_error("c10d_torch: '" + api.path + "' does not export " #name      \
-                             " (a libc10d older than this plugin's c10d/c_api.h?)");      \
+#define C10D_TORCH_CAPI_LOAD(name)                                                   \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));             \
+  if (api.name == nullptr) {                                                         \
+    throw std::runtime_error("c10d_torch: '" + api.path +                            \
+                             "' does not export " #name                              \
+                             " (a libc10d older than this plugin's c10d/c_api.h?)"); \
   }
   C10D_TORCH_CAPI_FUNCTIONS(C10D_TORCH_CAPI_LOAD)
 #undef C10D_TORCH_CAPI_LOAD

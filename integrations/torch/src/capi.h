@@ -4,10 +4,10 @@
 // Why not link libc10d: libtorch and libc10d both define C++ symbols in namespace c10d (c10d::Work,
 // c10d::ProcessGroup, c10d::Store, their vtables and typeinfo). Had the plugin libc10d as a
 // DT_NEEDED dependency, libc10d's exported c10d:: names would sit in the plugin's lookup scope next
-// to libtorch's, and a plugin reference meant for torch's c10d::Work could bind to ours. Loaded with
-// RTLD_LOCAL, libc10d's symbols are visible only through dlsym, and the plugin names nothing of ours
-// but the c10d_* C functions; libc10d itself is linked -Bsymbolic, so its own references never
-// bind to libtorch's either (cmake/C10dExports.cmake).
+// to libtorch's, and a plugin reference meant for torch's c10d::Work could bind to ours. Loaded
+// with RTLD_LOCAL, libc10d's symbols are visible only through dlsym, and the plugin names nothing
+// of ours but the c10d_* C functions; libc10d itself is linked -Bsymbolic, so its own references
+// never bind to libtorch's either (cmake/C10dExports.cmake).
 //
 // Which library: $C10D_TORCH_LIBRARY if set, else the libc10d this plugin was built with (its
 // absolute path, compiled in), else "libc10d.so.<C10D_ABI_VERSION>" through the loader's search.

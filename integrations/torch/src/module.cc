@@ -92,9 +92,8 @@ PYBIND11_MODULE(c10d_torch, m) {
            py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("engine", &ProcessGroupC10d::engine);
 
-  m.def("create_process_group", &c10d_torch::createProcessGroup, py::arg("store"),
-        py::arg("rank"), py::arg("size"), py::arg("timeout"),
-        py::call_guard<py::gil_scoped_release>(),
+  m.def("create_process_group", &c10d_torch::createProcessGroup, py::arg("store"), py::arg("rank"),
+        py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
         "The creator registered for backend 'c10d' (engine from set_engine / "
         "$C10D_TORCH_ENGINE).");
   m.def(
@@ -105,7 +104,8 @@ PYBIND11_MODULE(c10d_torch, m) {
       },
       py::arg("engine"), "Engine of groups created from now on ('verbs', 'gloo'; '' = default).");
   m.def("engine", &c10d_torch::currentEngine, "The engine the next group will use.");
-  m.def("library_path", [] { return c10d_torch::capi().path; }, "The libc10d loaded.");
+  m.def(
+      "library_path", [] { return c10d_torch::capi().path; }, "The libc10d loaded.");
   m.def("version", [] { return std::string(c10d_torch::capi().c10d_version()); });
 
   dist.attr("Backend").attr("register_backend")("c10d", m.attr("create_process_group"));

@@ -21,16 +21,35 @@ constexpr const char* kSupportedDtypes =
 // torch dtype -> c10d dtype; false for a dtype libc10d does not have.
 bool toC10dDtype(at::ScalarType type, c10d_dtype_t* out) {
   switch (type) {
-    case at::kFloat: *out = C10D_FLOAT32; return true;
-    case at::kDouble: *out = C10D_FLOAT64; return true;
-    case at::kHalf: *out = C10D_FLOAT16; return true;
-    case at::kBFloat16: *out = C10D_BFLOAT16; return true;
-    case at::kChar: *out = C10D_INT8; return true;
-    case at::kByte: *out = C10D_UINT8; return true;
-    case at::kInt: *out = C10D_INT32; return true;
-    case at::kLong: *out = C10D_INT64; return true;
-    case at::kBool: *out = C10D_BOOL; return true;
-    default: return false;
+    case at::kFloat:
+      *out = C10D_FLOAT32;
+      return true;
+    case at::kDouble:
+      *out = C10D_FLOAT64;
+      return true;
+    case at::kHalf:
+      *out = C10D_FLOAT16;
+      return true;
+    case at::kBFloat16:
+      *out = C10D_BFLOAT16;
+      return true;
+    case at::kChar:
+      *out = C10D_INT8;
+      return true;
+    case at::kByte:
+      *out = C10D_UINT8;
+      return true;
+    case at::kInt:
+      *out = C10D_INT32;
+      return true;
+    case at::kLong:
+      *out = C10D_INT64;
+      return true;
+    case at::kBool:
+      *out = C10D_BOOL;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -45,9 +64,8 @@ c10d_tensor_t viewOf(const std::string& ctx, const at::Tensor& t, const std::str
   TORCH_CHECK(t.is_contiguous(), ctx, ": ", what, " is not contiguous (sizes ", t.sizes(),
               ", strides ", t.strides(), "); pass tensor.contiguous()");
   c10d_dtype_t dtype;
-  TORCH_CHECK(toC10dDtype(t.scalar_type(), &dtype), ctx, ": ", what, " has dtype ",
-              t.scalar_type(), ", which the c10d backend does not support (it takes ",
-              kSupportedDtypes, ")");
+  TORCH_CHECK(toC10dDtype(t.scalar_type(), &dtype), ctx, ": ", what, " has dtype ", t.scalar_type(),
+              ", which the c10d backend does not support (it takes ", kSupportedDtypes, ")");
   return c10d_tensor_cpu(t.numel() > 0 ? t.data_ptr() : nullptr, static_cast<uint64_t>(t.numel()),
                          dtype);
 }
@@ -74,9 +92,8 @@ void checkSameShape(const std::string& ctx, const at::Tensor& t, const std::stri
                     const at::Tensor& ref, const char* refName) {
   TORCH_CHECK(t.defined() && ref.defined() && t.numel() == ref.numel() &&
                   t.scalar_type() == ref.scalar_type(),
-              ctx, ": ", what, " (", t.scalar_type(), ", ", t.numel(),
-              " elements) does not match ", refName, " (", ref.scalar_type(), ", ", ref.numel(),
-              " elements)");
+              ctx, ": ", what, " (", t.scalar_type(), ", ", t.numel(), " elements) does not match ",
+              refName, " (", ref.scalar_type(), ", ", ref.numel(), " elements)");
 }
 
 void checkListSize(const std::string& ctx, size_t got, int size, const char* what) {
@@ -97,16 +114,25 @@ c10d_op_options_t opOptions(std::chrono::milliseconds timeout) {
 c10d_reduce_op_t toC10dOp(const std::string& ctx, const ::c10d::ReduceOp& op,
                           c10d_op_options_t* o) {
   switch (op.op_) {
-    case ::c10d::ReduceOp::SUM: return C10D_REDUCE_SUM;
-    case ::c10d::ReduceOp::AVG: return C10D_REDUCE_AVG;
-    case ::c10d::ReduceOp::PRODUCT: return C10D_REDUCE_PRODUCT;
-    case ::c10d::ReduceOp::MIN: return C10D_REDUCE_MIN;
-    case ::c10d::ReduceOp::MAX: return C10D_REDUCE_MAX;
-    case ::c10d::ReduceOp::BAND: return C10D_REDUCE_BAND;
-    case ::c10d::ReduceOp::BOR: return C10D_REDUCE_BOR;
-    case ::c10d::ReduceOp::BXOR: return C10D_REDUCE_BXOR;
+    case ::c10d::ReduceOp::SUM:
+      return C10D_REDUCE_SUM;
+    case ::c10d::ReduceOp::AVG:
+      return C10D_REDUCE_AVG;
+    case ::c10d::ReduceOp::PRODUCT:
+      return C10D_REDUCE_PRODUCT;
+    case ::c10d::ReduceOp::MIN:
+      return C10D_REDUCE_MIN;
+    case ::c10d::ReduceOp::MAX:
+      return C10D_REDUCE_MAX;
+    case ::c10d::ReduceOp::BAND:
+      return C10D_REDUCE_BAND;
+    case ::c10d::ReduceOp::BOR:
+      return C10D_REDUCE_BOR;
+    case ::c10d::ReduceOp::BXOR:
+      return C10D_REDUCE_BXOR;
     case ::c10d::ReduceOp::PREMUL_SUM: {
-      const auto* factor = dynamic_cast<const ::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      const auto* factor =
+          dynamic_cast<const ::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(factor != nullptr, ctx, ": PREMUL_SUM without its factor");
       if (factor->tensor_factors.empty()) {
         o->premul_scale = factor->double_factor;
@@ -118,7 +144,8 @@ c10d_reduce_op_t toC10dOp(const std::string& ctx, const ::c10d::ReduceOp& op,
       }
       return C10D_REDUCE_PREMUL_SUM;
     }
-    default: TORCH_CHECK(false, ctx, ": unknown reduce op ", static_cast<int>(op.op_));
+    default:
+      TORCH_CHECK(false, ctx, ": unknown reduce op ", static_cast<int>(op.op_));
   }
 }
 
@@ -145,8 +172,8 @@ std::vector<uint64_t> elementSplits(const std::string& ctx, const at::Tensor& t,
   checkListSize(ctx, splits.size(), size, what);
   int64_t sum = 0;
   for (size_t i = 0; i < splits.size(); ++i) {
-    TORCH_CHECK(splits[i] >= 0, ctx, ": ", what, " split sizes[", i, "] is negative (",
-                splits[i], ")");
+    TORCH_CHECK(splits[i] >= 0, ctx, ": ", what, " split sizes[", i, "] is negative (", splits[i],
+                ")");
     sum += splits[i];
     out[i] = static_cast<uint64_t>(splits[i]) * rowNumel(t);
   }
@@ -212,8 +239,7 @@ std::string ProcessGroupC10d::context(const char* op) const {
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d::OpType type,
-                                                          c10d_status_t status,
-                                                          c10d_work_t* work,
+                                                          c10d_status_t status, c10d_work_t* work,
                                                           std::vector<at::Tensor> outputs,
                                                           std::vector<at::Tensor> inputs) {
   const std::string ctx = context(op);
@@ -222,8 +248,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d
                                        std::move(inputs));
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(
-    std::vector<at::Tensor>& tensors, const ::c10d::BroadcastOptions& opts) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const ::c10d::BroadcastOptions& opts) {
   const std::string ctx = context("broadcast");
   const at::Tensor& t = single(ctx, tensors, "");
   TORCH_CHECK(opts.rootTensor == 0, ctx, ": rootTensor must be 0, got ", opts.rootTensor);
@@ -235,8 +261,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(
   return finish("broadcast", ::c10d::OpType::BROADCAST, status, work, tensors, {});
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce(
-    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceOptions& opts) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const ::c10d::AllreduceOptions& opts) {
   const std::string ctx = context("allreduce");
   const at::Tensor& t = single(ctx, tensors, "");
   const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
@@ -256,8 +282,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce_coalesced(
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_allreduce_coalesced(pg_, views.data(), views.size(), op, &o, &work);
-  return finish("allreduce_coalesced", ::c10d::OpType::ALLREDUCE_COALESCED, status, work,
-                tensors, {});
+  return finish("allreduce_coalesced", ::c10d::OpType::ALLREDUCE_COALESCED, status, work, tensors,
+                {});
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce(std::vector<at::Tensor>& tensors,
@@ -299,11 +325,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_allgather_base(
   const std::string ctx = context("_allgather_base");
   const c10d_tensor_t inView = viewOf(ctx, input, "input");
   const c10d_tensor_t outView = viewOf(ctx, output, "output");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type() &&
-                  output.numel() == input.numel() * size_,
-              ctx, ": output (", output.scalar_type(), ", ", output.numel(),
-              " elements) must have the input's dtype (", input.scalar_type(),
-              ") and group size x input's ", input.numel(), " elements");
+  TORCH_CHECK(
+      output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * size_, ctx,
+      ": output (", output.scalar_type(), ", ", output.numel(),
+      " elements) must have the input's dtype (", input.scalar_type(),
+      ") and group size x input's ", input.numel(), " elements");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
@@ -385,10 +411,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter(
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
-  const c10d_status_t status = capi().c10d_reduce_scatter(pg_, &outView, inViews.data(),
-                                                          inViews.size(), op, &o, &work);
-  return finish("reduce_scatter", ::c10d::OpType::REDUCE_SCATTER, status, work, outputs,
-                inputs[0]);
+  const c10d_status_t status =
+      capi().c10d_reduce_scatter(pg_, &outView, inViews.data(), inViews.size(), op, &o, &work);
+  return finish("reduce_scatter", ::c10d::OpType::REDUCE_SCATTER, status, work, outputs, inputs[0]);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_reduce_scatter_base(
@@ -396,11 +421,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_reduce_scatter_base(
   const std::string ctx = context("_reduce_scatter_base");
   const c10d_tensor_t outView = viewOf(ctx, output, "output");
   const c10d_tensor_t inView = viewOf(ctx, input, "input");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type() &&
-                  input.numel() == output.numel() * size_,
-              ctx, ": input (", input.scalar_type(), ", ", input.numel(),
-              " elements) must have the output's dtype (", output.scalar_type(),
-              ") and group size x output's ", output.numel(), " elements");
+  TORCH_CHECK(
+      output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * size_, ctx,
+      ": input (", input.scalar_type(), ", ", input.numel(),
+      " elements) must have the output's dtype (", output.scalar_type(),
+      ") and group size x output's ", output.numel(), " elements");
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
@@ -454,8 +479,7 @@ void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool
   const CApi& api = capi();
   const int64_t timeout = opts.timeout.count() > 0 ? opts.timeout.count() : C10D_TIMEOUT_DEFAULT;
   const c10d_status_t status = api.c10d_monitored_barrier(pg_, timeout, waitAllRanks ? 1 : 0);
-  TORCH_CHECK(status == C10D_STATUS_OK, context("monitored_barrier"), ": ",
-              api.c10d_last_error());
+  TORCH_CHECK(status == C10D_STATUS_OK, context("monitored_barrier"), ": ", api.c10d_last_error());
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::send(std::vector<at::Tensor>& tensors, int dst,

@@ -1,5 +1,5 @@
-// ProcessGroupC10d: torch's c10d::ProcessGroup (torch 1.13's backend plugin interface) running every
-// collective on a c10d engine ("verbs" by default, "gloo" too) through libc10d's C ABI.
+// ProcessGroupC10d: torch's c10d::ProcessGroup (torch 1.13's backend plugin interface) running
+// every collective on a c10d engine ("verbs" by default, "gloo" too) through libc10d's C ABI.
 //
 // Contract
 //   Construction is collective: every rank constructs its group over torch's Store (the one
@@ -97,9 +97,8 @@ class ProcessGroupC10d : public ::c10d::ProcessGroup {
   // "c10d_torch: <op> on rank R of <group> (size N)": the prefix of every message about an op.
   std::string context(const char* op) const;
   // Wraps a started op's work (or throws the C ABI's error for a failed start).
-  c10::intrusive_ptr<::c10d::Work> finish(const char* op, ::c10d::OpType type,
-                                          c10d_status_t status, c10d_work_t* work,
-                                          std::vector<at::Tensor> outputs,
+  c10::intrusive_ptr<::c10d::Work> finish(const char* op, ::c10d::OpType type, c10d_status_t status,
+                                          c10d_work_t* work, std::vector<at::Tensor> outputs,
                                           std::vector<at::Tensor> inputs);
 
   c10d_pg_t* pg_ = nullptr;

@@ -34,8 +34,8 @@ c10d_status_t guarded(c10d_sink_t* error, Fn&& fn) noexcept {
     std::string lower = text;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const bool timedOut = lower.find("timeout") != std::string::npos ||
-                          lower.find("timed out") != std::string::npos;
+    const bool timedOut =
+        lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
     writeError(error, "torch store: " + text);
     return timedOut ? C10D_STATUS_TIMEOUT : C10D_STATUS_COMM_ERROR;
   } catch (const std::bad_alloc&) {
@@ -125,9 +125,9 @@ c10d_status_t storeCompareSet(void* user, const char* key, const void* expected,
   return guarded(error, [&] {
     const auto* e = static_cast<const uint8_t*>(expected);
     const auto* d = static_cast<const uint8_t*>(desired);
-    return writeBytes(current, storeOf(user).compareSet(
-                                   key, std::vector<uint8_t>(e, e + expected_size),
-                                   std::vector<uint8_t>(d, d + desired_size)));
+    return writeBytes(current,
+                      storeOf(user).compareSet(key, std::vector<uint8_t>(e, e + expected_size),
+                                               std::vector<uint8_t>(d, d + desired_size)));
   });
 }
 
@@ -160,8 +160,8 @@ c10d_store_t* wrapTorchStore(const c10::intrusive_ptr<::c10d::Store>& store,
   options.timeout_ms = timeout.count() > 0 ? timeout.count() : C10D_TIMEOUT_DEFAULT;
   c10d_store_t* out = nullptr;
   const c10d_status_t status = api.c10d_store_from_callbacks(&callbacks, &options, &out);
-  TORCH_CHECK(status == C10D_STATUS_OK, "c10d_torch: cannot wrap torch's store: ",
-              api.c10d_last_error());
+  TORCH_CHECK(status == C10D_STATUS_OK,
+              "c10d_torch: cannot wrap torch's store: ", api.c10d_last_error());
   holder.release();  // owned by the c10d store now (storeDestroy)
   return out;
 }

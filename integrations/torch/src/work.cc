@@ -38,9 +38,10 @@ WorkC10d::WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::stri
       work_(work),
       context_(std::move(context)),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {
-  auto done = std::make_unique<Completion>(Completion{future_, outputs_, std::move(inputs), context_});
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+  auto done =
+      std::make_unique<Completion>(Completion{future_, outputs_, std::move(inputs), context_});
   const CApi& api = capi();
   const c10d_status_t status = api.c10d_work_on_complete(work_, onComplete, done.get());
   if (status != C10D_STATUS_OK) {
