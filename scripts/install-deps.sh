@@ -10,6 +10,7 @@ packages=(
   libboost-context-dev                         # verbs backend's engine fibers (fcontext)
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
   python3 python3-matplotlib                   # perf/plot
+  python3-torch python3-dev pybind11-dev       # integrations/torch (the c10d_torch plugin)
   clang-format
 )
 missing=()

@@ -1,0 +1,512 @@
+// Python.h first, as Python asks: only the destructor uses it (to drop the GIL).
+#include <Python.h>
+
+#include "process_group.h"
+
+#include <c10/util/accumulate.h>
+
+#include <algorithm>
+#include <atomic>
+#include <numeric>
+
+#include "torch_store.h"
+#include "work.h"
+
+namespace c10d_torch {
+namespace {
+
+constexpr const char* kSupportedDtypes =
+    "float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool";
+
+// torch dtype -> c10d dtype; false for a dtype libc10d does not have.
+bool toC10dDtype(at::ScalarType type, c10d_dtype_t* out) {
+  switch (type) {
+    case at::kFloat:
+      *out = C10D_FLOAT32;
+      return true;
+    case at::kDouble:
+      *out = C10D_FLOAT64;
+      return true;
+    case at::kHalf:
+      *out = C10D_FLOAT16;
+      return true;
+    case at::kBFloat16:
+      *out = C10D_BFLOAT16;
+      return true;
+    case at::kChar:
+      *out = C10D_INT8;
+      return true;
+    case at::kByte:
+      *out = C10D_UINT8;
+      return true;
+    case at::kInt:
+      *out = C10D_INT32;
+      return true;
+    case at::kLong:
+      *out = C10D_INT64;
+      return true;
+    case at::kBool:
+      *out = C10D_BOOL;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The view libc10d gets of `t`, after the checks torch's own CPU backends make. `what` names the
+// argument in messages ("tensors[0]", "output_tensors[0][2]").
+c10d_tensor_t viewOf(const std::string& ctx, const at::Tensor& t, const std::string& what) {
+  TORCH_CHECK(t.defined(), ctx, ": ", what, " is an undefined tensor");
+  TORCH_CHECK(t.layout() == at::kStrided, ctx, ": ", what, " has layout ", t.layout(),
+              "; the c10d backend takes dense (strided) tensors");
+  TORCH_CHECK(t.device().is_cpu(), ctx, ": ", what, " is on ", t.device(),
+              "; the c10d backend takes CPU tensors");
+  TORCH_CHECK(t.is_contiguous(), ctx, ": ", what, " is not contiguous (sizes ", t.sizes(),
+              ", strides ", t.strides(), "); pass tensor.contiguous()");
+  c10d_dtype_t dtype;
+  TORCH_CHECK(toC10dDtype(t.scalar_type(), &dtype), ctx, ": ", what, " has dtype ", t.scalar_type(),
+              ", which the c10d backend does not support (it takes ", kSupportedDtypes, ")");
+  return c10d_tensor_cpu(t.numel() > 0 ? t.data_ptr() : nullptr, static_cast<uint64_t>(t.numel()),
+                         dtype);
+}
+
+std::vector<c10d_tensor_t> viewsOf(const std::string& ctx, const std::vector<at::Tensor>& ts,
+                                   const std::string& what) {
+  std::vector<c10d_tensor_t> views;
+  views.reserve(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    views.push_back(viewOf(ctx, ts[i], what + "[" + std::to_string(i) + "]"));
+  }
+  return views;
+}
+
+// The one tensor of a single-tensor op (torch passes a list of one per rank on CPU).
+const at::Tensor& single(const std::string& ctx, const std::vector<at::Tensor>& ts,
+                         const char* what) {
+  TORCH_CHECK(ts.size() == 1, ctx, ": takes exactly one ", what, " tensor per rank, got ",
+              ts.size());
+  return ts[0];
+}
+
+void checkSameShape(const std::string& ctx, const at::Tensor& t, const std::string& what,
+                    const at::Tensor& ref, const char* refName) {
+  TORCH_CHECK(t.defined() && ref.defined() && t.numel() == ref.numel() &&
+                  t.scalar_type() == ref.scalar_type(),
+              ctx, ": ", what, " (", t.scalar_type(), ", ", t.numel(), " elements) does not match ",
+              refName, " (", ref.scalar_type(), ", ", ref.numel(), " elements)");
+}
+
+void checkListSize(const std::string& ctx, size_t got, int size, const char* what) {
+  TORCH_CHECK(got == static_cast<size_t>(size), ctx, ": ", what, " has ", got,
+              " tensors, the group has ", size, " ranks");
+}
+
+c10d_op_options_t opOptions(std::chrono::milliseconds timeout) {
+  c10d_op_options_t o;
+  c10d_op_options_init(&o);
+  if (timeout.count() > 0) {  // kUnsetTimeout (-1): the group's
+    o.timeout_ms = timeout.count();
+  }
+  return o;
+}
+
+// torch's reduce op -> libc10d's; PREMUL_SUM's factor goes into `o`.
+c10d_reduce_op_t toC10dOp(const std::string& ctx, const ::c10d::ReduceOp& op,
+                          c10d_op_options_t* o) {
+  switch (op.op_) {
+    case ::c10d::ReduceOp::SUM:
+      return C10D_REDUCE_SUM;
+    case ::c10d::ReduceOp::AVG:
+      return C10D_REDUCE_AVG;
+    case ::c10d::ReduceOp::PRODUCT:
+      return C10D_REDUCE_PRODUCT;
+    case ::c10d::ReduceOp::MIN:
+      return C10D_REDUCE_MIN;
+    case ::c10d::ReduceOp::MAX:
+      return C10D_REDUCE_MAX;
+    case ::c10d::ReduceOp::BAND:
+      return C10D_REDUCE_BAND;
+    case ::c10d::ReduceOp::BOR:
+      return C10D_REDUCE_BOR;
+    case ::c10d::ReduceOp::BXOR:
+      return C10D_REDUCE_BXOR;
+    case ::c10d::ReduceOp::PREMUL_SUM: {
+      const auto* factor =
+          dynamic_cast<const ::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+      TORCH_CHECK(factor != nullptr, ctx, ": PREMUL_SUM without its factor");
+      if (factor->tensor_factors.empty()) {
+        o->premul_scale = factor->double_factor;
+      } else {
+        TORCH_CHECK(factor->tensor_factors.size() == 1 && factor->tensor_factors[0].numel() == 1,
+                    ctx, ": PREMUL_SUM takes one scalar factor, got ",
+                    factor->tensor_factors.size(), " factor tensors");
+        o->premul_scale = factor->tensor_factors[0].item<double>();
+      }
+      return C10D_REDUCE_PREMUL_SUM;
+    }
+    default:
+      TORCH_CHECK(false, ctx, ": unknown reduce op ", static_cast<int>(op.op_));
+  }
+}
+
+// Elements per row of dim 0 (alltoall_base counts its splits in rows).
+uint64_t rowNumel(const at::Tensor& t) {
+  if (t.dim() == 0) {
+    return 1;
+  }
+  return static_cast<uint64_t>(c10::multiply_integers(t.sizes().slice(1)));
+}
+
+// torch's splits (rows; empty = equal) -> element counts, with torch's checks.
+std::vector<uint64_t> elementSplits(const std::string& ctx, const at::Tensor& t,
+                                    const std::vector<int64_t>& splits, int size,
+                                    const char* what) {
+  const int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+  std::vector<uint64_t> out(static_cast<size_t>(size));
+  if (splits.empty()) {
+    TORCH_CHECK(rows % size == 0, ctx, ": ", what, " tensor's dim 0 (", rows,
+                ") is not divisible by the group size ", size, " (no split sizes given)");
+    std::fill(out.begin(), out.end(), static_cast<uint64_t>(rows / size) * rowNumel(t));
+    return out;
+  }
+  checkListSize(ctx, splits.size(), size, what);
+  int64_t sum = 0;
+  for (size_t i = 0; i < splits.size(); ++i) {
+    TORCH_CHECK(splits[i] >= 0, ctx, ": ", what, " split sizes[", i, "] is negative (", splits[i],
+                ")");
+    sum += splits[i];
+    out[i] = static_cast<uint64_t>(splits[i]) * rowNumel(t);
+  }
+  TORCH_CHECK(sum == rows, ctx, ": ", what, " split sizes add up to ", sum,
+              " rows, the tensor has ", rows);
+  return out;
+}
+
+std::atomic<int> groupCounter{0};
+
+}  // namespace
+
+ProcessGroupC10d::ProcessGroupC10d(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                   int size, std::chrono::milliseconds timeout,
+                                   const std::string& engine,
+                                   const std::vector<std::pair<std::string, std::string>>& config)
+    : ::c10d::ProcessGroup(rank, size), engine_(engine) {
+  const CApi& api = capi();
+  // Groups are created in the same order on every rank (torch requires it), so the counter names
+  // a group the same everywhere.
+  const std::string groupName = "torch" + std::to_string(groupCounter++);
+  std::vector<const char*> keys, values;
+  for (const auto& kv : config) {
+    keys.push_back(kv.first.c_str());
+    values.push_back(kv.second.c_str());
+  }
+  c10d_pg_options_t options;
+  c10d_pg_options_init(&options);
+  options.timeout_ms = timeout.count() > 0 ? timeout.count() : C10D_TIMEOUT_DEFAULT;
+  options.group_name = groupName.c_str();
+  options.num_config = config.size();
+  options.config_keys = keys.data();
+  options.config_values = values.data();
+  c10d_store_t* cstore = wrapTorchStore(store, timeout);
+  const c10d_status_t status =
+      api.c10d_pg_create_from_store(cstore, engine.c_str(), rank, size, &options, &pg_);
+  const std::string why = status == C10D_STATUS_OK ? "" : api.c10d_last_error();
+  api.c10d_store_release(cstore);  // the group holds its own reference
+  TORCH_CHECK(status == C10D_STATUS_OK, "c10d_torch: creating the c10d group (engine '", engine,
+              "') on rank ", rank, " of ", size, " failed: ", why);
+  const char* name = nullptr;
+  api.c10d_pg_name(pg_, &name);
+  name_ = name ? name : engine;
+  init();
+}
+
+ProcessGroupC10d::~ProcessGroupC10d() {
+  // Destroying joins the engine's threads, and one of them may be completing an op: dropping the
+  // last reference to a tensor whose Python object it then owns takes the GIL. Python drops groups
+  // with the GIL held (destroy_process_group, a local going out of scope), so release it here, or
+  // the two threads wait for each other forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    PyThreadState* state = PyEval_SaveThread();
+    capi().c10d_pg_destroy(pg_);
+    PyEval_RestoreThread(state);
+  } else {
+    capi().c10d_pg_destroy(pg_);
+  }
+}
+
+std::string ProcessGroupC10d::context(const char* op) const {
+  return c10::str("c10d_torch: ", op, " on rank ", rank_, " of ", name_, " (size ", size_, ")");
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d::OpType type,
+                                                          c10d_status_t status, c10d_work_t* work,
+                                                          std::vector<at::Tensor> outputs,
+                                                          std::vector<at::Tensor> inputs) {
+  const std::string ctx = context(op);
+  TORCH_CHECK(status == C10D_STATUS_OK, ctx, ": ", capi().c10d_last_error());
+  return c10::make_intrusive<WorkC10d>(work, rank_, type, ctx, std::move(outputs),
+                                       std::move(inputs));
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(std::vector<at::Tensor>& tensors,
+                                                             const ::c10d::BroadcastOptions& opts) {
+  const std::string ctx = context("broadcast");
+  const at::Tensor& t = single(ctx, tensors, "");
+  TORCH_CHECK(opts.rootTensor == 0, ctx, ": rootTensor must be 0, got ", opts.rootTensor);
+  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_broadcast(pg_, &view, static_cast<int>(opts.rootRank), &o, &work);
+  return finish("broadcast", ::c10d::OpType::BROADCAST, status, work, tensors, {});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce(std::vector<at::Tensor>& tensors,
+                                                             const ::c10d::AllreduceOptions& opts) {
+  const std::string ctx = context("allreduce");
+  const at::Tensor& t = single(ctx, tensors, "");
+  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  c10d_op_options_t o = opOptions(opts.timeout);
+  const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_allreduce(pg_, &view, op, &o, &work);
+  return finish("allreduce", ::c10d::OpType::ALLREDUCE, status, work, tensors, {});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  const std::string ctx = context("allreduce_coalesced");
+  const std::vector<c10d_tensor_t> views = viewsOf(ctx, tensors, "tensors");
+  c10d_op_options_t o = opOptions(opts.timeout);
+  const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_allreduce_coalesced(pg_, views.data(), views.size(), op, &o, &work);
+  return finish("allreduce_coalesced", ::c10d::OpType::ALLREDUCE_COALESCED, status, work, tensors,
+                {});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce(std::vector<at::Tensor>& tensors,
+                                                          const ::c10d::ReduceOptions& opts) {
+  const std::string ctx = context("reduce");
+  const at::Tensor& t = single(ctx, tensors, "");
+  TORCH_CHECK(opts.rootTensor == 0, ctx, ": rootTensor must be 0, got ", opts.rootTensor);
+  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  c10d_op_options_t o = opOptions(opts.timeout);
+  const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_reduce(pg_, &view, static_cast<int>(opts.rootRank), op, &o, &work);
+  return finish("reduce", ::c10d::OpType::REDUCE, status, work, tensors, {});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  const std::string ctx = context("allgather");
+  const at::Tensor& in = single(ctx, inputs, "input");
+  TORCH_CHECK(outputs.size() == 1, ctx, ": takes one list of output tensors per rank, got ",
+              outputs.size());
+  checkListSize(ctx, outputs[0].size(), size_, "output_tensors[0]");
+  for (size_t i = 0; i < outputs[0].size(); ++i) {
+    checkSameShape(ctx, outputs[0][i], c10::str("output_tensors[0][", i, "]"), in, "the input");
+  }
+  const c10d_tensor_t inView = viewOf(ctx, in, "input_tensors[0]");
+  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outputs[0], "output_tensors[0]");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_allgather(pg_, outViews.data(), outViews.size(), &inView, &o, &work);
+  return finish("allgather", ::c10d::OpType::ALLGATHER, status, work, outputs[0], inputs);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  const std::string ctx = context("_allgather_base");
+  const c10d_tensor_t inView = viewOf(ctx, input, "input");
+  const c10d_tensor_t outView = viewOf(ctx, output, "output");
+  TORCH_CHECK(
+      output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * size_, ctx,
+      ": output (", output.scalar_type(), ", ", output.numel(),
+      " elements) must have the input's dtype (", input.scalar_type(),
+      ") and group size x input's ", input.numel(), " elements");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
+  return finish("_allgather_base", ::c10d::OpType::_ALLGATHER_BASE, status, work, {output},
+                {input});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::GatherOptions& opts) {
+  const std::string ctx = context("gather");
+  const at::Tensor& in = single(ctx, inputs, "input");
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, ctx, ": root rank ", opts.rootRank,
+              " is out of range [0, ", size_, ")");
+  std::vector<at::Tensor> outs;
+  if (rank_ == opts.rootRank) {
+    TORCH_CHECK(outputs.size() == 1, ctx, ": the root takes one list of output tensors, got ",
+                outputs.size());
+    checkListSize(ctx, outputs[0].size(), size_, "output_tensors[0]");
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+      checkSameShape(ctx, outputs[0][i], c10::str("output_tensors[0][", i, "]"), in, "the input");
+    }
+    outs = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), ctx,
+                ": only the root (rank ", opts.rootRank, ") takes output tensors");
+  }
+  const c10d_tensor_t inView = viewOf(ctx, in, "input_tensors[0]");
+  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outs, "output_tensors[0]");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_gather(pg_, outViews.data(), outViews.size(), &inView,
+                                                  static_cast<int>(opts.rootRank), &o, &work);
+  return finish("gather", ::c10d::OpType::GATHER, status, work, outs, inputs);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ScatterOptions& opts) {
+  const std::string ctx = context("scatter");
+  const at::Tensor& out = single(ctx, outputs, "output");
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, ctx, ": root rank ", opts.rootRank,
+              " is out of range [0, ", size_, ")");
+  std::vector<at::Tensor> ins;
+  if (rank_ == opts.rootRank) {
+    TORCH_CHECK(inputs.size() == 1, ctx, ": the root takes one list of input tensors, got ",
+                inputs.size());
+    checkListSize(ctx, inputs[0].size(), size_, "input_tensors[0]");
+    for (size_t i = 0; i < inputs[0].size(); ++i) {
+      checkSameShape(ctx, inputs[0][i], c10::str("input_tensors[0][", i, "]"), out, "the output");
+    }
+    ins = inputs[0];
+  } else {
+    TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), ctx,
+                ": only the root (rank ", opts.rootRank, ") takes input tensors");
+  }
+  const c10d_tensor_t outView = viewOf(ctx, out, "output_tensors[0]");
+  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, ins, "input_tensors[0]");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_scatter(pg_, &outView, inViews.data(), inViews.size(),
+                                                   static_cast<int>(opts.rootRank), &o, &work);
+  return finish("scatter", ::c10d::OpType::SCATTER, status, work, outputs, ins);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  const std::string ctx = context("reduce_scatter");
+  const at::Tensor& out = single(ctx, outputs, "output");
+  TORCH_CHECK(inputs.size() == 1, ctx, ": takes one list of input tensors per rank, got ",
+              inputs.size());
+  checkListSize(ctx, inputs[0].size(), size_, "input_tensors[0]");
+  for (size_t i = 0; i < inputs[0].size(); ++i) {
+    checkSameShape(ctx, inputs[0][i], c10::str("input_tensors[0][", i, "]"), out, "the output");
+  }
+  const c10d_tensor_t outView = viewOf(ctx, out, "output_tensors[0]");
+  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, inputs[0], "input_tensors[0]");
+  c10d_op_options_t o = opOptions(opts.timeout);
+  const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_reduce_scatter(pg_, &outView, inViews.data(), inViews.size(), op, &o, &work);
+  return finish("reduce_scatter", ::c10d::OpType::REDUCE_SCATTER, status, work, outputs, inputs[0]);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
+  const std::string ctx = context("_reduce_scatter_base");
+  const c10d_tensor_t outView = viewOf(ctx, output, "output");
+  const c10d_tensor_t inView = viewOf(ctx, input, "input");
+  TORCH_CHECK(
+      output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * size_, ctx,
+      ": input (", input.scalar_type(), ", ", input.numel(),
+      " elements) must have the output's dtype (", output.scalar_type(),
+      ") and group size x output's ", output.numel(), " elements");
+  c10d_op_options_t o = opOptions(opts.timeout);
+  const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_reduce_scatter_tensor(pg_, &outView, &inView, op, &o, &work);
+  return finish("_reduce_scatter_base", ::c10d::OpType::_REDUCE_SCATTER_BASE, status, work,
+                {output}, {input});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
+    std::vector<int64_t>& inputSplits, const ::c10d::AllToAllOptions& opts) {
+  const std::string ctx = context("alltoall_base");
+  const c10d_tensor_t outView = viewOf(ctx, output, "output");
+  const c10d_tensor_t inView = viewOf(ctx, input, "input");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), ctx, ": output has dtype ",
+              output.scalar_type(), ", input has ", input.scalar_type());
+  const std::vector<uint64_t> outCounts = elementSplits(ctx, output, outputSplits, size_, "output");
+  const std::vector<uint64_t> inCounts = elementSplits(ctx, input, inputSplits, size_, "input");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status =
+      capi().c10d_alltoall_single(pg_, &outView, &inView, outCounts.data(), outCounts.size(),
+                                  inCounts.data(), inCounts.size(), &o, &work);
+  return finish("alltoall_base", ::c10d::OpType::ALLTOALL_BASE, status, work, {output}, {input});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const ::c10d::AllToAllOptions& opts) {
+  const std::string ctx = context("alltoall");
+  checkListSize(ctx, outputs.size(), size_, "output_tensor_list");
+  checkListSize(ctx, inputs.size(), size_, "input_tensor_list");
+  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outputs, "output_tensor_list");
+  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, inputs, "input_tensor_list");
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_alltoall(pg_, outViews.data(), outViews.size(),
+                                                    inViews.data(), inViews.size(), &o, &work);
+  return finish("alltoall", ::c10d::OpType::ALLTOALL, status, work, outputs, inputs);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::barrier(const ::c10d::BarrierOptions& opts) {
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_barrier(pg_, &o, &work);
+  return finish("barrier", ::c10d::OpType::BARRIER, status, work, {}, {});
+}
+
+void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
+  const CApi& api = capi();
+  const int64_t timeout = opts.timeout.count() > 0 ? opts.timeout.count() : C10D_TIMEOUT_DEFAULT;
+  const c10d_status_t status = api.c10d_monitored_barrier(pg_, timeout, waitAllRanks ? 1 : 0);
+  TORCH_CHECK(status == C10D_STATUS_OK, context("monitored_barrier"), ": ", api.c10d_last_error());
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::send(std::vector<at::Tensor>& tensors, int dst,
+                                                        int tag) {
+  const std::string ctx = context("send");
+  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_send(pg_, &view, dst, tag, nullptr, &work);
+  return finish("send", ::c10d::OpType::SEND, status, work, {}, tensors);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::recv(std::vector<at::Tensor>& tensors, int src,
+                                                        int tag) {
+  const std::string ctx = context("recv");
+  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_recv(pg_, &view, src, tag, nullptr, &work);
+  return finish("recv", ::c10d::OpType::RECV, status, work, tensors, {});
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                                 int tag) {
+  const std::string ctx = context("recv_anysource");
+  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_recv_any_source(pg_, &view, tag, nullptr, &work);
+  return finish("recv_anysource", ::c10d::OpType::RECVANYSOURCE, status, work, tensors, {});
+}
+
+}  // namespace c10d_torch

@@ -1,0 +1,116 @@
+#include "work.h"
+
+#include <ATen/core/ivalue_inl.h>
+
+#include <memory>
+#include <stdexcept>
+
+namespace c10d_torch {
+namespace {
+
+// What the completion callback needs; owned by the callback (deleted when it has run).
+struct Completion {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  std::vector<at::Tensor> outputs;
+  std::vector<at::Tensor> inputs;  // kept alive only
+  std::string context;
+};
+
+void onComplete(void* user, c10d_status_t status, const char* message) {
+  std::unique_ptr<Completion> done(static_cast<Completion*>(user));
+  try {
+    if (status == C10D_STATUS_OK) {
+      done->future->markCompleted(c10::IValue(done->outputs));
+    } else {
+      done->future->setError(std::make_exception_ptr(
+          std::runtime_error(done->context + ": " + (message ? message : "failed"))));
+    }
+  } catch (...) {
+    // markCompleted/setError only throw on a second completion, which libc10d never makes.
+  }
+}
+
+}  // namespace
+
+WorkC10d::WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::string context,
+                   std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs)
+    : ::c10d::Work(rank, opType),
+      work_(work),
+      context_(std::move(context)),
+      outputs_(std::move(outputs)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+  auto done =
+      std::make_unique<Completion>(Completion{future_, outputs_, std::move(inputs), context_});
+  const CApi& api = capi();
+  const c10d_status_t status = api.c10d_work_on_complete(work_, onComplete, done.get());
+  if (status != C10D_STATUS_OK) {
+    std::string why = api.c10d_last_error();
+    api.c10d_work_release(work_);
+    TORCH_CHECK(false, context_, ": cannot register the completion callback: ", why);
+  }
+  done.release();  // onComplete owns it now
+}
+
+WorkC10d::~WorkC10d() {
+  capi().c10d_work_release(work_);  // does not cancel the op (the Completion keeps its tensors)
+}
+
+bool WorkC10d::isCompleted() {
+  return capi().c10d_work_test(work_) != C10D_STATUS_PENDING;
+}
+
+bool WorkC10d::isSuccess() const {
+  return capi().c10d_work_test(work_) == C10D_STATUS_OK;
+}
+
+std::exception_ptr WorkC10d::exception() const {
+  const CApi& api = capi();
+  const c10d_status_t status = api.c10d_work_test(work_);
+  if (status == C10D_STATUS_OK || status == C10D_STATUS_PENDING) {
+    return nullptr;
+  }
+  return std::make_exception_ptr(std::runtime_error(context_ + ": " + api.c10d_last_error()));
+}
+
+int WorkC10d::sourceRank() const {
+  int rank = -1;
+  capi().c10d_work_source_rank(work_, &rank);
+  return rank;
+}
+
+std::vector<at::Tensor> WorkC10d::result() {
+  return outputs_;
+}
+
+void WorkC10d::synchronize() {
+  // CPU tensors: completion is all there is (wait() does it).
+}
+
+bool WorkC10d::wait(std::chrono::milliseconds timeout) {
+  const CApi& api = capi();
+  const int64_t ms = timeout == kNoTimeout ? C10D_TIMEOUT_DEFAULT : timeout.count();
+  const c10d_status_t status = api.c10d_work_wait(work_, ms);
+  if (status == C10D_STATUS_TIMEOUT && api.c10d_work_test(work_) == C10D_STATUS_PENDING) {
+    TORCH_CHECK(false, context_, ": wait timed out after ",
+                timeout == kNoTimeout ? std::string("the op's timeout")
+                                      : std::to_string(timeout.count()) + " ms",
+                " (the op is still running: ", api.c10d_last_error(), ")");
+  }
+  TORCH_CHECK(status == C10D_STATUS_OK, context_, ": ", api.c10d_last_error());
+  // The op is complete; its callback (which completes the Future) runs on the engine thread right
+  // after, so the Future is done or about to be: wait for it so that getFuture()->value() works
+  // as soon as wait() returns.
+  future_->wait();
+  return true;
+}
+
+void WorkC10d::abort() {
+  capi().c10d_work_abort(work_);
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkC10d::getFuture() {
+  return future_;
+}
+
+}  // namespace c10d_torch

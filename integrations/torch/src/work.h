@@ -1,0 +1,55 @@
+// A torch Work (c10d::Work of libtorch) over one of our c10d_work_t.
+//
+// Contract: wait(timeout) blocks until the op completes (timeout 0 = torch's kNoTimeout: the op's
+// own timeout, which the engine enforces, so it never blocks forever) and throws c10::Error, a
+// Python RuntimeError, with the op's context ("c10d_torch: allreduce on rank 1 of c10d:world
+// (size 2)") and libc10d's message. getFuture() returns a Future of a list of tensors (the op's
+// outputs; what DDP's comm hooks read), completed from libc10d's completion callback; on failure
+// it carries the same error. isCompleted/isSuccess/exception never block.
+//
+// Threads: the completion callback runs on an engine thread; it marks the Future complete (which
+// runs the Future's then() callbacks there) and takes no GIL itself. Every method may be called
+// from any thread.
+//
+// Memory: the work and the pending completion each hold references to every tensor the op reads
+// or writes, so the memory stays valid until the op completes even if Python drops the Work.
+#ifndef C10D_INTEGRATIONS_TORCH_WORK_H_
+#define C10D_INTEGRATIONS_TORCH_WORK_H_
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <string>
+#include <vector>
+
+#include "capi.h"
+
+namespace c10d_torch {
+
+class WorkC10d : public ::c10d::Work {
+ public:
+  // Takes ownership of `work` (released in the destructor). `outputs`: the Future's value and
+  // result(); `inputs`: kept alive until completion. `context` prefixes every error message.
+  WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::string context,
+           std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs);
+  ~WorkC10d() override;
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  int sourceRank() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  void abort() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  c10d_work_t* work_;
+  const std::string context_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace c10d_torch
+
+#endif  // C10D_INTEGRATIONS_TORCH_WORK_H_

@@ -1,0 +1,115 @@
+"""Bad input on the c10d backend raises a Python RuntimeError naming the op, the rank and the
+problem, never a crash or a hang; the group stays usable after every error found before
+communicating. Last, an alltoall whose sizes disagree between ranks fails both ranks' works.
+
+  c10drun --nproc-per-node 2 /usr/bin/python3 errors_test.py"""
+import datetime
+import faulthandler
+
+import torch
+import torch.distributed as dist
+
+import c10d_torch  # noqa: F401 - registers backend "c10d"
+
+
+def expect_error(fn, *needles):
+    """fn() must raise RuntimeError whose text contains every needle (and this rank)."""
+    rank = dist.get_rank()
+    try:
+        fn()
+    except RuntimeError as e:
+        text = str(e)
+        for needle in needles + (f"rank {rank}",):
+            assert needle in text, f"rank {rank}: error text lacks {needle!r}: {text}"
+        return text
+    raise AssertionError(f"rank {rank}: no error raised (expected one with {needles})")
+
+
+def scatter_opts(root):
+    opts = dist.ScatterOptions()
+    opts.rootRank = root
+    return opts
+
+
+def still_works():
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((3,), float(dist.get_world_size()))), t
+
+
+def main():
+    # A hang prints every thread's Python stack and exits, rather than waiting for ctest's kill.
+    faulthandler.dump_traceback_later(90, exit=True)
+    dist.init_process_group("c10d", timeout=datetime.timedelta(seconds=30))
+    rank, w = dist.get_rank(), dist.get_world_size()
+    pg = dist.distributed_c10d._get_default_group()
+    checked = 0
+    cases = [
+        ("all_gather list length",
+         lambda: dist.all_gather([torch.zeros(4)] * (w + 1), torch.zeros(4)),
+         ("c10d_torch: allgather", f"output_tensors[0] has {w + 1} tensors", f"group has {w} ranks")),
+        ("all_gather element count",
+         lambda: dist.all_gather([torch.zeros(4), torch.zeros(3)], torch.zeros(4)),
+         ("c10d_torch: allgather", "output_tensors[0][1]", "3 elements")),
+        ("all_gather dtype",
+         # (dist.all_gather checks dtypes itself; the group's own allgather is ours)
+         lambda: pg.allgather([[torch.zeros(4), torch.zeros(4, dtype=torch.int32)]],
+                              [torch.zeros(4)]).wait(),
+         ("allgather", "output_tensors[0][1] (Int")),
+        ("all_gather_into_tensor size",
+         lambda: dist.all_gather_into_tensor(torch.zeros(7), torch.zeros(4)),
+         ("_allgather_base", "output (Float, 7 elements)")),
+        ("reduce_scatter_tensor size",
+         lambda: dist.reduce_scatter_tensor(torch.zeros(4), torch.zeros(5)),
+         ("_reduce_scatter_base", "input (Float, 5 elements)")),
+        ("all_to_all_single splits",
+         lambda: dist.all_to_all_single(torch.zeros(4), torch.zeros(4),
+                                        output_split_sizes=[2, 2], input_split_sizes=[3, 3]),
+         ("alltoall_base", "input split sizes add up to 6 rows, the tensor has 4")),
+        ("all_to_all_single negative split",
+         lambda: dist.all_to_all_single(torch.zeros(4), torch.zeros(4),
+                                        output_split_sizes=[5, -1], input_split_sizes=[2, 2]),
+         ("alltoall_base", "split sizes[1] is negative")),
+        ("unsupported dtype",
+         lambda: dist.all_reduce(torch.zeros(4, dtype=torch.int16)),
+         ("c10d_torch: allreduce", "dtype Short", "does not support")),
+        ("non-contiguous",
+         lambda: dist.all_reduce(torch.zeros(4, 4).t()),
+         ("allreduce", "not contiguous")),
+        ("bitwise op on floats",
+         lambda: dist.all_reduce(torch.zeros(4), op=dist.ReduceOp.BAND),
+         ("c10d_torch: allreduce",)),
+        ("send to a rank outside the group",
+         # (dist.send checks the rank itself; the group's own send is ours)
+         lambda: pg.send([torch.zeros(2)], w + 3, 0),
+         ("c10d_torch: send",)),
+        # Every rank errs (the root has too few inputs, the others pass inputs they must not), so
+        # no rank is left waiting in the scatter.
+        ("scatter inputs",
+         lambda: pg.scatter([torch.zeros(2)], [[torch.zeros(2)]], scatter_opts(0)).wait(),
+         ("c10d_torch: scatter", "input_tensors[0] has 1 tensors" if rank == 0
+          else "only the root (rank 0) takes input tensors")),
+    ]
+    for name, fn, needles in cases:
+        text = expect_error(fn, *needles)
+        if rank == 0:
+            print(f"ok {name}: {text.splitlines()[0][:160]}")
+        still_works()
+        checked += 1
+
+    # Sizes that disagree between ranks: found while running; both ranks' works fail.
+    # Every rank sends and expects rank + 1 elements per peer: the pairs disagree.
+    k = rank + 1
+    work = dist.all_to_all_single(torch.zeros(k * w), torch.zeros(k * w), [k] * w, [k] * w,
+                                  async_op=True)
+    text = expect_error(work.wait, "c10d_torch: alltoall_base", "splits disagree")
+    if rank == 0:
+        print(f"ok mismatched alltoall sizes: {text.splitlines()[0][:160]}")
+    checked += 1
+    dist.destroy_process_group()
+    if rank == 0:
+        print(f"errors_test: {checked} error cases raise RuntimeError with op, rank and problem")
+
+
+if __name__ == "__main__":
+    main()
