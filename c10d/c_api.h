@@ -47,7 +47,8 @@
  *     registered after completion, at once on the registering thread. They must not block for
  *     long and must not destroy the group that runs them.
  *   The library starts threads only through the backends and stores (see README.md, "Threads and
- *   asynchrony"); they are joined by c10d_pg_shutdown / the last release of a group or store.
+ *   asynchrony"); they are joined by c10d_pg_shutdown or c10d_pg_destroy (groups) and by the last
+ *   release of a store (a TCP store's server thread).
  *
  * Blocking
  *   Every blocking call is bounded by a timeout (milliseconds, int64_t). C10D_TIMEOUT_DEFAULT (-1)

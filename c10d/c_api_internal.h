@@ -1,4 +1,4 @@
-// Shared by the C ABI's implementation files (c10d/c_api*.cc); not installed for users.
+// Shared by the C ABI's implementation files (c10d/c_api*.cc); not installed (*_internal.h).
 //
 // Every exported function body runs inside guard(), which turns any C++ exception into a status
 // plus this thread's last-error string, so no exception crosses the ABI. Arguments are checked

@@ -10,7 +10,7 @@ install(TARGETS c10d EXPORT c10dTargets
 set(C10D_INCLUDE_ROOT ${CMAKE_INSTALL_INCLUDEDIR}/c10d)
 foreach(dir c10d store backends layers)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${C10D_INCLUDE_ROOT}/${dir}
-          FILES_MATCHING PATTERN "*.h")
+          FILES_MATCHING PATTERN "*.h" PATTERN "*_internal.h" EXCLUDE)
 endforeach()
 install(FILES ${CMAKE_BINARY_DIR}/generated/c10d/config.h DESTINATION ${C10D_INCLUDE_ROOT}/c10d)
 

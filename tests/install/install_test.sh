@@ -30,6 +30,7 @@ LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
 # 3. The C ABI from a C program: the installed header compiles as strict C99 and the library
 # reports the ABI version the header was written for (SONAME libc10d.so.<ABI>).
 header="$work/prefix/include/c10d/c10d/c_api.h"
+test ! -e "$work/prefix/include/c10d/c10d/c_api_internal.h"  # the implementation's, not installed
 abi=$(sed -n 's/^#define C10D_ABI_VERSION \([0-9]*\)$/\1/p' "$header")
 test -e "$libdir/libc10d.so.$abi"
 cat > "$work/consumer.c" <<'CEOF'
