@@ -26,8 +26,10 @@ def init_method(kind: str) -> str:
         return "env://"
     if kind == "tcp":
         return f"tcp://{addr}:{port}"
-    # One file per launch: c10drun picks a fresh MASTER_PORT each time.
-    return f"file:///tmp/c10d_torch_init_{port}"
+    # One file per launch: every rank of a launch has the same launcher (parent) and MASTER_PORT,
+    # and no two live launches share both. (A port alone may repeat over a long test run, and a
+    # stale store file would hand this launch an old job's keys.)
+    return f"file:///tmp/c10d_torch_init_{os.getppid()}_{port}"
 
 
 def init(args) -> None:

@@ -132,7 +132,9 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
   auto results = runRanks(
       ws,
       [&](int rank, int size) {
-        auto pg = makeGroup(bp, path, rank, size, opTimeout);
+        // Setting up 8 ranks on a loaded 2-core CI machine may take longer than the op timeout:
+        // the group (and its store) get a generous one, each allreduce the 3000 ms under test.
+        auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
         Buffer b(bp, 100003, DataType::kFloat32);
         constexpr int kBeforeKill = 20;
         Clock::time_point killedAround{};
@@ -141,7 +143,7 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
           if (it == kBeforeKill) killedAround = Clock::now();
           std::shared_ptr<Work> w;
           try {
-            w = pg->allreduce(b.tensor());
+            w = pg->allreduce(b.tensor(), AllreduceOptions{ReduceOp::SUM, opTimeout});
           } catch (const Error& e) {
             ADD_FAILURE() << "allreduce threw at issue: " << e.what();
             return;

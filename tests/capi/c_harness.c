@@ -3,6 +3,7 @@
 
 #include "c_harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -51,9 +52,40 @@ double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One mkdtemp directory per test process: a pid-only name is not unique over a CI run (pids wrap)
+ * and a stale store file with an old job's keys would be read by a new one. */
+static char g_temp_dir[256];
+static pid_t g_temp_dir_owner = 0;
+
+static void remove_temp_dir(void) {
+  DIR* d;
+  struct dirent* e;
+  char path[512];
+  if (g_temp_dir_owner != getpid()) return; /* a rank's exit() must not remove its siblings' files */
+  d = opendir(g_temp_dir);
+  if (d == NULL) return;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    snprintf(path, sizeof(path), "%s/%s", g_temp_dir, e->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(g_temp_dir);
+}
+
 void temp_path(char* out, size_t n, const char* tag) {
   static int counter = 0;
-  snprintf(out, n, "/tmp/c10d-capi-%ld-%d-%s", (long)getpid(), counter++, tag);
+  if (g_temp_dir_owner != getpid()) {
+    const int first = g_temp_dir_owner == 0;
+    snprintf(g_temp_dir, sizeof(g_temp_dir), "/tmp/c10d-capi-%ld-XXXXXX", (long)getpid());
+    if (mkdtemp(g_temp_dir) == NULL) {
+      fprintf(stderr, "temp_path: mkdtemp(%s) failed: %s\n", g_temp_dir, strerror(errno));
+      exit(1);
+    }
+    g_temp_dir_owner = getpid();
+    if (first) atexit(remove_temp_dir);
+  }
+  snprintf(out, n, "%s/%d-%s", g_temp_dir, counter++, tag);
 }
 
 int run_ranks(int size, int timeout_s, rank_fn fn, void* arg) {

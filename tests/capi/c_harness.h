@@ -51,7 +51,8 @@ typedef void (*rank_fn)(int rank, int size, void* arg);
  * threads may exist at fork). */
 int run_ranks(int size, int timeout_s, rank_fn fn, void* arg);
 
-/* A fresh path "/tmp/c10d-capi-<pid>-<n>-<tag>" (nothing created). */
+/* A fresh path "/tmp/c10d-capi-<pid>-XXXXXX/<n>-<tag>" inside a directory this process made with
+ * mkdtemp and removes at exit (nothing created at the path itself). */
 void temp_path(char* out, size_t n, const char* tag);
 
 /* Milliseconds on a monotonic clock. */

@@ -144,7 +144,13 @@ void rankMain(int rank, const std::string& path) {
 }  // namespace
 
 int main() {
-  const std::string path = "/tmp/c10d-capi-interpose-" + std::to_string(getpid());
+  // A fresh directory (pids wrap over a CI run: a pid-named store file may be a stale one).
+  char dir[] = "/tmp/c10d-capi-interpose-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string path = std::string(dir) + "/store";
   std::fflush(stdout);
   pid_t pids[2];
   for (int r = 0; r < 2; ++r) {
@@ -167,6 +173,8 @@ int main() {
       ++failed;
     }
   }
+  for (const char* backend : {"verbs", "gloo"}) ::unlink((path + "-" + backend).c_str());
+  ::rmdir(dir);
   if (failed != 0) return 1;
   std::printf("interpose test: OK\n");
   return 0;

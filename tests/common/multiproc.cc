@@ -6,11 +6,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
+#include <mutex>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -113,12 +119,46 @@ void expectAllRanksOk(int size, const std::function<void(int, int)>& fn,
   }
 }
 
+namespace {
+
+pid_t tempDirOwner = 0;
+std::string* tempDir = nullptr;
+
+void removeTempDir() {
+  // Only the process that made it: forked ranks leave through _exit, but a child that calls
+  // exit() must not delete the directory its siblings still use.
+  if (tempDir == nullptr || getpid() != tempDirOwner) return;
+  std::error_code ec;
+  std::filesystem::remove_all(*tempDir, ec);
+}
+
+}  // namespace
+
 std::string uniqueTempPath(const std::string& tag) {
+  // One fresh directory per test process (mkdtemp), removed at exit. A name built from the pid
+  // alone is not enough: pids wrap (pid_max is 32768 here) over a CI run that forks thousands of
+  // ranks, and a store file left by an earlier test with the same pid then hands this test stale
+  // keys (seen in CI: ranks 0-3 of a new group read a finished group's instance counter).
+  static std::mutex mu;
   static std::atomic<int> counter{0};
-  const char* dir = std::getenv("TMPDIR");
-  std::ostringstream ss;
-  ss << (dir && *dir ? dir : "/tmp") << "/c10d-test-" << getpid() << "-" << counter++ << "-" << tag;
-  return ss.str();
+  std::lock_guard<std::mutex> lock(mu);
+  if (tempDir == nullptr || tempDirOwner != getpid()) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string templ = std::string(dir && *dir ? dir : "/tmp") + "/c10d-test-" +
+                        std::to_string(getpid()) + "-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr) {
+      throw std::runtime_error("uniqueTempPath: mkdtemp(" + templ + ") failed: " +
+                               std::strerror(errno));
+    }
+    const bool first = tempDir == nullptr;
+    if (first) tempDir = new std::string();
+    *tempDir = buf.data();
+    tempDirOwner = getpid();
+    if (first) std::atexit(removeTempDir);
+  }
+  return *tempDir + "/" + std::to_string(counter++) + "-" + tag;
 }
 
 }  // namespace test

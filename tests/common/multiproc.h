@@ -40,7 +40,9 @@ std::vector<RankResult> runRanks(int size, const std::function<void(int rank, in
 void expectAllRanksOk(int size, const std::function<void(int rank, int size)>& fn,
                       const MultiProcOptions& options = {});
 
-// A fresh path under the temp dir, unique per process and call ("/tmp/c10d-test-<pid>-<n>-tag").
+// A fresh path, unique per call, inside a directory this process made with mkdtemp
+// ("$TMPDIR/c10d-test-<pid>-XXXXXX/<n>-tag"; nothing created at the path itself). The directory
+// and everything in it is removed when the process that made it exits.
 std::string uniqueTempPath(const std::string& tag);
 
 }  // namespace test
