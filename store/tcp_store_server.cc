@@ -196,6 +196,10 @@ void TCPStoreServer::Loop::acceptAll() {
     }
     net::Fd owned(fd);
     std::string peer = net::peerName(fd);
+    if (!core_->acceptingConnections()) {
+      core_->refuseUnseen(peer);
+      continue;  // closed unanswered: the flood is past what the limit's courtesy covers
+    }
     net::setNoDelay(fd);
     Conn& c = core_->open(std::move(peer));
     c.fd = std::move(owned);

@@ -12,6 +12,8 @@ namespace tcpstore {
 namespace {
 
 constexpr size_t kFrameHeader = 4;
+// Input buffered before the rest of a long frame is reserved at once (see received()).
+constexpr size_t kReserveAfter = 256 * 1024;
 // A connection keeps at most this much idle buffer capacity.
 constexpr size_t kKeepCapacity = 1 << 20;
 // Peer-triggered log lines: at most kLogBurst per kLogWindow.
@@ -46,6 +48,12 @@ ServerCore::ServerCore(ServerConfig config, std::string name, Hooks hooks)
 
 ServerCore::~ServerCore() = default;
 
+void ServerCore::refuseUnseen(const std::string& peer) {
+  logPeer(detail::str(name_, ": refused connection from ", peer, ": ", numConns_.load(),
+                      " connections are open, past the limit of ", config_.maxConnections,
+                      " (maxConnections, C10D_STORE_MAX_CONNECTIONS)"));
+}
+
 ServerCore::Conn& ServerCore::open(std::string peer) {
   auto conn = std::make_unique<Conn>();
   Conn& c = *conn;
@@ -68,11 +76,12 @@ void ServerCore::received(Conn& c, const uint8_t* data, size_t n) {
     closeConn(c, detail::str("sent ", pending, " bytes ahead of its replies"));
     return;
   }
-  if (pending >= kFrameHeader && c.phase == Phase::kReady) {
-    // Reserve a large frame once instead of growing towards it.
+  if (pending >= kReserveAfter && c.phase == Phase::kReady) {
+    // Reserve a large frame once instead of growing towards it, but only once a good part of it
+    // arrived: a header alone must not make the server allocate 64 MiB.
     const size_t need = c.inBegin + kFrameHeader + readFrameLength(&c.in[c.inBegin]);
     if (need <= c.inBegin + kFrameHeader + kMaxFrameBytes && need > c.in.capacity())
-      c.in.reserve(need);
+      c.in.reserve(std::min(need, c.inBegin + 4 * (pending + n)));
   }
   c.in.insert(c.in.end(), data, data + n);
   processInput(c);

@@ -57,6 +57,8 @@ class ServerCore {
   };
 
   enum class Phase : uint8_t { kHello, kAuth, kReady };
+  // Connections past maxConnections kept until their hello, to be told why they are refused.
+  static constexpr int64_t kRefusalSlots = 64;
 
   struct Conn {
     uint64_t id = 0;
@@ -91,6 +93,13 @@ class ServerCore {
 
   const ServerConfig& config() const { return config_; }
 
+  // Whether a new connection should be taken at all. Past maxConnections a few more are taken
+  // only to tell their clients why they are refused (at their hello); past those, a new
+  // connection should be closed at once, after refuseUnseen().
+  bool acceptingConnections() const {
+    return numConns_.load() < config_.maxConnections + kRefusalSlots;
+  }
+  void refuseUnseen(const std::string& peer);
   // A new connection from `peer`; owned by the core until reapDead().
   Conn& open(std::string peer);
   // Bytes received on c: runs every complete frame until c parks, its output backs up or it dies.

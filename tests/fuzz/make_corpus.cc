@@ -235,9 +235,12 @@ void fileStoreSeeds() {
   Bytes hugeLen = log;
   for (int i = 5; i < 13; ++i) hugeLen[i] = 0xff;  // the first record's value length
   write(t, "huge-length", hugeLen);
-  Bytes even = log;
-  even[0] = 2;  // starts with a delete: no FileStore pass in the harness
-  write(t, "starts-with-delete", even);
+  Bytes deleteFirst = log;
+  deleteFirst[0] = 2;  // a delete first
+  write(t, "starts-with-delete", deleteFirst);
+  Bytes file;  // ends in 'F': the harness also opens it with FileStore
+  detail::encodeRecord(detail::RecordType::kSet, "f", Bytes{'v', 'F'}, file);
+  write(t, "through-filestore", file);
 }
 
 // --- verbs p2p stream (verbs_p2p_fuzzer.cc) ---

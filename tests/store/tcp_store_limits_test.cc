@@ -1,12 +1,16 @@
 // TCPStore limits: value bytes, keys, bytes per client, total bytes and connections, each refused
 // with an error naming the limit, the key and the size, for the offending client only; the
 // settings from options, the environment and the defaults.
+#include <algorithm>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "store/tcp_store.h"
 #include "store/tcp_store_config.h"
+#include "store/tcp_store_server_core.h"
 #include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {
@@ -144,6 +148,37 @@ TEST(TCPStoreLimitsTest, Connections) {
   }
   TCPStore c(clientOptions(server.port(), Milliseconds(5000)));
   EXPECT_EQ(c.getString("k"), "v");
+}
+
+// Past the limit a few connections are kept to be told why at their hello; a flood past those is
+// closed at once, so it cannot hold descriptors for the whole handshake timeout.
+TEST(TCPStoreLimitsTest, ConnectionFloodPastTheRefusalSlotsIsClosedAtOnce) {
+  TCPStoreLimits l;
+  l.maxConnections = 1;
+  TCPStoreServer server(limited(l));
+  TCPStore good(clientOptions(server.port(), Milliseconds(5000)));
+  constexpr int kHeld = static_cast<int>(tcpstore::ServerCore::kRefusalSlots);
+  std::vector<std::unique_ptr<test::RawClient>> silent;
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < kHeld + 3; ++i) {
+    silent.push_back(std::make_unique<test::RawClient>(server.port()));
+    // One at a time, so the server has accepted each before the next.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (server.numConnections() < std::min(i + 2, kHeld + 1) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(Milliseconds(1));
+    }
+  }
+  for (int i = kHeld; i < kHeld + 3; ++i) {
+    EXPECT_TRUE(silent[i]->closedWithin(Milliseconds(10000))) << "connection " << i;
+  }
+  EXPECT_FALSE(silent[kHeld - 1]->closedWithin(Milliseconds(100)));  // held for its hello
+  std::this_thread::sleep_for(Milliseconds(50));
+  const std::string log = testing::internal::GetCapturedStderr();
+  expectMentions(log, {"connections are open, past the limit of 1 (maxConnections"});
+  EXPECT_EQ(server.numConnections(), kHeld + 1);
+  good.set("still", "served");
+  EXPECT_EQ(good.getString("still"), "served");
 }
 
 TEST(TCPStoreLimitsTest, SettingsFromOptionsEnvironmentAndDefaults) {
