@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
+  libssl-dev                                   # TCPStore authentication (libcrypto: HMAC, RAND)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests, micro-benchmarks
   libgloo-dev                                  # gloo backend
   libibverbs-dev                               # verbs backend's ibverbs transport (compile only)
@@ -11,6 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
   python3 python3-matplotlib                   # perf/plot
   clang-format
+  clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,7 +10,8 @@
 // kMaxHandshakeFrameBytes):
 //   kHello  u32 magic, u32 version, u8 firstConnect, u8 hasSecret, raw[32] client nonce
 //           -> ok: u8 authRequired (+ raw[32] server nonce when 1)
-//           -> kAuthFailed: message, when exactly one side has a secret (the server closes)
+//           -> kAuthFailed: which side lacks a secret, when exactly one has one (the server
+//              closes; the client reports "authentication failed (...): <message>")
 //           -> kError: message, when the server refuses the connection (a limit; it closes)
 //   kAuth   raw[32] client proof  (only after an ok with authRequired = 1)
 //           -> ok: raw[32] server proof   | kAuthFailed: message (the server closes)

@@ -32,9 +32,6 @@ void compact(std::vector<uint8_t>* buf, size_t* begin) {
   }
 }
 
-// What a client is told when authentication fails; the server's log says which side lacks what.
-constexpr const char* kAuthFailed = "authentication failed";
-
 }  // namespace
 
 ServerCore::ServerCore(ServerConfig config, std::string name, Hooks hooks)
@@ -190,9 +187,8 @@ bool ServerCore::handleHandshake(Conn& c, const uint8_t* body, size_t n, std::st
                          serverHasSecret ? "the client has no secret, this server has one"
                                          : "the client has a secret, this server has none",
                          ")"),
-             detail::str(kAuthFailed, ": ",
-                         serverHasSecret ? "the server requires a secret and this client has none"
-                                         : "this client has a secret and the server has none"));
+             serverHasSecret ? "the server requires a secret and this client has none"
+                             : "this client has a secret and the server has none");
       return true;
     }
     c.firstConnect = first != 0;
@@ -219,7 +215,7 @@ bool ServerCore::handleHandshake(Conn& c, const uint8_t* body, size_t n, std::st
   const Proof want = makeProof(Role::kClient, config_.secret, c.serverNonce, c.clientNonce);
   if (!proofsEqual(got, want)) {
     refuse(c, Status::kAuthFailed, "authentication failed (wrong proof: a different secret)",
-           detail::str(kAuthFailed, ": the server did not accept this client's proof"));
+           "the server did not accept this client's proof");
     return true;
   }
   const Proof mine = makeProof(Role::kServer, config_.secret, c.serverNonce, c.clientNonce);
