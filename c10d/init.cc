@@ -2,12 +2,14 @@
 #include "c10d/init.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
 #include "c10d/registry.h"
 #include "store/file_store.h"
 #include "store/tcp_store.h"
+#include "store/tcp_store_config.h"
 
 namespace c10d {
 
@@ -198,6 +200,20 @@ Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseco
     o.port = static_cast<uint16_t>(u.port);
   }
   o.isServer = rv.rank == 0;
+  if (o.isServer) {
+    // Listen only where the clients can come from (loopback for a single-host job); the secret
+    // (C10D_STORE_SECRET) and the limits come from the environment inside TCPStore.
+    const bool singleHost = envInt("LOCAL_WORLD_SIZE", -1, 1) == rv.worldSize;
+    const tcpstore::BindChoice bind = tcpstore::chooseBindAddress(o.host, singleHost);
+    o.bindAddress = bind.address;
+    if (bind.address.empty() && tcpstore::resolveSecret(std::nullopt).empty()) {
+      std::fprintf(stderr,
+                   "c10d: warning: rank 0's TCPStore listens on every interface (%s) without "
+                   "authentication: anyone who can reach port %u can read and write its keys; "
+                   "set the same C10D_STORE_SECRET on every node (README \"Store security\")\n",
+                   bind.reason.c_str(), static_cast<unsigned>(o.port));
+    }
+  }
   o.numWorkers = rv.worldSize;
   o.timeout = timeout;
   rv.store = std::make_shared<TCPStore>(o);

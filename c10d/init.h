@@ -8,6 +8,12 @@
 // rank 0 runs the TCPStore server in-process; the other ranks connect to it (retrying with backoff
 // until the timeout). file:// uses a FileStore shared by world_size users.
 //
+// The TCPStore (README "Store security"): every rank takes the shared secret from
+// C10D_STORE_SECRET (c10drun sets a fresh one per single-node job) and the server's limits from
+// C10D_STORE_MAX_*. Rank 0's server listens on the loopback address when MASTER_ADDR is one (a
+// single-host job), on the MASTER_ADDR interface when it is an address of this host, else on every
+// interface; C10D_STORE_BIND overrides ("*" = every interface). See tcpstore::chooseBindAddress.
+//
 // Every malformed input is an InvalidArgument naming the URL (or the variable) and what is wrong:
 // unknown scheme, missing host or port, port out of range, non-numeric rank, rank >= world_size,
 // unknown query key, relative file path...

@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
+  libssl-dev                                   # TCPStore authentication (libcrypto: HMAC, RAND)
   libgtest-dev libgmock-dev libbenchmark-dev   # tests, micro-benchmarks
   libgloo-dev                                  # gloo backend
   libibverbs-dev                               # verbs backend's ibverbs transport (compile only)
@@ -12,6 +13,7 @@ packages=(
   python3 python3-matplotlib                   # perf/plot
   python3-torch python3-dev pybind11-dev       # integrations/torch (the c10d_torch plugin)
   clang-format
+  clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "store/tcp_store_client.h"
+#include "store/tcp_store_config.h"
 #include "store/tcp_store_protocol.h"
 
 namespace c10d {
@@ -105,11 +106,18 @@ TCPStore::TCPStore(TCPStoreOptions options)
   impl_->timeout = impl_->options.timeout;
   const auto& opts = impl_->options;
   impl_->port = opts.port;
+  const std::string secret = tcpstore::resolveSecret(opts.secret);
   if (opts.isServer) {
-    impl_->server = std::make_unique<TCPStoreServer>(opts.bindAddress, opts.port);
+    TCPStoreServerOptions so;
+    so.bindAddress = opts.bindAddress;
+    so.port = opts.port;
+    so.secret = secret;
+    so.limits = opts.limits;
+    so.handshakeTimeout = opts.handshakeTimeout;
+    impl_->server = std::make_unique<TCPStoreServer>(so);
     impl_->port = impl_->server->port();
   }
-  impl_->conn = std::make_unique<TCPStoreConnection>(opts.host, impl_->port);
+  impl_->conn = std::make_unique<TCPStoreConnection>(opts.host, impl_->port, secret);
   impl_->conn->connect(opts.timeout);
   if (impl_->server && opts.waitForWorkers && opts.numWorkers > 0) {
     impl_->server->waitForWorkers(opts.numWorkers, opts.timeout);

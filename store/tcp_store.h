@@ -20,10 +20,17 @@
 // frame raises InvalidArgument naming the limit and the size (the server builds no such reply);
 // a reply frame announced longer than the limit is refused unread (CommError). SIGPIPE is never
 // raised (MSG_NOSIGNAL).
+//
+// Security (README "Store security"): with a shared secret (options.secret, else the environment
+// variable C10D_STORE_SECRET, which c10drun sets for single-node jobs) every connection runs an
+// HMAC-SHA256 challenge-response in both directions before any request; a client or server
+// without the same secret is refused with "authentication failed" (Error, never retried). The
+// server's limits (TCPStoreLimits) turn requests past them into InvalidArgument naming the limit.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "store/store.h"
@@ -35,8 +42,16 @@ struct TCPStoreOptions {
   std::string host = "127.0.0.1";  // where clients connect (and what the server binds, see below)
   uint16_t port = 29500;           // 0 with isServer: pick a free port (see TCPStore::port())
   bool isServer = false;
-  // The server binds this address; "" = all interfaces ("0.0.0.0" / "::").
+  // The server binds this address; "" = all interfaces ("0.0.0.0" / "::"). init() picks the
+  // loopback address for a single-host job (see c10d/init.h).
   std::string bindAddress;
+  // The shared secret both sides must prove they know. Unset: C10D_STORE_SECRET (unset or empty
+  // there: none). "" = none. Never logged or put in a message.
+  std::optional<std::string> secret;
+  // Server side: what clients may make it hold, and how long a new connection has to finish its
+  // handshake (TCPStoreServerOptions; unset fields from the environment, else the defaults).
+  TCPStoreLimits limits;
+  std::optional<Milliseconds> handshakeTimeout;
   // When set on the server side with waitForWorkers, the constructor waits until this many
   // TCPStore clients (the server's own included; counted by the server as each first connects)
   // have connected, or throws TimeoutError at the timeout.

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "c10d/error.h"
+#include "store/tcp_store_auth.h"
 
 namespace c10d {
 namespace {
@@ -96,7 +97,7 @@ void TCPStoreConnection::connect(Milliseconds timeout) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto deadline = net::deadlineAfter(timeout);
   fd_ = net::connectTo(host_, port_, timeout);
-  hello(true, deadline, timeout);
+  handshake(true, deadline, timeout);
 }
 
 std::vector<uint8_t> TCPStoreConnection::call(tcpstore::FrameWriter& request,
@@ -119,14 +120,14 @@ void TCPStoreConnection::ensureConnected(net::Clock::time_point deadline, Millis
       // After a timeout the server is presumably alive: reconnect with the usual retries.
       auto left = std::chrono::duration_cast<Milliseconds>(deadline - net::Clock::now());
       fd_ = net::connectTo(host_, port_, std::max(left, Milliseconds(0)));
-      hello(state_ == State::kNew, deadline, timeout);
+      handshake(state_ == State::kNew, deadline, timeout);
       return;
     }
     case State::kLost: {
       const std::string reason = lostReason_;
       try {
         fd_ = net::connectTo(host_, port_, timeout, /*retry=*/false);
-        hello(false, deadline, timeout);
+        handshake(false, deadline, timeout);
       } catch (const CommError& e) {
         state_ = State::kLost;
         lostReason_ = reason;
@@ -138,13 +139,58 @@ void TCPStoreConnection::ensureConnected(net::Clock::time_point deadline, Millis
   }
 }
 
-void TCPStoreConnection::hello(bool first, net::Clock::time_point deadline, Milliseconds timeout) {
-  tcpstore::FrameWriter w(static_cast<uint8_t>(tcpstore::Op::kHello));
+void TCPStoreConnection::handshake(bool first, net::Clock::time_point deadline,
+                                   Milliseconds timeout) {
+  using tcpstore::FrameReader;
+  using tcpstore::FrameWriter;
+  const bool hasSecret = !secret_.empty();
+  const tcpstore::Nonce clientNonce = tcpstore::randomNonce();
+  FrameWriter w(static_cast<uint8_t>(tcpstore::Op::kHello));
   w.u32(tcpstore::kMagic);
   w.u32(tcpstore::kVersion);
   w.u8(first ? 1 : 0);
+  w.u8(hasSecret ? 1 : 0);
+  w.raw(clientNonce.data(), clientNonce.size());
   state_ = State::kUp;
-  exchange(w.finish(), "hello", deadline, timeout);
+  std::vector<uint8_t> body = exchange(w.finish(), "hello", deadline, timeout);
+  FrameReader r(body.data() + 1, body.size() - 1);
+  uint8_t authRequired = 0;
+  if (!r.u8(&authRequired)) fail(false, 0, "malformed hello reply", "hello", timeout);
+  if (authRequired == 0) {
+    if (!r.atEnd()) fail(false, 0, "malformed hello reply", "hello", timeout);
+    // A server that does not authenticate cannot prove it is the job's: refuse it.
+    if (hasSecret) authFailed("this client has a secret and the server did not ask for it");
+    return;
+  }
+  if (!hasSecret) authFailed("the server requires a secret and this client has none");
+  tcpstore::Nonce serverNonce{};
+  if (!r.raw(serverNonce.data(), serverNonce.size()) || !r.atEnd()) {
+    fail(false, 0, "malformed hello reply", "hello", timeout);
+  }
+  const tcpstore::Proof proof =
+      tcpstore::makeProof(tcpstore::Role::kClient, secret_, serverNonce, clientNonce);
+  FrameWriter a(static_cast<uint8_t>(tcpstore::Op::kAuth));
+  a.raw(proof.data(), proof.size());
+  body = exchange(a.finish(), "authentication", deadline, timeout);
+  FrameReader ar(body.data() + 1, body.size() - 1);
+  tcpstore::Proof serverProof{};
+  if (!ar.raw(serverProof.data(), serverProof.size()) || !ar.atEnd()) {
+    fail(false, 0, "malformed authentication reply", "authentication", timeout);
+  }
+  const tcpstore::Proof expected =
+      tcpstore::makeProof(tcpstore::Role::kServer, secret_, serverNonce, clientNonce);
+  if (!tcpstore::proofsEqual(serverProof, expected)) {
+    authFailed("the server's proof is wrong (it does not know this client's secret)");
+  }
+}
+
+void TCPStoreConnection::authFailed(const std::string& detail) {
+  fd_.reset();
+  state_ = State::kLost;
+  lostReason_ = "authentication failed";
+  C10D_THROW(
+      Error, "TCPStore at ", where(),
+      ": authentication failed (C10D_STORE_SECRET differs or is unset on one side): ", detail);
 }
 
 std::vector<uint8_t> TCPStoreConnection::exchange(const std::vector<uint8_t>& frame,
@@ -190,6 +236,13 @@ std::vector<uint8_t> TCPStoreConnection::exchange(const std::vector<uint8_t>& fr
     tcpstore::FrameReader r(body.data() + 1, body.size() - 1);
     std::string msg;
     if (!r.str(&msg)) msg = "(unreadable error message)";
+    if (status == tcpstore::Status::kAuthFailed) authFailed(msg);
+    if (what == "hello" || what == "authentication") {
+      // Refused at the handshake (a server limit, another protocol version): the server closes.
+      fd_.reset();
+      state_ = State::kLost;
+      lostReason_ = msg;
+    }
     if (status == tcpstore::Status::kInvalidArgument) {
       C10D_THROW(InvalidArgument, "TCPStore at ", where(), ": ", msg);
     }

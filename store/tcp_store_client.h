@@ -20,9 +20,12 @@ namespace c10d {
 
 class TCPStoreConnection {
  public:
-  TCPStoreConnection(std::string host, uint16_t port) : host_(std::move(host)), port_(port) {}
+  // `secret` "" = no authentication.
+  TCPStoreConnection(std::string host, uint16_t port, std::string secret = "")
+      : host_(std::move(host)), port_(port), secret_(std::move(secret)) {}
 
-  // Connects, retrying with backoff until `timeout`, and says hello (counted as a new worker).
+  // Connects, retrying with backoff until `timeout`, and runs the handshake (counted as a new
+  // worker).
   void connect(Milliseconds timeout);
 
   // Sends `request` (a finished op frame) and returns the reply body after the status byte.
@@ -43,7 +46,9 @@ class TCPStoreConnection {
   // Reconnects as the state requires, before `deadline`. Caller holds mu_.
   void ensureConnected(net::Clock::time_point deadline, Milliseconds timeout,
                        const std::string& what);
-  void hello(bool first, net::Clock::time_point deadline, Milliseconds timeout);
+  // The handshake on a fresh fd_; on failure fd_ is closed and the error thrown.
+  void handshake(bool first, net::Clock::time_point deadline, Milliseconds timeout);
+  [[noreturn]] void authFailed(const std::string& detail);
   // One exchange on fd_; caller holds mu_.
   std::vector<uint8_t> exchange(const std::vector<uint8_t>& frame, const std::string& what,
                                 net::Clock::time_point deadline, Milliseconds timeout);
@@ -52,6 +57,7 @@ class TCPStoreConnection {
 
   const std::string host_;
   const uint16_t port_;
+  const std::string secret_;
   std::mutex mu_;
   net::Fd fd_;                 // guarded by mu_
   State state_ = State::kNew;  // guarded by mu_

@@ -1,12 +1,27 @@
-// TCPStore wire protocol (internal to store/; shared by the server and the client).
+// TCPStore wire protocol (internal to store/; shared by the server, the client and the fuzzers).
 //
 // Every message, request or reply, is one frame:
 //   u32 length            bytes that follow (at most kMaxFrameBytes)
 //   u8  op | status       request: an Op; reply: a Status
-//   ...                   fields: u8, u32, i64 (all little-endian) and byte strings (u32 n + n
-//   bytes)
-// Requests:
-//   kHello      u32 magic, u32 version, u8 firstConnect  -> ok
+//   ...                   fields: u8, u32, i64 (all little-endian), byte strings (u32 n + n bytes)
+//                         and fixed-size raw fields (nonces, proofs)
+//
+// Handshake (every connection, before any other request; frames of at most
+// kMaxHandshakeFrameBytes):
+//   kHello  u32 magic, u32 version, u8 firstConnect, u8 hasSecret, raw[32] client nonce
+//           -> ok: u8 authRequired (+ raw[32] server nonce when 1)
+//           -> kAuthFailed: which side lacks a secret, when exactly one has one (the server
+//              closes; the client reports "authentication failed (...): <message>")
+//           -> kError: message, when the server refuses the connection (a limit; it closes)
+//   kAuth   raw[32] client proof  (only after an ok with authRequired = 1)
+//           -> ok: raw[32] server proof   | kAuthFailed: message (the server closes)
+// Proofs are HMAC-SHA256 over the two nonces (tcp_store_auth.h): the client proves first, so a
+// server never hands a keyed hash to a peer that has not shown it knows the secret; the client
+// then checks the server's proof (mutual authentication). Without a secret on either side the
+// handshake is the one round trip of kHello. A connection that has not finished its handshake
+// within the server's handshake timeout is closed.
+//
+// Requests (after the handshake):
 //   kSet        key, value                               -> ok
 //   kGet        key                                      -> value (sent once the key exists)
 //   kAdd        key, i64 delta                           -> i64 new value
@@ -19,7 +34,8 @@
 //   kMultiGet   u32 n, n keys                            -> u32 n, n values (once all exist)
 //   kMultiSet   u32 n, n x (key, value)                  -> ok
 // An error reply carries status kInvalidArgument or kError and a message string; a get / multiGet
-// whose reply would exceed kMaxFrameBytes is answered with kInvalidArgument.
+// whose reply would exceed kMaxFrameBytes, and a request that a server limit refuses (keys, value
+// bytes, bytes per client, total bytes), are answered with kInvalidArgument naming the limit.
 // A client has at most one request in flight; the server answers requests of one connection in
 // order. Anything malformed closes that connection.
 #pragma once
@@ -33,7 +49,13 @@ namespace c10d {
 namespace tcpstore {
 
 constexpr uint32_t kMagic = 0x31534354;  // "TCS1"
-constexpr uint32_t kVersion = 1;
+// 2: the handshake carries nonces and the optional HMAC challenge-response.
+constexpr uint32_t kVersion = 2;
+// Frames before the handshake completes are tiny; a longer one is refused unread, so a peer that
+// has not authenticated cannot make the server buffer more than this.
+constexpr uint32_t kMaxHandshakeFrameBytes = 128;
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kProofBytes = 32;  // HMAC-SHA256
 // Values up to 64 MiB, plus slack for keys and headers. Bounds requests and replies alike: a
 // sender never builds a longer frame, a receiver refuses one.
 constexpr uint32_t kMaxFrameBytes = (64u << 20) + (1u << 20);
@@ -53,10 +75,11 @@ enum class Op : uint8_t {
   kAppend,
   kMultiGet,
   kMultiSet,
+  kAuth,
 };
-constexpr uint8_t kMaxOp = static_cast<uint8_t>(Op::kMultiSet);
+constexpr uint8_t kMaxOp = static_cast<uint8_t>(Op::kAuth);
 
-enum class Status : uint8_t { kOk = 0, kInvalidArgument = 1, kError = 2 };
+enum class Status : uint8_t { kOk = 0, kInvalidArgument = 1, kError = 2, kAuthFailed = 3 };
 
 const char* opName(Op op);
 
@@ -77,6 +100,11 @@ class FrameWriter {
     buf_.insert(buf_.end(), p, p + n);
   }
   void str(const std::string& s) { bytes(s.data(), s.size()); }
+  // A fixed-size field: no length prefix.
+  void raw(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    buf_.insert(buf_.end(), p, p + n);
+  }
   void bytes(const std::vector<uint8_t>& b) { bytes(b.data(), b.size()); }
   // Size of the body so far (what the length prefix will say).
   size_t bodySize() const { return buf_.size() - 4; }
@@ -126,6 +154,13 @@ class FrameReader {
     uint32_t n;
     if (!span(&p, &n)) return false;
     b->assign(p, p + n);
+    return true;
+  }
+  // A fixed-size field of n bytes.
+  bool raw(void* out, size_t n) {
+    if (left() < n) return false;
+    std::memcpy(out, p_, n);
+    p_ += n;
     return true;
   }
   // A count of items that each need at least `minItemBytes`: rejects counts the frame cannot hold.

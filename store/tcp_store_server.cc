@@ -1,5 +1,6 @@
-// TCPStoreServer: the epoll loop, accepting, reading and writing (requests:
-// tcp_store_server_ops.cc).
+// TCPStoreServer: the epoll loop, accepting, reading and writing. The protocol (framing, the
+// handshake, requests, limits) is ServerCore's (tcp_store_server_core.h); this file only moves
+// bytes between sockets and the core.
 #include "store/tcp_store_server.h"
 
 #include <fcntl.h>
@@ -11,12 +12,19 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "c10d/error.h"
-#include "store/tcp_store_server_loop.h"
+#include "store/socket.h"
+#include "store/tcp_store_config.h"
+#include "store/tcp_store_server_core.h"
 
 namespace c10d {
+
+using tcpstore::ServerCore;
+using Conn = ServerCore::Conn;
+
 namespace {
 
 constexpr uint64_t kListenId = 1;
@@ -24,9 +32,10 @@ constexpr uint64_t kWakeId = 2;
 constexpr size_t kReadChunk = 64 * 1024;
 // Bytes read from one connection per readiness event before serving the others.
 constexpr size_t kReadBudget = 1 << 20;
-// A connection keeps at most this much idle buffer capacity.
+// A connection keeps at most this much idle output capacity.
 constexpr size_t kKeepCapacity = 1 << 20;
-constexpr size_t kFrameHeader = 4;
+// Longest epoll wait; the loop also wakes for the next handshake deadline.
+constexpr int kMaxWaitMs = 1000;
 
 // epoll_ctl; returns 0 or the errno.
 int epollCtl(int epfd, int op, int fd, uint32_t events, uint64_t id) {
@@ -36,24 +45,58 @@ int epollCtl(int epfd, int op, int fd, uint32_t events, uint64_t id) {
   return epoll_ctl(epfd, op, fd, &ev) == 0 ? 0 : errno;
 }
 
-// Drops consumed bytes at the front of a buffer; frees large idle buffers.
-void compact(std::vector<uint8_t>* buf, size_t* begin) {
-  if (*begin == buf->size()) {
-    buf->clear();
-    *begin = 0;
-    if (buf->capacity() > kKeepCapacity) std::vector<uint8_t>().swap(*buf);
-  } else if (*begin > 0 && *begin >= buf->size() / 2) {
-    buf->erase(buf->begin(), buf->begin() + static_cast<std::ptrdiff_t>(*begin));
-    *begin = 0;
-  }
+// The numeric "ip:port" a socket is bound to.
+std::string localName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  return net::formatSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 }  // namespace
 
-TCPStoreServer::Loop::Loop(const std::string& bindAddress, uint16_t port) {
+// Everything below is touched only by the loop thread ("c10d-tcpstore"), except what ServerCore
+// documents as thread-safe.
+class TCPStoreServer::Loop {
+ public:
+  explicit Loop(const TCPStoreServerOptions& options);
+  ~Loop();
+
+  uint16_t port() const { return port_; }
+  const std::string& boundAddress() const { return bound_; }
+  ServerCore& core() { return *core_; }
+
+ private:
+  void run();
+  void acceptAll();
+  void onReadable(Conn& c);
+  void onWritable(Conn& c);
+  // Sends what the core queued, resuming connections whose backlog drained; then frees the dead.
+  void flushAll();
+  void flush(Conn& c);
+
+  net::Fd listenFd_;
+  net::Fd epollFd_;
+  net::Fd wakeFd_;
+  net::Fd spareFd_;  // kept open so that EMFILE can still accept-and-close
+  uint16_t port_ = 0;
+  std::string bound_;
+  std::unique_ptr<ServerCore> core_;
+  std::vector<uint8_t> scratch_;
+  std::vector<uint64_t> outIds_;
+  bool loggedEmfile_ = false;
+
+  std::thread thread_;  // last: started after everything above exists
+};
+
+TCPStoreServer::Loop::Loop(const TCPStoreServerOptions& options) {
+  tcpstore::ServerConfig config = tcpstore::resolveServerConfig(options);
   net::raiseFdLimit();
-  listenFd_ = net::listenOn(bindAddress, port, SOMAXCONN);
+  listenFd_ = net::listenOn(options.bindAddress, options.port, SOMAXCONN);
   port_ = net::localPort(listenFd_.get());
+  bound_ = localName(listenFd_.get());
+  core_ = std::make_unique<ServerCore>(std::move(config),
+                                       detail::str("c10d TCPStore server on port ", port_));
   epollFd_ = net::Fd(epoll_create1(EPOLL_CLOEXEC));
   C10D_SYSCHECK(epollFd_.get(), "TCPStore server on port ", port_);
   wakeFd_ = net::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -77,19 +120,6 @@ TCPStoreServer::Loop::~Loop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void TCPStoreServer::Loop::waitForWorkers(int n, Milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!workersCv_.wait_until(lock, net::deadlineAfter(timeout), [&] { return workers_ >= n; })) {
-    C10D_THROW(TimeoutError, "TCPStore server on port ", port_, ": only ", workers_, " of ", n,
-               " workers connected within the timeout of ", timeout.count(), " ms");
-  }
-}
-
-int64_t TCPStoreServer::Loop::numWorkers() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return workers_;
-}
-
 void TCPStoreServer::Loop::run() {
   pthread_setname_np(pthread_self(), "c10d-tcpstore");
   constexpr int kMaxEvents = 256;
@@ -97,8 +127,14 @@ void TCPStoreServer::Loop::run() {
   bool stop = false;
   try {
     while (!stop) {
-      // The timeout only bounds the wait; all work is event driven.
-      int n = epoll_wait(epollFd_.get(), events, kMaxEvents, 1000);
+      // Events drive all work; the timeout only serves the handshake deadlines.
+      const auto next = core_->expireHandshakes();
+      flushAll();
+      int waitMs = kMaxWaitMs;
+      if (next != ServerCore::Clock::time_point::max()) {
+        waitMs = std::min(waitMs, net::pollTimeoutUntil(next));
+      }
+      int n = epoll_wait(epollFd_.get(), events, kMaxEvents, waitMs);
       if (n < 0) {
         if (errno == EINTR) continue;
         std::fprintf(stderr, "c10d TCPStore server on port %u: epoll_wait failed: %s; stopping\n",
@@ -112,32 +148,22 @@ void TCPStoreServer::Loop::run() {
           stop = true;
         } else if (id == kListenId) {
           acceptAll();
-        } else if (Conn* c = find(id)) {
+        } else if (Conn* c = core_->find(id)) {
           if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR)) onReadable(*c);
           if ((ev & EPOLLOUT) && !c->dead) onWritable(*c);
         }
       }
       // Resume connections whose parked request was answered (they may have more frames queued).
-      for (size_t i = 0; i < runnable_.size(); ++i) {
-        if (Conn* c = find(runnable_[i])) processInput(*c);
-      }
-      runnable_.clear();
-      reapDead();
+      core_->runWoken();
+      flushAll();
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "c10d TCPStore server on port %u: event loop failed: %s; stopping\n",
                  port_, e.what());
   }
   // Closing every connection tells the clients the server is gone.
-  numConns_ -= static_cast<int64_t>(conns_.size());
-  conns_.clear();
+  core_->closeAll();
   listenFd_.reset();
-}
-
-TCPStoreServer::Loop::Conn* TCPStoreServer::Loop::find(uint64_t id) {
-  auto it = conns_.find(id);
-  if (it == conns_.end() || it->second->dead) return nullptr;
-  return it->second.get();
 }
 
 void TCPStoreServer::Loop::acceptAll() {
@@ -151,9 +177,11 @@ void TCPStoreServer::Loop::acceptAll() {
         // Out of descriptors: accept and drop the connection so it does not spin the loop.
         if (!loggedEmfile_) {
           std::fprintf(stderr,
-                       "c10d TCPStore server on port %u: out of file descriptors (%s) with %zu "
-                       "clients; refusing new clients (raise ulimit -n)\n",
-                       port_, net::errnoName(err).c_str(), conns_.size());
+                       "c10d TCPStore server on port %u: out of file descriptors (%s) with %lld "
+                       "clients; refusing new clients (raise ulimit -n, or lower "
+                       "C10D_STORE_MAX_CONNECTIONS)\n",
+                       port_, net::errnoName(err).c_str(),
+                       static_cast<long long>(core_->numConnections()));
           loggedEmfile_ = true;
         }
         spareFd_.reset();
@@ -166,101 +194,66 @@ void TCPStoreServer::Loop::acceptAll() {
                    net::describeErrno(err).c_str());
       return;
     }
-    auto conn = std::make_unique<Conn>();
-    conn->id = nextId_++;
-    conn->fd = net::Fd(fd);
-    conn->peer = net::peerName(fd);
-    net::setNoDelay(fd);
-    if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_ADD, fd, EPOLLIN, conn->id)) {
-      std::fprintf(stderr, "c10d TCPStore server on port %u: dropping client %s: epoll_ctl: %s\n",
-                   port_, conn->peer.c_str(), net::describeErrno(err).c_str());
-      continue;
+    net::Fd owned(fd);
+    std::string peer = net::peerName(fd);
+    if (!core_->acceptingConnections()) {
+      core_->refuseUnseen(peer);
+      continue;  // closed unanswered: the flood is past what the limit's courtesy covers
     }
-    conns_.emplace(conn->id, std::move(conn));
-    ++numConns_;
+    net::setNoDelay(fd);
+    Conn& c = core_->open(std::move(peer));
+    c.fd = std::move(owned);
+    if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_ADD, fd, EPOLLIN, c.id)) {
+      core_->fail(c, "epoll_ctl: " + net::describeErrno(err));
+    }
   }
 }
 
 void TCPStoreServer::Loop::onReadable(Conn& c) {
   size_t budget = kReadBudget;
   while (!c.dead && budget > 0) {
-    const size_t pending = c.in.size() - c.inBegin;
-    if (pending >= kFrameHeader + tcpstore::kMaxFrameBytes) {
-      // Only possible while a request is parked or replies back up: the client ignores the
-      // one-request-in-flight rule.
-      closeConn(c, detail::str("sent ", pending, " bytes ahead of its replies"));
-      return;
-    }
     ssize_t n = ::recv(c.fd.get(), scratch_.data(), scratch_.size(), 0);
     if (n > 0) {
-      if (pending >= kFrameHeader) {
-        // Reserve a large frame once instead of growing towards it.
-        const size_t need = c.inBegin + kFrameHeader + tcpstore::readFrameLength(&c.in[c.inBegin]);
-        if (need <= c.inBegin + kFrameHeader + tcpstore::kMaxFrameBytes && need > c.in.capacity())
-          c.in.reserve(need);
-      }
-      c.in.insert(c.in.end(), scratch_.data(), scratch_.data() + n);
       budget -= std::min(budget, static_cast<size_t>(n));
-      processInput(c);
+      core_->received(c, scratch_.data(), static_cast<size_t>(n));
       // A short read drained the socket; level-triggered epoll reports anything newer.
       if (static_cast<size_t>(n) < scratch_.size()) return;
       continue;
     }
     if (n == 0) {
-      const size_t left = c.in.size() - c.inBegin;
-      // A clean close between frames is how clients say goodbye; mid-frame it is a truncation.
-      closeConn(c, left == 0 ? std::string()
-                             : detail::str("connection closed in the middle of a frame (", left,
-                                           " bytes of it received)"));
+      core_->peerClosed(c);
       return;
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return;
     // Resets are how a client that timed out or died leaves; not worth a log line.
-    closeConn(c, errno == ECONNRESET ? std::string() : "recv failed: " + net::describeErrno(errno));
+    core_->fail(c,
+                errno == ECONNRESET ? std::string() : "recv failed: " + net::describeErrno(errno));
     return;
   }
 }
 
 void TCPStoreServer::Loop::onWritable(Conn& c) {
   flush(c);
-  if (!c.dead && c.out.size() == c.outBegin) processInput(c);
+  if (!c.dead && c.out.size() == c.outBegin) core_->resume(c);
 }
 
-void TCPStoreServer::Loop::processInput(Conn& c) {
-  while (!c.dead && !c.parked && c.out.size() - c.outBegin <= tcpstore::kMaxFrameBytes) {
-    const size_t avail = c.in.size() - c.inBegin;
-    if (avail < kFrameHeader) break;
-    const uint32_t len = tcpstore::readFrameLength(&c.in[c.inBegin]);
-    if (len == 0 || len > tcpstore::kMaxFrameBytes) {
-      closeConn(
-          c, detail::str("frame length ", len, " is outside [1, ", tcpstore::kMaxFrameBytes, "]"));
-      return;
+void TCPStoreServer::Loop::flushAll() {
+  // Flushing can resume a connection, which can queue more output: repeat until quiet.
+  for (core_->takeOutput(&outIds_); !outIds_.empty(); core_->takeOutput(&outIds_)) {
+    for (uint64_t id : outIds_) {
+      Conn* c = core_->findAny(id);
+      if (c == nullptr) continue;
+      const bool wasBlocked = c->pollingOut;
+      flush(*c);
+      if (wasBlocked && !c->dead && c->out.size() == c->outBegin) core_->resume(*c);
     }
-    if (avail < kFrameHeader + len) break;
-    std::string why;
-    if (!handleFrame(c, &c.in[c.inBegin + kFrameHeader], len, &why)) {
-      closeConn(c, why);
-      return;
-    }
-    c.inBegin += kFrameHeader + len;
   }
-  compact(&c.in, &c.inBegin);
-}
-
-void TCPStoreServer::Loop::reply(Conn& c, tcpstore::FrameWriter& w) {
-  if (c.dead) return;
-  auto& frame = w.finish();
-  if (c.out.size() == c.outBegin) {
-    c.out.swap(frame);  // no copy of large values
-    c.outBegin = 0;
-  } else {
-    c.out.insert(c.out.end(), frame.begin(), frame.end());
-  }
-  flush(c);
+  core_->reapDead();
 }
 
 void TCPStoreServer::Loop::flush(Conn& c) {
+  // A dead connection still gets its last reply ("authentication failed") if the socket takes it.
   while (c.outBegin < c.out.size()) {
     ssize_t n = ::send(c.fd.get(), c.out.data() + c.outBegin, c.out.size() - c.outBegin,
                        MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -271,43 +264,40 @@ void TCPStoreServer::Loop::flush(Conn& c) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     // The peer is gone (EPIPE / ECONNRESET): a client that timed out or exited.
-    closeConn(c, (errno == EPIPE || errno == ECONNRESET)
-                     ? std::string()
-                     : "send failed: " + net::describeErrno(errno));
+    core_->fail(c, (errno == EPIPE || errno == ECONNRESET || c.dead)
+                       ? std::string()
+                       : "send failed: " + net::describeErrno(errno));
     return;
   }
+  if (c.dead) return;
   const bool drained = c.outBegin == c.out.size();
-  compact(&c.out, &c.outBegin);
+  if (drained) {
+    c.out.clear();
+    c.outBegin = 0;
+    if (c.out.capacity() > kKeepCapacity) std::vector<uint8_t>().swap(c.out);
+  } else if (c.outBegin >= c.out.size() / 2) {
+    c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(c.outBegin));
+    c.outBegin = 0;
+  }
   if (drained == c.pollingOut) {
     c.pollingOut = !drained;
     const uint32_t events = drained ? EPOLLIN : EPOLLIN | EPOLLOUT;
     if (int err = epollCtl(epollFd_.get(), EPOLL_CTL_MOD, c.fd.get(), events, c.id)) {
-      closeConn(c, "epoll_ctl failed: " + net::describeErrno(err));
+      core_->fail(c, "epoll_ctl failed: " + net::describeErrno(err));
     }
   }
 }
 
-void TCPStoreServer::Loop::closeConn(Conn& c, const std::string& why) {
-  if (c.dead) return;
-  if (!why.empty()) {
-    std::fprintf(stderr, "c10d TCPStore server on port %u: closing client %s: %s\n", port_,
-                 c.peer.c_str(), why.c_str());
-  }
-  unpark(c);
-  c.dead = true;
-  dead_.push_back(c.id);
-}
-
-void TCPStoreServer::Loop::reapDead() {
-  for (uint64_t id : dead_) {
-    // Closing the fd also removes it from the epoll set.
-    if (conns_.erase(id) > 0) --numConns_;
-  }
-  dead_.clear();
-}
+TCPStoreServer::TCPStoreServer(const TCPStoreServerOptions& options)
+    : loop_(std::make_unique<Loop>(options)) {}
 
 TCPStoreServer::TCPStoreServer(const std::string& bindAddress, uint16_t port)
-    : loop_(std::make_unique<Loop>(bindAddress, port)) {}
+    : TCPStoreServer([&] {
+        TCPStoreServerOptions o;
+        o.bindAddress = bindAddress;
+        o.port = port;
+        return o;
+      }()) {}
 
 TCPStoreServer::~TCPStoreServer() = default;
 
@@ -315,16 +305,24 @@ uint16_t TCPStoreServer::port() const {
   return loop_->port();
 }
 
+std::string TCPStoreServer::boundAddress() const {
+  return loop_->boundAddress();
+}
+
+bool TCPStoreServer::authRequired() const {
+  return !loop_->core().config().secret.empty();
+}
+
 void TCPStoreServer::waitForWorkers(int n, Milliseconds timeout) {
-  loop_->waitForWorkers(n, timeout);
+  loop_->core().waitForWorkers(n, timeout, loop_->port());
 }
 
 int64_t TCPStoreServer::numWorkers() const {
-  return loop_->numWorkers();
+  return loop_->core().numWorkers();
 }
 
 int64_t TCPStoreServer::numConnections() const {
-  return loop_->numConnections();
+  return loop_->core().numConnections();
 }
 
 }  // namespace c10d

@@ -41,6 +41,30 @@ P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
   });
 }
 
+P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
+                     std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes,
+                     ManualDrive)
+    : t_(t),
+      rank_(rank),
+      size_(size),
+      group_(std::move(groupName)),
+      onError_(std::move(onError)),
+      maxUnexpectedBytes_(maxUnexpectedBytes ? maxUnexpectedBytes : physicalMemoryBytes()),
+      sends_(size),
+      incoming_(size),
+      gone_(size) {}
+
+bool P2PEngine::poll() {
+  if (thread_.joinable() || stop_.load()) return false;
+  try {
+    bool pending = false;
+    return round(&pending);
+  } catch (...) {
+    fatal(std::current_exception());
+    return false;
+  }
+}
+
 P2PEngine::~P2PEngine() {
   stop();
 }
@@ -279,49 +303,59 @@ void P2PEngine::failAll(std::exception_ptr e) {
     if (in.matched && in.target.work) in.target.work->finish(e);
 }
 
+bool P2PEngine::round(bool* pending) {
+  {
+    std::vector<SendOp> ns;
+    std::vector<RecvOp> nr;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      ns.swap(newSends_);
+      nr.swap(newRecvs_);
+    }
+    for (auto& op : ns) {
+      if (gone_[op.peer])
+        op.work->finish(gone_[op.peer]);
+      else
+        sends_[op.peer].push_back(std::move(op));
+    }
+    for (auto& op : nr) deliverPosted(std::move(op));
+  }
+  bool progress = false;
+  *pending = !posted_.empty();
+  interests_.clear();
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || gone_[p]) continue;
+    try {
+      progress |= progressSends(p);
+      progress |= progressIncoming(p);
+    } catch (const CommError&) {
+      peerFailed(p, std::current_exception());
+      continue;
+    }
+    *pending |= !sends_[p].empty() || incoming_[p].hdrDone > 0;
+    interests_.push_back(Interest{p, !sends_[p].empty(), true});
+  }
+  if (!unfinished_.empty() && t_.sendsComplete(kP2PChannel)) {
+    for (auto& w : unfinished_) w->finish();
+    unfinished_.clear();
+    progress = true;
+  }
+  *pending |= !unfinished_.empty();
+  return progress;
+}
+
+void P2PEngine::fatal(std::exception_ptr e) {
+  failAll(e);
+  if (onError_) onError_(e);
+}
+
 void P2PEngine::loop() {
-  std::vector<Interest> interests;
   auto lastCheck = Clock::now();
   try {
     while (!stop_.load()) {
       uint32_t token = t_.progressToken(kP2PChannel);
-      {
-        std::vector<SendOp> ns;
-        std::vector<RecvOp> nr;
-        {
-          std::lock_guard<std::mutex> g(mu_);
-          ns.swap(newSends_);
-          nr.swap(newRecvs_);
-        }
-        for (auto& op : ns) {
-          if (gone_[op.peer])
-            op.work->finish(gone_[op.peer]);
-          else
-            sends_[op.peer].push_back(std::move(op));
-        }
-        for (auto& op : nr) deliverPosted(std::move(op));
-      }
-      bool progress = false, pending = !posted_.empty();
-      interests.clear();
-      for (int p = 0; p < size_; ++p) {
-        if (p == rank_ || gone_[p]) continue;
-        try {
-          progress |= progressSends(p);
-          progress |= progressIncoming(p);
-        } catch (const CommError&) {
-          peerFailed(p, std::current_exception());
-          continue;
-        }
-        pending |= !sends_[p].empty() || incoming_[p].hdrDone > 0;
-        interests.push_back(Interest{p, !sends_[p].empty(), true});
-      }
-      if (!unfinished_.empty() && t_.sendsComplete(kP2PChannel)) {
-        for (auto& w : unfinished_) w->finish();
-        unfinished_.clear();
-        progress = true;
-      }
-      pending |= !unfinished_.empty();
-      if (progress) continue;
+      bool pending = false;
+      if (round(&pending)) continue;
       auto now = Clock::now();
       if (pending && now - lastCheck > std::chrono::milliseconds(20)) {
         lastCheck = now;
@@ -338,12 +372,10 @@ void P2PEngine::loop() {
                             " in group ", group_, " (", t_.name(), ")"))));
         }
       }
-      t_.wait(kP2PChannel, token, interests, Milliseconds(pending ? 10 : 50));
+      t_.wait(kP2PChannel, token, interests_, Milliseconds(pending ? 10 : 50));
     }
   } catch (...) {
-    auto e = std::current_exception();
-    failAll(e);
-    if (onError_) onError_(e);
+    fatal(std::current_exception());
   }
 }
 

@@ -44,6 +44,12 @@ class P2PEngine {
  public:
   P2PEngine(Transport& t, int rank, int size, std::string groupName,
             std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes = 0);
+  // An engine without its thread, driven by poll() on the caller's thread: for the fuzzer
+  // (tests/fuzz/verbs_p2p_fuzzer.cc), where a thread per input would cost more than the input.
+  struct ManualDrive {};
+  P2PEngine(Transport& t, int rank, int size, std::string groupName,
+            std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes,
+            ManualDrive);
   ~P2PEngine();
   P2PEngine(const P2PEngine&) = delete;
   P2PEngine& operator=(const P2PEngine&) = delete;
@@ -52,6 +58,10 @@ class P2PEngine {
   // src == -1: any source.
   std::shared_ptr<Work> recv(Tensor t, int src, int tag, uint64_t seq, Milliseconds timeout);
   void stop();
+  // One round of the p2p thread's loop (manual engines only): hands over new ops, moves every
+  // peer's streams, completes finished sends. Returns whether anything progressed; never blocks.
+  // An error fails every op and goes to onError, as on the thread.
+  bool poll();
 
  private:
   struct Header {
@@ -89,6 +99,10 @@ class P2PEngine {
   };
 
   void loop();
+  // The loop's work between two waits; *pending: ops are outstanding. Throws what the loop
+  // treats as fatal.
+  bool round(bool* pending);
+  void fatal(std::exception_ptr e);
   bool progressSends(int peer);
   bool progressIncoming(int peer);
   void deliverPosted(RecvOp op);
@@ -117,6 +131,7 @@ class P2PEngine {
   std::deque<Unexpected> unexpected_;
   std::vector<std::shared_ptr<Work>> unfinished_;  // sent, awaiting the transport's completion
   std::vector<uint8_t> drain_;                     // where discarded payloads are read to
+  std::vector<Interest> interests_;                // what the last round waits for
 
   std::thread thread_;
 };

@@ -24,19 +24,11 @@ namespace verbs {
 
 namespace {
 
-constexpr uint32_t kHelloMagic = 0xC10D7C70u;
-
-struct Hello {
-  uint32_t magic;
-  int32_t rank;
-  int32_t channel;
-};
-
 // Closes the accepted sockets whose hello is not (yet) read, however setup ends.
 struct PendingHellos {
   struct Conn {
     int fd;
-    Hello h;
+    TcpHello h;
     size_t got;
   };
   std::vector<Conn> conns;
@@ -90,6 +82,17 @@ void writeAll(int fd, const void* p, size_t n) {
 }
 
 }  // namespace
+
+std::optional<TcpHello> parseTcpHello(const void* bytes, size_t n, int selfRank) {
+  TcpHello h;
+  if (n != sizeof(h)) return std::nullopt;
+  std::memcpy(&h, bytes, sizeof(h));
+  if (h.magic != kTcpHelloMagic || h.rank < 0 || h.rank >= selfRank || h.channel < 0 ||
+      h.channel >= kNumChannels) {
+    return std::nullopt;
+  }
+  return h;
+}
 
 Milliseconds tcpConnectBackoff(int attempt) {
   if (attempt <= 0) return Milliseconds(1);
@@ -156,7 +159,7 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
                      " at ", a, ": ", detail::errnoString(err));
         std::this_thread::sleep_for(tcpConnectBackoff(attempt));
       }
-      Hello h{kHelloMagic, rank, ch};
+      TcpHello h{kTcpHelloMagic, rank, ch};
       writeAll(fd(ch, q), &h, sizeof(h));
     }
   }
@@ -188,11 +191,10 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
       if (r > 0) c.got += static_cast<size_t>(r);
       if (r > 0 && c.got < sizeof(c.h)) continue;
-      const Hello h = c.h;
-      const bool valid = r > 0 && h.magic == kHelloMagic && h.rank >= 0 && h.rank < rank &&
-                         h.channel >= 0 && h.channel < kNumChannels && fd(h.channel, h.rank) == -1;
+      const std::optional<TcpHello> h = r > 0 ? parseTcpHello(&c.h, c.got, rank) : std::nullopt;
+      const bool valid = h && fd(h->channel, h->rank) == -1;
       if (valid) {
-        fd(h.channel, h.rank) = c.fd;
+        fd(h->channel, h->rank) = c.fd;
         ++arrived;
       } else {
         if (r > 0) {
@@ -210,7 +212,7 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
       int s = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (s >= 0) {
         tune(s, cfg);
-        pending.conns.push_back(PendingHellos::Conn{s, Hello{}, 0});
+        pending.conns.push_back(PendingHellos::Conn{s, TcpHello{}, 0});
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
                  errno != ECONNABORTED) {
         C10D_SYSCHECK(s, "verbs/tcp: accept");

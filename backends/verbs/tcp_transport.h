@@ -15,6 +15,8 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,21 @@ namespace verbs {
 
 // Sleep before connect attempt `attempt + 1`: 1, 2, 4, ... ms, capped at 100 ms.
 Milliseconds tcpConnectBackoff(int attempt);
+
+// The hello a connecting rank sends first on each of its sockets (host byte order: one job runs
+// one build on one architecture).
+struct TcpHello {
+  uint32_t magic;
+  int32_t rank;
+  int32_t channel;
+};
+constexpr uint32_t kTcpHelloMagic = 0xC10D7C70u;
+
+// Decodes the first bytes a connection sent: the hello, when it has the magic and claims
+// a rank in [0, selfRank) (only lower ranks connect) and a channel in [0, kNumChannels); nullopt
+// for anything else, including n != sizeof(TcpHello). Whether that slot is still free is the
+// caller's check. Pure; fuzzed by tests/fuzz/verbs_tcp_hello_fuzzer.cc.
+std::optional<TcpHello> parseTcpHello(const void* bytes, size_t n, int selfRank);
 
 class TcpTransport : public Transport {
  public:

@@ -53,9 +53,11 @@ class FileStoreFixture : public StoreFixture {
 // A TCPStore server in a forked child process: the test process stays single-threaded (so forking
 // ranks from it is safe) and every rank, the parent included, is an ordinary client. The child
 // publishes its port through a pipe and serves until the parent closes the other pipe (or dies).
+// With a secret, the server and every client authenticate (HMAC challenge-response) first.
 class TCPStoreFixture : public StoreFixture {
  public:
-  explicit TCPStoreFixture(bool prefixed) : prefixed_(prefixed) {
+  explicit TCPStoreFixture(bool prefixed, std::string secret = "")
+      : prefixed_(prefixed), secret_(std::move(secret)) {
     int portPipe[2];
     int stopPipe[2];
     if (::pipe(portPipe) != 0 || ::pipe(stopPipe) != 0) throw Error("pipe failed");
@@ -96,13 +98,14 @@ class TCPStoreFixture : public StoreFixture {
     options.port = port_;
     options.isServer = false;
     options.timeout = kStoreTestTimeout;
+    options.secret = secret_;
     auto store = std::make_shared<TCPStore>(options);
     if (!prefixed_) return store;
     return std::make_shared<PrefixStore>("pg0", store);
   }
 
  private:
-  [[noreturn]] static void serve(int portPipe[2], int stopPipe[2]) {
+  [[noreturn]] void serve(int portPipe[2], int stopPipe[2]) {
     ::close(portPipe[0]);
     ::close(stopPipe[1]);
     int code = 0;
@@ -112,6 +115,7 @@ class TCPStoreFixture : public StoreFixture {
       options.port = 0;
       options.isServer = true;
       options.timeout = kStoreTestTimeout;
+      options.secret = secret_;
       TCPStore server(options);
       int port = server.port();
       if (::write(portPipe[1], &port, sizeof(port)) != sizeof(port)) code = 3;
@@ -129,6 +133,7 @@ class TCPStoreFixture : public StoreFixture {
   }
 
   const bool prefixed_;
+  const std::string secret_;
   pid_t pid_ = -1;
   int stopFd_ = -1;
   uint16_t port_ = 0;
@@ -147,6 +152,8 @@ std::vector<StoreKind> allStoreKinds() {
       {"FileStore", [] { return std::make_unique<FileStoreFixture>(); }},
       {"TCPStore", [] { return std::make_unique<TCPStoreFixture>(false); }},
       {"PrefixOverTCPStore", [] { return std::make_unique<TCPStoreFixture>(true); }},
+      {"TCPStoreWithSecret",
+       [] { return std::make_unique<TCPStoreFixture>(false, "conformance-secret"); }},
   };
 }
 

@@ -37,7 +37,8 @@ struct StoreKind {
 };
 void PrintTo(const StoreKind& kind, std::ostream* os);
 
-// HashStore, PrefixStore over HashStore, FileStore, TCPStore, PrefixStore over TCPStore.
+// HashStore, PrefixStore over HashStore, FileStore, TCPStore, PrefixStore over TCPStore, and
+// TCPStore with a shared secret (every connection authenticated).
 std::vector<StoreKind> allStoreKinds();
 
 // Runs fn(rank, size, store) on `size` ranks, each with its own client from fixture.make():

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "store/socket.h"
+#include "store/tcp_store_auth.h"
 #include "store/tcp_store_protocol.h"
 #include "tests/common/multiproc.h"
 
@@ -228,11 +229,35 @@ TEST(TCPStoreTest, WaitIsPushedNotPolled) {
       [](TCPStore&) {}, Milliseconds(60000));
 }
 
-// Opens a raw socket to the server, sends `bytes`, optionally half-closes, and expects the server
-// to close the connection within 10 s. Returns the local "ip:port" of the raw socket.
-std::string sendAndExpectClose(uint16_t port, const std::vector<uint8_t>& bytes,
-                               bool shutdownWrite) {
+// A hello frame of this protocol version, without a secret.
+std::vector<uint8_t> helloFrame(const tcpstore::Nonce& nonce) {
+  tcpstore::FrameWriter w(static_cast<uint8_t>(tcpstore::Op::kHello));
+  w.u32(tcpstore::kMagic);
+  w.u32(tcpstore::kVersion);
+  w.u8(0);
+  w.u8(0);
+  w.raw(nonce.data(), nonce.size());
+  return w.finish();
+}
+
+// Opens a raw socket to the server, (by default) runs the handshake, sends `bytes`, optionally
+// half-closes, and expects the server to close the connection within 10 s. Returns the local
+// "ip:port" of the raw socket.
+std::string sendAndExpectClose(uint16_t port, const std::vector<uint8_t>& bytes, bool shutdownWrite,
+                               bool handshake = true) {
   net::Fd fd = net::connectTo("127.0.0.1", port, Milliseconds(5000));
+  if (handshake) {
+    // A hello without a secret, and its 2-byte "ok, no authentication" reply.
+    tcpstore::Nonce nonce{};
+    const auto hello = helloFrame(nonce);
+    EXPECT_EQ(send(fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(hello.size()));
+    uint8_t reply[6];
+    pollfd p{fd.get(), POLLIN, 0};
+    EXPECT_EQ(poll(&p, 1, 10000), 1);
+    EXPECT_EQ(recv(fd.get(), reply, sizeof(reply), MSG_WAITALL), 6);
+    EXPECT_EQ(reply[0], 2);
+  }
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
@@ -283,23 +308,30 @@ TEST(TCPStoreTest, MalformedRequestsCloseOnlyThatClient) {
   std::vector<uint8_t> halfFrame = le32(64);
   halfFrame.resize(20, 'x');
 
+  std::vector<uint8_t> secondHello = helloFrame(tcpstore::Nonce{});
+
   struct Case {
     const char* name;
     std::vector<uint8_t> bytes;
     bool shutdownWrite;
+    bool handshake;  // first (else the bytes are what the server gets instead of a hello)
     const char* logged;
   };
   const Case cases[] = {
-      {"garbage", garbage, false, "frame length"},
-      {"oversized", oversized, false, "frame length 2147483647"},
-      {"truncated", truncated, false, "malformed set"},
-      {"unknown op", unknownOp, false, "unknown op 200"},
-      {"half frame", halfFrame, true, "middle of a frame"},
+      {"garbage", garbage, false, true, "frame length"},
+      {"oversized", oversized, false, true, "frame length 2147483647"},
+      {"truncated", truncated, false, true, "malformed set"},
+      {"unknown op", unknownOp, false, true, "unknown op 200"},
+      {"half frame", halfFrame, true, true, "middle of a frame"},
+      {"second hello", secondHello, false, true, "a second hello after the handshake"},
+      {"garbage instead of a hello", garbage, false, false, "handshake frame length"},
+      {"request instead of a hello", truncated, false, false,
+       "set request (op 2) where the handshake expects hello"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     testing::internal::CaptureStderr();
-    const std::string self = sendAndExpectClose(port, c.bytes, c.shutdownWrite);
+    const std::string self = sendAndExpectClose(port, c.bytes, c.shutdownWrite, c.handshake);
     std::this_thread::sleep_for(Milliseconds(20));
     const std::string log = testing::internal::GetCapturedStderr();
     EXPECT_NE(log.find(self), std::string::npos) << log;
@@ -320,11 +352,14 @@ TEST(TCPStoreTest, RandomFramesNeverBreakTheServer) {
   testing::internal::CaptureStderr();  // the server logs each malformed frame
   for (int i = 0; i < 200; ++i) {
     net::Fd fd = net::connectTo("127.0.0.1", server.port(), Milliseconds(5000));
+    // Past the handshake for most connections (the random frames then reach every request),
+    // instead of a hello for the rest.
     std::vector<uint8_t> frames;
+    if (i % 4 != 0) frames = helloFrame(tcpstore::Nonce{});
     for (int f = 0; f < 3; ++f) {
       const uint32_t len = 1 + rng() % 40;
       for (uint8_t b : le32(len)) frames.push_back(b);
-      frames.push_back(static_cast<uint8_t>(1 + rng() % 13));  // ops 1..12 and one unknown
+      frames.push_back(static_cast<uint8_t>(1 + rng() % 14));  // ops 1..13 and one unknown
       for (uint32_t k = 1; k < len; ++k) {
         // Small bytes make plausible field lengths.
         frames.push_back(static_cast<uint8_t>(rng() % 3 == 0 ? rng() : rng() % 4));
@@ -488,9 +523,10 @@ TEST(TCPStoreTest, ClientRefusesAReplyPastTheFrameLimit) {
                                  static_cast<ssize_t>(body.size());
     };
     ASSERT_TRUE(readFrame());
-    std::vector<uint8_t> ok = le32(1);
+    std::vector<uint8_t> ok = le32(2);  // ok, no authentication
     ok.push_back(0);
-    ASSERT_EQ(send(c.get(), ok.data(), ok.size(), MSG_NOSIGNAL), 5);
+    ok.push_back(0);
+    ASSERT_EQ(send(c.get(), ok.data(), ok.size(), MSG_NOSIGNAL), 6);
     ASSERT_TRUE(readFrame());
     std::vector<uint8_t> huge = le32(tcpstore::kMaxFrameBytes + 1);
     huge.push_back(0);

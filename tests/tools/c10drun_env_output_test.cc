@@ -90,6 +90,42 @@ TEST(C10drunEnv, MultiNodeRankMathWithUnderscoreOptions) {
   }
 }
 
+// The TCPStore secret (tools/c10drun/secret.h): one fresh secret per single-node job, the same
+// for all its ranks; the user's passed through; none (and a note) for a multi-node job.
+TEST(C10drunEnv, StoreSecretPerJob) {
+  unsetenv("C10D_STORE_SECRET");
+  std::set<std::string> jobs;
+  for (int job = 0; job < 2; ++job) {
+    LauncherRun run = runLauncher({"--nproc-per-node", "3", workerPath(), "env"});
+    ASSERT_TRUE(run.exited && run.exitCode == 0) << run.describe();
+    std::map<int, Env> env = parseEnvLines(run.out);
+    ASSERT_EQ(env.size(), 3u) << run.out;
+    const std::string secret = env[0]["C10D_STORE_SECRET"];
+    EXPECT_EQ(secret.size(), 64u) << secret;
+    EXPECT_EQ(secret.find_first_not_of("0123456789abcdef"), std::string::npos) << secret;
+    for (int r = 1; r < 3; ++r) EXPECT_EQ(env[r]["C10D_STORE_SECRET"], secret);
+    EXPECT_EQ(run.err.find(secret), std::string::npos) << "the launcher printed the secret";
+    jobs.insert(secret);
+  }
+  EXPECT_EQ(jobs.size(), 2u) << "two jobs got the same secret";
+
+  setenv("C10D_STORE_SECRET", "users-secret", 1);
+  LauncherRun given = runLauncher({"--nproc-per-node", "2", workerPath(), "env"});
+  ASSERT_TRUE(given.exited && given.exitCode == 0) << given.describe();
+  for (auto& [rank, e] : parseEnvLines(given.out))
+    EXPECT_EQ(e["C10D_STORE_SECRET"], "users-secret");
+  unsetenv("C10D_STORE_SECRET");
+
+  LauncherRun multi = runLauncher({"--nnodes", "2", "--node-rank", "0", "--master-port", "29517",
+                                   "--nproc-per-node", "1", workerPath(), "env"});
+  ASSERT_TRUE(multi.exited && multi.exitCode == 0) << multi.describe();
+  EXPECT_EQ(parseEnvLines(multi.out)[0]["C10D_STORE_SECRET"], "<unset>");
+  EXPECT_NE(multi.err.find("c10drun: note: C10D_STORE_SECRET is not set; in a multi-node job "
+                           "every node must set the same one"),
+            std::string::npos)
+      << multi.err;
+}
+
 TEST(C10drunOutput, PrefixesEveryLineWithoutInterleaving) {
   constexpr int kRanks = 4;
   constexpr int kLines = 400;

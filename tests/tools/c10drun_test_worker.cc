@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     std::string line;
     for (const char* key :
          {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
-          "MASTER_PORT", "C10D_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"}) {
+          "MASTER_PORT", "C10D_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT", "C10D_STORE_SECRET"}) {
       const char* v = std::getenv(key);
       line += std::string(key) + "=" + (v != nullptr ? v : "<unset>") + " ";
     }

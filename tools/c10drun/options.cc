@@ -31,6 +31,9 @@ constexpr const char* kFooter = R"(Each worker gets in its environment:
   C10D_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT   0 for the first attempt, 1, 2, ... after restarts
   TORCHELASTIC_MAX_RESTARTS  --max-restarts
   OMP_NUM_THREADS   1 when nproc_per_node > 1 and it is not already set
+  C10D_STORE_SECRET the TCPStore's shared secret: passed through when set (empty: no
+                    authentication); else, on one node, a fresh random one per job. Multi-node
+                    jobs must set the same one on every node.
 Worker stdin is /dev/null. Each line a worker writes is prefixed with "[rank<RANK>]: " (stdout to
 stdout, stderr to stderr); a last line without newline is completed at exit.
 

@@ -35,7 +35,13 @@ std::string formatSeconds(double s) {
 }  // namespace
 
 Supervisor::Supervisor(Options options, SignalEvents& signals, int outFd, int errFd)
-    : options_(std::move(options)), signals_(signals), outFd_(outFd), errFd_(errFd) {}
+    : options_(std::move(options)),
+      secret_(decideJobSecret(options_)),
+      signals_(signals),
+      outFd_(outFd),
+      errFd_(errFd) {
+  if (!secret_.note.empty()) message(secret_.note);
+}
 
 void Supervisor::message(const std::string& text) {
   std::string line = "c10drun: " + text + "\n";
@@ -62,6 +68,7 @@ std::vector<std::string> Supervisor::workerEnv(int localRank, int restartCount, 
       kv("TORCHELASTIC_RESTART_COUNT", num(restartCount)),
       kv("TORCHELASTIC_MAX_RESTARTS", num(o.maxRestarts)),
   };
+  if (secret_.generated) env.push_back(kv(kStoreSecretEnv, *secret_.generated));
   // torchrun's habit: N workers each spawning a full OpenMP pool oversubscribes the node.
   if (o.nprocPerNode > 1 && getenv("OMP_NUM_THREADS") == nullptr) {
     env.push_back("OMP_NUM_THREADS=1");

@@ -23,6 +23,7 @@
 #include "tools/c10drun/options.h"
 #include "tools/c10drun/output.h"
 #include "tools/c10drun/process.h"
+#include "tools/c10drun/secret.h"
 #include "tools/c10drun/signals.h"
 
 namespace c10d {
@@ -64,6 +65,7 @@ class Supervisor {
   std::vector<std::string> workerEnv(int localRank, int restartCount, int port) const;
 
   Options options_;
+  JobSecret secret_;  // decided once: the same for every restart
   SignalEvents& signals_;
   int outFd_;
   int errFd_;
