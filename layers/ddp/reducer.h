@@ -94,19 +94,14 @@
 #include "c10d/process_group.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/flat_buffer.h"
+#include "layers/common/parameter.h"
 #include "layers/ddp/comm_hooks.h"
 
 namespace c10d {
 namespace ddp {
 
-// A model parameter as the Reducer sees it.
-struct Parameter {
-  std::string name;  // for messages, e.g. "fc1.weight" (empty: "parameter <i>" only)
-  Tensor data;       // the values; overwritten by rank 0's at construction
-  // The framework's gradient (same numel, dtype and device as data). Ignored with
-  // gradientAsBucketView, where the gradient lives at gradView(i).
-  Tensor grad;
-};
+// A model parameter as the Reducer sees it (shared with the ZeRO layer: layers/common/parameter.h).
+using Parameter = layers::Parameter;
 
 // A module buffer (running statistics, ...): broadcast from rank 0, never reduced.
 struct NamedBuffer {

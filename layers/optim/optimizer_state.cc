@@ -1,0 +1,422 @@
+// OptimizerState: conversions to and from a FlatOptimizer, compatibility checks, and the checkpoint
+// file (format in the header).
+#include "layers/optim/optimizer_state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "c10d/error.h"
+#include "c10d/fd.h"
+
+namespace c10d {
+namespace optim {
+
+namespace {
+
+constexpr char kMagic[8] = {'C', '1', '0', 'D', 'O', 'P', 'T', 'S'};
+constexpr uint32_t kVersion = 1;
+// magic + version + fileBytes: what must be there before anything else can be judged.
+constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8;
+constexpr size_t kChecksumBytes = 8;
+
+uint64_t fnv1a(const uint8_t* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= data[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string paramName(size_t p, const std::vector<std::string>& names) {
+  std::string s = "parameter " + std::to_string(p);
+  if (p < names.size() && !names[p].empty()) s += " ('" + names[p] + "')";
+  return s;
+}
+
+// Little-endian encoding, whatever the host's byte order.
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) u8(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void f64(double v) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    u64(bits);
+  }
+  void floats(const std::vector<float>& v) {
+    for (float f : v) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, sizeof(bits));
+      u32(bits);
+    }
+  }
+  void bytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  std::string& buffer() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(const std::string& data, size_t end, const std::string& path)
+      : data_(reinterpret_cast<const uint8_t*>(data.data())), end_(end), path_(path) {}
+  uint8_t u8() {
+    need(1, "a byte");
+    return data_[pos_++];
+  }
+  uint32_t u32() {
+    need(4, "a 32-bit field");
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(data_[pos_++]) << (8 * i);
+    return v;
+  }
+  uint64_t u64() {
+    need(8, "a 64-bit field");
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(data_[pos_++]) << (8 * i);
+    return v;
+  }
+  double f64() {
+    const uint64_t bits = u64();
+    double v;
+    std::memcpy(&v, &bits, sizeof(v));
+    return v;
+  }
+  std::string str(size_t n) {
+    need(n, "a string");
+    std::string s(reinterpret_cast<const char*>(data_ + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  std::vector<float> floats(uint64_t n, const char* what) {
+    C10D_CHECK_ARG(n <= (end_ - pos_) / 4, "OptimizerState::load('", path_, "'): corrupt: ", what,
+                   " claims ", n, " floats at byte ", pos_, ", but only ", end_ - pos_,
+                   " bytes remain");
+    std::vector<float> v(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint32_t bits = u32();
+      std::memcpy(&v[i], &bits, sizeof(bits));
+    }
+    return v;
+  }
+  size_t pos() const { return pos_; }
+  size_t remaining() const { return end_ - pos_; }
+
+ private:
+  void need(size_t n, const char* what) {
+    C10D_CHECK_ARG(n <= end_ - pos_, "OptimizerState::load('", path_, "'): corrupt: ", what,
+                   " at byte ", pos_, " runs past the data (", end_, " bytes)");
+  }
+  const uint8_t* data_;
+  size_t end_;
+  size_t pos_ = 0;
+  std::string path_;
+};
+
+// Same value, bit for bit (a NaN hyper-parameter cannot pass validate(); -0.0 vs 0.0 differ).
+bool sameDouble(double a, double b) {
+  return std::memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+void writeAll(int fd, const std::string& data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      C10D_THROW(Error, "OptimizerState::save: writing '", path, "' failed: ",
+                 detail::errnoString(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string readAll(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    C10D_THROW(InvalidArgument, "OptimizerState::load('", path,
+               "'): cannot open: ", detail::errnoString(err));
+  }
+  std::string data;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      C10D_THROW(InvalidArgument, "OptimizerState::load('", path,
+                 "'): read failed: ", detail::errnoString(err));
+    }
+    if (n == 0) break;
+    data.append(chunk, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+}  // namespace
+
+bool sameOptions(const OptimizerOptions& a, const OptimizerOptions& b, std::string* field) {
+  auto differ = [&](const char* name) {
+    if (field != nullptr) *field = name;
+    return false;
+  };
+  if (a.algorithm != b.algorithm) return differ("algorithm");
+  if (!sameDouble(a.lr, b.lr)) return differ("lr");
+  if (!sameDouble(a.weightDecay, b.weightDecay)) return differ("weightDecay");
+  // Only the fields the algorithm reads: an SGD state does not care about betas.
+  if (a.algorithm == Algorithm::kSgd) {
+    if (!sameDouble(a.momentum, b.momentum)) return differ("momentum");
+    if (!sameDouble(a.dampening, b.dampening)) return differ("dampening");
+    if (a.nesterov != b.nesterov) return differ("nesterov");
+  } else {
+    if (!sameDouble(a.beta1, b.beta1)) return differ("beta1");
+    if (!sameDouble(a.beta2, b.beta2)) return differ("beta2");
+    if (!sameDouble(a.eps, b.eps)) return differ("eps");
+  }
+  return true;
+}
+
+size_t OptimizerState::numel() const {
+  size_t n = 0;
+  for (const auto& perParam : slots) {
+    if (!perParam.empty()) n += perParam[0].size();
+  }
+  return n;
+}
+
+OptimizerState OptimizerState::fromFlat(const FlatOptimizer& opt,
+                                        const std::vector<size_t>& numels) {
+  size_t total = 0;
+  for (size_t n : numels) total += n;
+  C10D_CHECK_ARG(total == opt.numel(), "OptimizerState::fromFlat: the ", numels.size(),
+                 " parameter numels add up to ", total, " elements, the optimizer has ",
+                 opt.numel());
+  OptimizerState st;
+  st.options = opt.options();
+  st.steps = opt.steps();
+  for (size_t k = 0; k < opt.numSlots(); ++k) st.slotNames.push_back(opt.slotName(k));
+  st.slots.resize(numels.size());
+  size_t offset = 0;
+  for (size_t p = 0; p < numels.size(); ++p) {
+    for (size_t k = 0; k < opt.numSlots(); ++k) {
+      const float* src = opt.slot(k) + offset;
+      st.slots[p].emplace_back(src, src + numels[p]);
+    }
+    offset += numels[p];
+  }
+  return st;
+}
+
+void OptimizerState::checkCompatible(const OptimizerOptions& opts,
+                                     const std::vector<size_t>& numels, const std::string& who,
+                                     const std::vector<std::string>& names) const {
+  std::string field;
+  C10D_CHECK_ARG(sameOptions(options, opts, &field), who, ": the state was saved by ",
+                 options.describe(), ", this optimizer is ", opts.describe(), " (", field,
+                 " differs)");
+  C10D_CHECK_ARG(slotNames == opts.slotNames(), who, ": the state has ", slotNames.size(),
+                 " slots per parameter, ", opts.describe(), " keeps ", opts.slotNames().size());
+  C10D_CHECK_ARG(!(slots.empty() && !numels.empty()), who,
+                 ": the state holds no parameters, this optimizer has ", numels.size(),
+                 " (consolidateState returns an empty state on every rank but dstRank: save or "
+                 "pass the one from dstRank)");
+  C10D_CHECK_ARG(slots.size() == numels.size(), who, ": the state has ", slots.size(),
+                 " parameters, this optimizer has ", numels.size());
+  for (size_t p = 0; p < numels.size(); ++p) {
+    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), who, ": ", paramName(p, names),
+                   " has ", slots[p].size(), " state slots in the state, expected ",
+                   slotNames.size());
+    for (size_t k = 0; k < slots[p].size(); ++k) {
+      C10D_CHECK_ARG(slots[p][k].size() == numels[p], who, ": ", paramName(p, names),
+                     " has ", numels[p], " elements, its '", slotNames[k], "' in the state has ",
+                     slots[p][k].size());
+    }
+  }
+}
+
+void OptimizerState::applyTo(FlatOptimizer& opt, const std::vector<size_t>& numels) const {
+  checkCompatible(opt.options(), numels, "OptimizerState::applyTo");
+  size_t total = 0;
+  for (size_t n : numels) total += n;
+  C10D_CHECK_ARG(total == opt.numel(), "OptimizerState::applyTo: the ", numels.size(),
+                 " parameter numels add up to ", total, " elements, the optimizer has ",
+                 opt.numel());
+  size_t offset = 0;
+  for (size_t p = 0; p < numels.size(); ++p) {
+    for (size_t k = 0; k < slotNames.size(); ++k) {
+      std::copy(slots[p][k].begin(), slots[p][k].end(), opt.slot(k) + offset);
+    }
+    offset += numels[p];
+  }
+  opt.setSteps(steps);
+}
+
+void OptimizerState::save(const std::string& path) const {
+  C10D_CHECK_ARG(!path.empty(), "OptimizerState::save: empty path");
+  options.validate();
+  C10D_CHECK_ARG(slotNames == options.slotNames(), "OptimizerState::save('", path, "'): ",
+                 slotNames.size(), " slot names for ", options.describe(), ", which keeps ",
+                 options.slotNames().size());
+  for (size_t p = 0; p < slots.size(); ++p) {
+    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), "OptimizerState::save('", path, "'): ",
+                   "parameter ", p, " has ", slots[p].size(), " slots, expected ",
+                   slotNames.size());
+    for (size_t k = 1; k < slots[p].size(); ++k) {
+      C10D_CHECK_ARG(slots[p][k].size() == slots[p][0].size(), "OptimizerState::save('", path,
+                     "'): parameter ", p, "'s slots differ in size ('", slotNames[0], "' ",
+                     slots[p][0].size(), ", '", slotNames[k], "' ", slots[p][k].size(), ")");
+    }
+  }
+  Writer w;
+  w.bytes(kMagic, sizeof(kMagic));
+  w.u32(kVersion);
+  w.u64(0);  // fileBytes, patched below
+  w.u32(static_cast<uint32_t>(options.algorithm));
+  w.f64(options.lr);
+  w.f64(options.momentum);
+  w.f64(options.dampening);
+  w.u8(options.nesterov ? 1 : 0);
+  w.f64(options.weightDecay);
+  w.f64(options.beta1);
+  w.f64(options.beta2);
+  w.f64(options.eps);
+  w.u64(steps);
+  w.u32(static_cast<uint32_t>(slotNames.size()));
+  for (const std::string& name : slotNames) {
+    w.u32(static_cast<uint32_t>(name.size()));
+    w.bytes(name.data(), name.size());
+  }
+  w.u64(slots.size());
+  for (const auto& perParam : slots) {
+    w.u64(perParam.empty() ? 0 : perParam[0].size());
+    for (const auto& slot : perParam) w.floats(slot);
+  }
+  std::string& buf = w.buffer();
+  const uint64_t fileBytes = buf.size() + kChecksumBytes;
+  for (int i = 0; i < 8; ++i) {
+    buf[sizeof(kMagic) + 4 + i] = static_cast<char>(static_cast<uint8_t>(fileBytes >> (8 * i)));
+  }
+  w.u64(fnv1a(reinterpret_cast<const uint8_t*>(buf.data()), buf.size()));
+
+  // Write beside the target, flush to disk, then rename over it: readers see the old file or the
+  // whole new one.
+  const std::string tmp = path + ".tmp";
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) {
+      const int err = errno;
+      C10D_THROW(Error, "OptimizerState::save: cannot create '", tmp,
+                 "': ", detail::errnoString(err));
+    }
+    writeAll(fd.get(), buf, tmp);
+    if (::fsync(fd.get()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      C10D_THROW(Error, "OptimizerState::save: fsync of '", tmp,
+                 "' failed: ", detail::errnoString(err));
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    C10D_THROW(Error, "OptimizerState::save: renaming '", tmp, "' to '", path,
+               "' failed: ", detail::errnoString(err));
+  }
+  // Persist the rename itself (best effort: some file systems refuse fsync on a directory).
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  Fd dirFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dirFd.valid()) (void)::fsync(dirFd.get());
+}
+
+OptimizerState OptimizerState::load(const std::string& path) {
+  const std::string data = readAll(path);
+  const std::string where = "OptimizerState::load('" + path + "'): ";
+  C10D_CHECK_ARG(data.size() >= sizeof(kMagic), where, "truncated: ", data.size(),
+                 " bytes, shorter than the ", sizeof(kMagic), "-byte magic");
+  C10D_CHECK_ARG(std::memcmp(data.data(), kMagic, sizeof(kMagic)) == 0, where,
+                 "bad magic: not a c10d optimizer state file (expected it to start with "
+                 "\"C10DOPTS\")");
+  C10D_CHECK_ARG(data.size() >= kHeaderBytes + kChecksumBytes, where, "truncated: ",
+                 data.size(), " bytes, shorter than the header");
+  Reader header(data, kHeaderBytes, path);
+  header.str(sizeof(kMagic));
+  const uint32_t version = header.u32();
+  C10D_CHECK_ARG(version == kVersion, where, "unsupported version ", version,
+                 " (this build reads version ", kVersion, ")");
+  const uint64_t fileBytes = header.u64();
+  C10D_CHECK_ARG(data.size() >= fileBytes, where, "truncated: ", data.size(), " of ", fileBytes,
+                 " bytes");
+  C10D_CHECK_ARG(data.size() == fileBytes, where, data.size(), " bytes where the header says ",
+                 fileBytes, " (trailing bytes)");
+  const size_t body = data.size() - kChecksumBytes;
+  Reader tail(data, data.size(), path);
+  tail.str(body);
+  const uint64_t stored = tail.u64();
+  const uint64_t actual = fnv1a(reinterpret_cast<const uint8_t*>(data.data()), body);
+  C10D_CHECK_ARG(stored == actual, where, "bad checksum (stored ", stored, ", computed ", actual,
+                 "): the file is corrupt");
+
+  Reader r(data, body, path);
+  r.str(kHeaderBytes);
+  OptimizerState st;
+  const uint32_t algorithm = r.u32();
+  C10D_CHECK_ARG(algorithm <= static_cast<uint32_t>(Algorithm::kAdamW), where,
+                 "corrupt: unknown algorithm ", algorithm);
+  st.options.algorithm = static_cast<Algorithm>(algorithm);
+  st.options.lr = r.f64();
+  st.options.momentum = r.f64();
+  st.options.dampening = r.f64();
+  st.options.nesterov = r.u8() != 0;
+  st.options.weightDecay = r.f64();
+  st.options.beta1 = r.f64();
+  st.options.beta2 = r.f64();
+  st.options.eps = r.f64();
+  try {
+    st.options.validate();
+  } catch (const InvalidArgument& e) {
+    C10D_THROW(InvalidArgument, where, "corrupt options: ", e.what());
+  }
+  st.steps = r.u64();
+  const uint32_t numSlots = r.u32();
+  const std::vector<std::string> expected = st.options.slotNames();
+  C10D_CHECK_ARG(numSlots == expected.size(), where, "corrupt: ", numSlots, " slots for ",
+                 st.options.describe(), ", which keeps ", expected.size());
+  for (uint32_t k = 0; k < numSlots; ++k) {
+    const uint32_t len = r.u32();
+    st.slotNames.push_back(r.str(len));
+    C10D_CHECK_ARG(st.slotNames.back() == expected[k], where, "corrupt: slot ", k, " is '",
+                   st.slotNames.back(), "', expected '", expected[k], "'");
+  }
+  const uint64_t numParams = r.u64();
+  // Each parameter takes at least its 8-byte numel: bounds the allocation below.
+  C10D_CHECK_ARG(numParams <= r.remaining() / 8, where, "corrupt: ", numParams,
+                 " parameters in ", r.remaining(), " bytes");
+  st.slots.resize(numParams);
+  for (uint64_t p = 0; p < numParams; ++p) {
+    const uint64_t numel = r.u64();
+    for (uint32_t k = 0; k < numSlots; ++k) {
+      st.slots[p].push_back(r.floats(numel, "a parameter's slot"));
+    }
+  }
+  C10D_CHECK_ARG(r.remaining() == 0, where, "corrupt: ", r.remaining(),
+                 " unread bytes before the checksum");
+  return st;
+}
+
+}  // namespace optim
+}  // namespace c10d

@@ -1,0 +1,71 @@
+// OptimizerState: the full (unsharded) state of a FlatOptimizer, per parameter — what a checkpoint
+// holds. It does not depend on how the state was sharded: ZeRO's consolidateState() builds one on
+// a single rank, and loadState() re-shards it for any world size; a one-process or DDP loop moves
+// its FlatOptimizer in and out with fromFlat() / applyTo().
+//
+// File format (save / load): little-endian, version 1
+//   magic      8 bytes "C10DOPTS"
+//   version    u32 (1)
+//   fileBytes  u64, the size of the whole file (a shorter file is "truncated")
+//   options    u32 algorithm, f64 lr, momentum, dampening, u8 nesterov, f64 weightDecay, beta1,
+//              beta2, eps
+//   steps      u64
+//   slots      u32 count, then per name: u32 length + bytes
+//   params     u64 count, then per parameter: u64 numel, then numel f32 per slot, slot by slot
+//   checksum   u64, FNV-1a 64 over every byte before it
+// save() writes `path.tmp`, fsyncs it and renames it over `path`, so a crash leaves either the old
+// file or the new one, never half of one. load() reads the whole file and checks, in this order:
+// it opens, magic, version, length (truncated / trailing bytes), checksum, then that every field is
+// consistent; each failure is an InvalidArgument naming the path and what is wrong.
+//
+// Threads: a plain value; no synchronization. Errors: InvalidArgument (bad sizes, options that do
+// not match, a bad file), Error for I/O failures while saving (naming the path and errno).
+// Memory: slots hold numSlots x (total numel) floats, as one unsharded optimizer would.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "layers/optim/flat_optimizer.h"
+
+namespace c10d {
+namespace optim {
+
+struct OptimizerState {
+  OptimizerOptions options;
+  uint64_t steps = 0;
+  std::vector<std::string> slotNames;  // options.slotNames()
+  // slots[p][k]: parameter p's state slot k, numel(p) floats. Empty (no parameters) on the ranks
+  // that did not receive a consolidated state.
+  std::vector<std::vector<std::vector<float>>> slots;
+
+  // A FlatOptimizer over all parameters back to back (numels[p] each, in parameter order) -> state.
+  // InvalidArgument if the numels do not add up to opt.numel().
+  static OptimizerState fromFlat(const FlatOptimizer& opt, const std::vector<size_t>& numels);
+  // State -> that FlatOptimizer (slots and step count). Checks, as InvalidArgument naming what
+  // differs: the options (algorithm and every hyper-parameter), the slot names, the parameter count
+  // and each parameter's numel (naming its index), and that the numels add up to opt.numel().
+  void applyTo(FlatOptimizer& opt, const std::vector<size_t>& numels) const;
+
+  // Checks this state against `options` and `numels` (what applyTo and ZeRO's loadState check);
+  // `who` prefixes the message (e.g. "ShardedOptimizer::loadState"); `names`, if not empty, names
+  // the parameters in messages.
+  void checkCompatible(const OptimizerOptions& options, const std::vector<size_t>& numels,
+                       const std::string& who, const std::vector<std::string>& names = {}) const;
+  // Total numel over parameters, and the bytes of state held (slots only).
+  size_t numel() const;
+  size_t stateBytes() const { return numel() * slotNames.size() * sizeof(float); }
+  bool empty() const { return slots.empty(); }
+
+  void save(const std::string& path) const;
+  static OptimizerState load(const std::string& path);
+};
+
+// Whether two option sets describe the same optimizer (algorithm and every hyper-parameter); on
+// a difference, *field names the first field that differs (e.g. "lr").
+bool sameOptions(const OptimizerOptions& a, const OptimizerOptions& b, std::string* field);
+
+}  // namespace optim
+}  // namespace c10d

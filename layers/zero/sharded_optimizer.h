@@ -1,0 +1,242 @@
+// ShardedOptimizer: ZeRO stage 1-2 (fairscale's OSS + ShardedDDP, DeepSpeed ZeRO stages 1 and 2,
+// torch's ZeroRedundancyOptimizer) over the public ProcessGroup API, so it runs on every backend.
+// Each rank holds the optimizer state of its shard of the parameters only (~1/N of the full
+// state); gradients are reduced to their owner, the owner steps its shard, and the updated
+// parameters are all-gathered so that every rank ends each step with the same full model.
+//
+// How a framework embeds it
+//   ShardedOptimizer opt(params, group, options);  // collective: checks, broadcast from rank 0,
+//                                                  // partition
+//   for each step:
+//     forward; backward, writing each parameter's local gradient into its grad tensor and
+//       (optionally) calling opt.markReady(i) as parameter i's gradient is complete
+//     auto stats = opt.step();      // collective: grads averaged to owners, shard stepped,
+//                                   // every rank's parameters updated
+//   Checkpoint: auto full = opt.consolidateState(0); if (rank == 0) full.save(path);
+//   Resume (any world size): opt.loadState(OptimizerState::load(path)) on every rank.
+//
+// Partition (fairscale OSS's rule)
+//   Parameters sorted by numel, largest first (ties: lower index first), each to the rank with the
+//   least elements so far (ties: the lowest rank). Computed from the numels alone, so every rank
+//   gets the same partition without communicating. A rank may own nothing (more ranks than
+//   parameters): it then holds no state and still takes part in every collective.
+//
+// Flat rank-major layout
+//   Rank r's shard is its parameters in ascending index order, back to back: S_r elements. With
+//   S = max_r S_r, one flat buffer of N * S floats holds rank r's shard at [r * S, r * S + S_r) and
+//   zero padding up to (r + 1) * S, so that one reduceScatterTensor / allgatherIntoTensor with equal
+//   chunks of S moves every shard to / from its owner.
+//
+// step()
+//   1. Each parameter's grad is copied into the flat buffer at its slot (at markReady, or in step()
+//      for parameters not marked).
+//   2. kReduceScatter: one reduceScatterTensor(SUM) of the flat buffer; rank r receives the sum of
+//      its chunk. kReduceToOwner (ShardedDDP): each owner's parameters, walked in reverse index
+//      order, are cut into buckets of at most bucketCapBytes (a bucket holds at least one
+//      parameter); a bucket is a contiguous range of the owner's chunk, and reduce(SUM, root =
+//      owner) of that range starts as soon as its last parameter is marked. Buckets are ordered by
+//      their lowest parameter index, descending (the order backward completes them) and launched
+//      in that order on every rank: a bucket complete early waits for the earlier ones (the
+//      Reducer's next_bucket rule), so every rank issues the same collectives in the same order.
+//   3. The owner divides its summed gradients by the world size (fp32 division: the mean), copies
+//      its parameters' current values out of their data tensors and runs FlatOptimizer::step on
+//      its S_r elements (torch.optim's update rules, flat_optimizer.h).
+//   4. allgatherIntoTensor of every rank's updated shard into the flat buffer, then every
+//      parameter's data tensor is overwritten with its owner's values.
+//   The result equals one FlatOptimizer over all parameters stepped with the mean gradient, up to
+//   the backend's summation order in step 2 (bit for bit whenever the sums are exact).
+//   The framework's grad tensors are only read by this implementation; the contract allows step()
+//   to clobber the grads of parameters this rank does not own (a later version may reduce in
+//   place), so a framework must not rely on them after step().
+//
+// Checkpoints
+//   consolidateState(dst) gathers every rank's shard state (one gather of numSlots * S floats per
+//   rank) and returns the full OptimizerState on dst, an empty one elsewhere. loadState(full) takes
+//   a full state saved at any world size and keeps this rank's shard (no communication).
+//
+// Start-up (constructor, collective over the group)
+//   Every rank allgathers its parameter count, its first locally invalid parameter (if any: a
+//   non-fp32 or non-CPU tensor, a grad that does not match its data, null data), and a fingerprint
+//   of its ZeroOptions; then every (numel, dtype). Any problem is the same InvalidArgument on every
+//   rank, naming the rank and the parameter index (and the local name) — never a hang, because no
+//   rank throws before the ranks have compared notes. Then the parameters are broadcast from rank 0
+//   (broadcastCoalesced) and partitioned.
+//
+// Errors
+//   InvalidArgument: a null group, invalid optimizer options (OptimizerOptions::validate), a
+//   bucketCapBytes of 0, any start-up problem above; markReady out of range or twice in one step;
+//   consolidateState with a dstRank outside [0, N); loadState with a state that does not match
+//   (options, slot names, parameter count, a parameter's numel — naming it). These leave the
+//   optimizer unchanged. A failed or timed-out collective (TimeoutError, CommError) breaks the
+//   optimizer: every later call throws Error quoting the first failure (the ranks' collectives may
+//   no longer match, and the shard may be half-stepped).
+//
+// Threads and blocking
+//   Starts no threads. markReady() may be called concurrently from several threads (autograd
+//   workers); it and step() are serialized by an internal mutex, and kReduceToOwner bucket launches
+//   happen on whichever thread marks a bucket's last parameter. Everything else must be called from
+//   one thread at a time, and step() only after every markReady() of the step has returned. The
+//   optimizer issues collectives on the group from those threads: other ops on the same group must
+//   not be issued concurrently with backward or step() (use a second group for other traffic).
+//   markReady() does not wait for communication. The constructor, step() and consolidateState()
+//   wait for their collectives, each wait bounded by options.timeout (kUnsetTimeout: the op's own,
+//   i.e. the group's), throwing TimeoutError.
+//
+// Memory (N ranks, P = total parameter elements, S = the largest shard, k = state slots)
+//   Optimizer state: k * S_r floats on rank r (the sum over ranks is exactly k * P, what one
+//   unsharded optimizer holds). Staging: the flat buffer (N * S floats, about P), this rank's shard
+//   of parameters and of reduced gradients (S floats each), and during consolidateState the gather
+//   buffers (k * N * S floats on dstRank, k * S elsewhere). Parameters and grads are the
+//   framework's non-owning views (ZeRO stage 3's parameter sharding is not done). Buffers in
+//   flight stay alive until their collective completes, so destroying the optimizer with
+//   communication in flight (after a failure) is safe.
+//
+// Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
+//   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs on
+//   host memory; a GPU framework would stage its shard through the host), parameter groups with
+//   different hyper-parameters (one OptimizerOptions for all parameters), ZeRO stage 3.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "c10d/process_group.h"
+#include "layers/common/parameter.h"
+#include "layers/optim/flat_optimizer.h"
+#include "layers/optim/optimizer_state.h"
+
+namespace c10d {
+namespace zero {
+
+struct ZeroOptions {
+  optim::OptimizerOptions optimizer;
+  // How gradients reach their owner: one reduceScatterTensor over a flat rank-major gradient buffer
+  // (each rank's segment padded to the largest shard), or ShardedDDP's bucketed reduce(dst = owner)
+  // launched from markReady() so it overlaps backward.
+  enum class GradReduction { kReduceScatter, kReduceToOwner };
+  GradReduction gradReduction = GradReduction::kReduceScatter;
+  size_t bucketCapBytes = 25u << 20;     // kReduceToOwner buckets
+  Milliseconds timeout = kUnsetTimeout;  // bound for every wait
+};
+
+const char* gradReductionName(ZeroOptions::GradReduction mode);  // "reduce_scatter", ...
+
+// What one step() did. Times are wall-clock seconds.
+struct ZeroStepStats {
+  double commSeconds = 0;       // step() blocked on the gradient reduction and the allgather
+  double stepSeconds = 0;       // the optimizer's arithmetic on this rank's shard
+  size_t localStateBytes = 0;   // this rank's optimizer state (slots)
+  uint64_t step = 0;            // steps taken so far, this one included
+  size_t bucketsLaunched = 0;   // collectives that moved gradients (1 for kReduceScatter)
+  size_t bucketsLaunchedEarly = 0;  // kReduceToOwner: launched by markReady(), before step()
+  size_t flatBytes = 0;         // the flat rank-major buffer (N * S floats)
+};
+
+// Which rank owns each parameter under the greedy rule above (exposed for tests and tools).
+std::vector<int> partitionParameters(const std::vector<size_t>& numels, int worldSize);
+
+class ShardedOptimizer {
+ public:
+  // Collective: checks every rank has the same parameter count / numels / dtypes (fp32 only: any
+  // other dtype is an InvalidArgument naming the parameter) — a mismatch is an error on every rank
+  // naming the rank and parameter index, never a hang — then broadcasts parameters from rank 0 and
+  // partitions them (greedy, largest first to the least-loaded rank; ties to the lowest rank; the
+  // same on every rank without communication).
+  ShardedOptimizer(std::vector<layers::Parameter> params, std::shared_ptr<ProcessGroup> group,
+                   ZeroOptions options = {});
+  ~ShardedOptimizer();
+  ShardedOptimizer(const ShardedOptimizer&) = delete;
+  ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
+
+  // Optional (kReduceToOwner overlaps with it; kReduceScatter just records): parameter i's local
+  // gradient is complete for this backward. Same misuse rules as Reducer::markReady.
+  void markReady(size_t index);
+  // Collective: the framework has written each parameter's local (un-averaged) gradient into its
+  // grad tensor. Reduces gradients to their owners and averages (sum / world size), the owner steps
+  // its shard with FlatOptimizer, and every rank's parameters end equal to the owners' updated
+  // values (allgather over the flat rank-major buffer). grads of non-owned parameters may be
+  // clobbered (documented).
+  ZeroStepStats step();
+
+  int ownerOf(size_t param) const;
+  std::vector<size_t> shardOf(int rank) const;  // parameter indices, ascending
+  size_t localStateBytes() const;               // this rank's optimizer state
+  size_t fullStateBytes() const;                // what one unsharded optimizer would hold
+  uint64_t steps() const;
+
+  // Collective: the full state on dstRank (every parameter's slots), an empty state (slots empty)
+  // elsewhere.
+  optim::OptimizerState consolidateState(int dstRank);
+  // Every rank passes the same full state (read from a checkpoint, saved at any world size); keeps
+  // its shard. Checks options / parameter count / numels against this optimizer (InvalidArgument
+  // naming the parameter).
+  void loadState(const optim::OptimizerState& full);
+
+  size_t numParameters() const { return params_.size(); }
+  // Elements of rank r's shard (S_r) and the padded chunk size (S = max over ranks).
+  size_t shardNumel(int rank) const;
+  size_t chunkNumel() const { return chunk_; }
+  const ZeroOptions& options() const { return options_; }
+  ProcessGroup& group() const { return *group_; }
+  // kReduceToOwner: the buckets' parameter indices, in launch order (empty for kReduceScatter).
+  // Parameters with no elements that would be alone in a bucket are in none (nothing to move).
+  std::vector<std::vector<size_t>> buckets() const;
+  ZeroStepStats lastStats() const;
+
+ private:
+  struct Bucket {
+    int owner = 0;
+    std::vector<size_t> params;  // descending index order (the order backward marks them)
+    size_t offset = 0;           // in the owner's chunk
+    size_t numel = 0;
+    size_t pending = 0;  // parameters not yet marked this step
+    std::shared_ptr<Work> work;
+  };
+
+  std::string describe(size_t index) const;  // "parameter 3 ('fc.bias')"
+  void checkUsable() const;                  // throws Error if broken_
+  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error);
+  void verifyAcrossRanks();
+  void partition();
+  void buildBuckets();
+  void resetStep();
+  void stage(size_t index);  // copies grad `index` into the flat buffer
+  void launchReadyBuckets();
+  void waitWork(Work& work);
+  std::vector<int64_t> allgatherInts(const std::vector<int64_t>& mine);
+  std::vector<size_t> numels() const;
+
+  std::vector<layers::Parameter> params_;
+  const std::shared_ptr<ProcessGroup> group_;
+  const ZeroOptions options_;
+  const int rank_;
+  const int size_;
+
+  std::vector<int> owner_;        // per parameter
+  std::vector<size_t> offset_;    // per parameter: offset in its owner's chunk
+  std::vector<size_t> shardNumel_;  // per rank: S_r
+  std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
+  size_t chunk_ = 0;              // S
+
+  mutable std::mutex mu_;
+  // Everything below is guarded by mu_.
+  std::shared_ptr<std::vector<float>> flat_;        // N * S (kept alive by Works in flight)
+  std::shared_ptr<std::vector<float>> shardGrad_;   // S: this rank's reduced gradients
+  std::shared_ptr<std::vector<float>> shardParam_;  // S: this rank's parameters, stepped
+  std::unique_ptr<optim::FlatOptimizer> optimizer_;  // over S_r elements
+  std::vector<Bucket> buckets_;
+  static constexpr size_t kNoBucket = ~size_t{0};
+  std::vector<size_t> bucketOf_;  // per parameter (kReduceToOwner); kNoBucket: no elements
+  std::vector<uint8_t> marked_;
+  size_t nextBucket_ = 0;
+  size_t launchedEarly_ = 0;
+  std::string broken_;
+  ZeroStepStats lastStats_;
+};
+
+}  // namespace zero
+}  // namespace c10d

@@ -1,0 +1,96 @@
+// Shared pieces of the ZeRO tests: a toy fp32 model that owns its parameter and gradient memory,
+// the gradient each (rank, parameter, element, step) produces, and the reference every ZeRO run
+// is compared with: one unsharded FlatOptimizer over all parameters stepped with the mean
+// gradient. Gradients are multiples of 1/4 in [-11/4, 11/4]: every partial sum over up to 8 ranks
+// is exact in fp32 whatever order a backend adds in, so the mean (sum / world size, one fp32
+// division, as ShardedOptimizer does) and everything after it must match the reference bit for
+// bit. Every test runs in forked ranks over each CPU backend at world sizes 1-4
+// (tests/backends/conformance.h).
+#pragma once
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "layers/optim/flat_optimizer.h"
+#include "layers/optim/optimizer_state.h"
+#include "layers/zero/sharded_optimizer.h"
+#include "tests/backends/conformance.h"
+
+namespace c10d {
+namespace test {
+
+class ZeroModel {
+ public:
+  // Parameters of these sizes ("p<i>"), data seeded by `rank` (so rank 0's broadcast shows).
+  ZeroModel(const std::vector<size_t>& numels, int rank);
+  size_t size() const { return data_.size(); }
+  std::vector<layers::Parameter> parameters();
+  std::vector<float>& data(size_t p) { return data_[p]; }
+  std::vector<float>& grad(size_t p) { return grad_[p]; }
+  const std::vector<size_t>& numels() const { return numels_; }
+  // Writes this rank's gradient of `step` into every grad.
+  void produceGrads(int rank, int step);
+
+ private:
+  std::vector<size_t> numels_;
+  std::vector<std::string> names_;
+  std::vector<std::vector<float>> data_;
+  std::vector<std::vector<float>> grad_;
+};
+
+float initialValue(int rank, size_t p, size_t e);
+float gradValue(int rank, size_t p, size_t e, int step);
+
+// One FlatOptimizer over all parameters back to back, started from rank 0's initial values.
+class ReferenceOptimizer {
+ public:
+  ReferenceOptimizer(const optim::OptimizerOptions& options, const std::vector<size_t>& numels);
+  // One step with the mean over ranks [0, worldSize) of gradValue(., ., ., step).
+  void step(int worldSize, int step);
+  // Expects every parameter of `model` to equal the reference bit for bit.
+  void expectParamsEqual(ZeroModel& model, const std::string& what) const;
+  optim::OptimizerState state() const;
+  const float* param(size_t p) const { return params_.data() + offsets_[p]; }
+
+ private:
+  std::vector<size_t> numels_;
+  std::vector<size_t> offsets_;
+  std::vector<float> params_;
+  optim::FlatOptimizer opt_;
+};
+
+// Expects two states to be equal: options, steps, slot names, every slot bit for bit.
+void expectStateEqual(const optim::OptimizerState& got, const optim::OptimizerState& want,
+                      const std::string& what);
+
+// SGD with momentum + Nesterov + weight decay, Adam with L2, AdamW.
+std::vector<optim::OptimizerOptions> referenceOptimizers();
+
+// Runs f and expects it to throw Exc whose message contains every one of `parts`.
+template <typename Exc, typename F>
+void expectThrowWith(F&& f, const std::vector<std::string>& parts, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": no exception";
+  } catch (const Exc& e) {
+    const std::string msg = e.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(msg.find(part), std::string::npos)
+          << what << ": message \"" << msg << "\" lacks \"" << part << "\"";
+    }
+  }
+}
+
+class ZeroTest : public ::testing::TestWithParam<std::tuple<BackendParam, int>> {
+ protected:
+  BackendParam p() const { return std::get<0>(GetParam()); }
+  int ws() const { return std::get<1>(GetParam()); }
+};
+
+std::string zeroCaseName(const ::testing::TestParamInfo<std::tuple<BackendParam, int>>& info);
+
+}  // namespace test
+}  // namespace c10d

@@ -1,0 +1,327 @@
+// ShardedOptimizer (ZeRO): the greedy partition; k steps on N ranks equal one unsharded
+// FlatOptimizer stepped with the mean gradient, bit for bit (gradients whose sums are exact in any
+// order: tests/layers/zero_fixture.h), for SGD / Adam / AdamW, in both gradient-reduction modes,
+// with and without markReady, with ranks that own nothing; the kReduceToOwner buckets and their
+// launch order, markReady from several threads; state bytes per rank; consolidateState on the
+// first and last rank; a checkpoint saved at world size N and resumed at M != N. Every CPU
+// backend, world sizes 1-4.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <thread>
+
+#include "tests/common/multiproc.h"
+#include "tests/layers/zero_fixture.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+using zero::ShardedOptimizer;
+using zero::ZeroOptions;
+using Mode = ZeroOptions::GradReduction;
+
+const std::vector<size_t> kMixed{10, 40, 25, 25, 5, 30, 0, 17, 3};
+
+std::string modeName(Mode m) {
+  return zero::gradReductionName(m);
+}
+
+// Every rank's value of `mine`, gathered.
+std::vector<int64_t> allgather(ProcessGroup& pg, int64_t mine) {
+  std::vector<int64_t> all(static_cast<size_t>(pg.size()));
+  pg.allgatherIntoTensor(tensorOf(all.data(), all.size()), tensorOf(&mine, 1))->wait();
+  return all;
+}
+
+TEST(ZeroPartitionTest, GreedyLargestFirstToTheLeastLoadedRank) {
+  // Worked by hand, world size 3: sorted by size 1(40) 5(30) 2(25) 3(25) 7(17) 0(10) 4(5) 8(3)
+  // 6(0).
+  //   1 -> r0 (40, 0, 0)    5 -> r1 (40, 30, 0)   2 -> r2 (40, 30, 25)  3 -> r2 (40, 30, 50)
+  //   7 -> r1 (40, 47, 50)  0 -> r0 (50, 47, 50)  4 -> r1 (50, 52, 50)  8 -> r0 (53, 52, 50)
+  //   6 -> r2 (53, 52, 50)
+  EXPECT_EQ(zero::partitionParameters(kMixed, 3), (std::vector<int>{0, 0, 2, 2, 1, 1, 2, 1, 0}));
+  // Ties between equal sizes go by index, ties between equal loads to the lowest rank:
+  // 0 -> r0 (4, 0); 1 -> r1 (4, 4); 2 -> r0 (8, 4); 3 -> r1 (8, 8).
+  EXPECT_EQ(zero::partitionParameters({4, 4, 4, 4}, 2), (std::vector<int>{0, 1, 0, 1}));
+  // 1(9) -> r0 (9, 0); 2(5) -> r1 (9, 5); 4(4) -> r1 (9, 9); 0(3) -> r0 (12, 9); 3(2) -> r1.
+  EXPECT_EQ(zero::partitionParameters({3, 9, 5, 2, 4}, 2), (std::vector<int>{0, 0, 1, 1, 1}));
+  EXPECT_EQ(zero::partitionParameters(kMixed, 1), std::vector<int>(kMixed.size(), 0));
+  // More ranks than parameters: the last ranks own nothing.
+  EXPECT_EQ(zero::partitionParameters({7, 8}, 4), (std::vector<int>{1, 0}));
+  EXPECT_TRUE(zero::partitionParameters({}, 3).empty());
+  EXPECT_THROW(zero::partitionParameters({1}, 0), InvalidArgument);
+}
+
+struct RunConfig {
+  Mode mode;
+  optim::OptimizerOptions optimizer;
+  std::vector<size_t> numels;
+};
+
+// Steps a ShardedOptimizer `steps` times and compares with the reference after each step; checks
+// the partition, state bytes and consolidateState on the first and last rank.
+void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup>& pg,
+                         const RunConfig& cfg, int rank, int size, int steps) {
+  const std::string what = modeName(cfg.mode) + " " + cfg.optimizer.describe() + " over " +
+                           std::to_string(cfg.numels.size()) + " parameters";
+  ZeroModel m(cfg.numels, rank);
+  ZeroOptions opts;
+  opts.optimizer = cfg.optimizer;
+  opts.gradReduction = cfg.mode;
+  opts.bucketCapBytes = 64;  // many buckets
+  ShardedOptimizer opt(m.parameters(), pg, opts);
+  ReferenceOptimizer ref(cfg.optimizer, cfg.numels);
+  ref.expectParamsEqual(m, what + ": rank 0's parameters after construction");
+
+  // The partition: the greedy rule, every parameter in exactly one shard, shards ascending.
+  const std::vector<int> owners = zero::partitionParameters(cfg.numels, size);
+  std::vector<int> seen(cfg.numels.size(), 0);
+  size_t largest = 0;
+  for (int r = 0; r < size; ++r) {
+    const std::vector<size_t> shard = opt.shardOf(r);
+    EXPECT_TRUE(std::is_sorted(shard.begin(), shard.end())) << what;
+    size_t numel = 0;
+    for (size_t p : shard) {
+      ++seen[p];
+      EXPECT_EQ(owners[p], r) << what << ": parameter " << p;
+      EXPECT_EQ(opt.ownerOf(p), r) << what << ": parameter " << p;
+      numel += cfg.numels[p];
+    }
+    EXPECT_EQ(opt.shardNumel(r), numel) << what << ": rank " << r;
+    largest = std::max(largest, numel);
+  }
+  for (size_t p = 0; p < seen.size(); ++p) EXPECT_EQ(seen[p], 1) << what << ": parameter " << p;
+  EXPECT_EQ(opt.chunkNumel(), largest) << what;
+
+  // State bytes: this rank holds its shard's slots only; the ranks together hold the full state.
+  const size_t slots = cfg.optimizer.slotNames().size();
+  const size_t totalNumel = std::accumulate(cfg.numels.begin(), cfg.numels.end(), size_t{0});
+  EXPECT_EQ(opt.fullStateBytes(), slots * totalNumel * sizeof(float)) << what;
+  EXPECT_EQ(opt.localStateBytes(), slots * opt.shardNumel(rank) * sizeof(float)) << what;
+  EXPECT_LE(opt.localStateBytes(), slots * largest * sizeof(float)) << what;
+  const std::vector<int64_t> bytes = allgather(pgRef, static_cast<int64_t>(opt.localStateBytes()));
+  EXPECT_EQ(static_cast<size_t>(std::accumulate(bytes.begin(), bytes.end(), int64_t{0})),
+            opt.fullStateBytes())
+      << what;
+
+  const size_t numBuckets = opt.buckets().size();
+  for (int s = 0; s < steps; ++s) {
+    const std::string at = what + ", step " + std::to_string(s + 1);
+    m.produceGrads(rank, s);
+    const std::vector<std::vector<float>> gradsBefore = [&] {
+      std::vector<std::vector<float>> g;
+      for (size_t p = 0; p < m.size(); ++p) g.push_back(m.grad(p));
+      return g;
+    }();
+    // Step 0: every parameter marked, last to first; step 1: none (step() stages them all);
+    // step 2: every other parameter, and rank 1 in another order (the launch order rule keeps
+    // the collectives matched).
+    std::vector<size_t> marks;
+    if (s == 0) {
+      for (size_t p = m.size(); p-- > 0;) marks.push_back(p);
+    } else if (s >= 2) {
+      for (size_t p = 0; p < m.size(); p += 2) marks.push_back(p);
+      if (rank != 1) std::reverse(marks.begin(), marks.end());
+    }
+    for (size_t p : marks) opt.markReady(p);
+    const zero::ZeroStepStats st = opt.step();
+    ref.step(size, s);
+    ref.expectParamsEqual(m, at + " on rank " + std::to_string(rank));
+    EXPECT_EQ(st.step, static_cast<uint64_t>(s + 1)) << at;
+    EXPECT_EQ(opt.steps(), static_cast<uint64_t>(s + 1)) << at;
+    EXPECT_EQ(st.localStateBytes, opt.localStateBytes()) << at;
+    EXPECT_GE(st.commSeconds, 0.0) << at;
+    EXPECT_GE(st.stepSeconds, 0.0) << at;
+    EXPECT_EQ(st.flatBytes, static_cast<size_t>(size) * largest * sizeof(float)) << at;
+    if (cfg.mode == Mode::kReduceToOwner) {
+      EXPECT_EQ(st.bucketsLaunched, numBuckets) << at;
+      if (s == 0) {
+        EXPECT_EQ(st.bucketsLaunchedEarly, numBuckets) << at << ": all launched by markReady";
+      }
+      if (s == 1) {
+        EXPECT_EQ(st.bucketsLaunchedEarly, 0u) << at;
+      }
+    } else {
+      EXPECT_EQ(st.bucketsLaunched, largest > 0 ? 1u : 0u) << at;
+      EXPECT_EQ(numBuckets, 0u) << at;
+    }
+    for (size_t p = 0; p < m.size(); ++p) {
+      EXPECT_EQ(m.grad(p), gradsBefore[p]) << at << ": this implementation only reads grads";
+    }
+  }
+
+  // The full state on the first and the last rank equals the reference's; empty elsewhere.
+  const optim::OptimizerState want = ref.state();
+  for (int dst : {0, size - 1}) {
+    const optim::OptimizerState full = opt.consolidateState(dst);
+    EXPECT_EQ(full.steps, static_cast<uint64_t>(steps)) << what;
+    if (rank == dst) {
+      expectStateEqual(full, want, what + ": consolidateState(" + std::to_string(dst) + ")");
+    } else {
+      EXPECT_TRUE(full.slots.empty()) << what << ": consolidateState(" << dst << ") on rank "
+                                      << rank;
+    }
+  }
+}
+
+TEST_P(ZeroTest, StepsEqualOneOptimizerOverTheMeanGradient) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-ref");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      for (const optim::OptimizerOptions& o : referenceOptimizers()) {
+        runAgainstReference(*pg, pg, {mode, o, kMixed}, rank, size, 3);
+      }
+      // Two parameters: at world sizes 3 and 4 some ranks own nothing. Plain SGD: no state.
+      optim::OptimizerOptions plain;
+      plain.lr = 0.5;
+      runAgainstReference(*pg, pg, {mode, referenceOptimizers()[2], {6, 9}}, rank, size, 2);
+      runAgainstReference(*pg, pg, {mode, plain, {6, 9}}, rank, size, 2);
+      // Nothing to shard at all.
+      runAgainstReference(*pg, pg, {mode, referenceOptimizers()[0], {0, 0}}, rank, size, 1);
+    }
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(ZeroTest, ReduceToOwnerBucketsAndConcurrentMarks) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-buckets");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    ZeroModel m(kMixed, rank);
+    ZeroOptions opts;
+    opts.optimizer = referenceOptimizers()[1];
+    opts.gradReduction = Mode::kReduceToOwner;
+    opts.bucketCapBytes = 200;  // 50 floats
+    ShardedOptimizer opt(m.parameters(), pg, opts);
+    const auto buckets = opt.buckets();
+    // Every parameter in one bucket; one owner per bucket; descending inside; at most the cap
+    // unless alone; launch order by lowest index, descending.
+    std::vector<int> seen(kMixed.size(), 0);
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      ASSERT_FALSE(buckets[b].empty());
+      size_t bytes = 0;
+      for (size_t k = 0; k < buckets[b].size(); ++k) {
+        const size_t p = buckets[b][k];
+        ++seen[p];
+        EXPECT_EQ(opt.ownerOf(p), opt.ownerOf(buckets[b][0])) << "bucket " << b;
+        if (k > 0) {
+          EXPECT_LT(p, buckets[b][k - 1]) << "bucket " << b;
+        }
+        bytes += kMixed[p] * sizeof(float);
+      }
+      if (buckets[b].size() > 1) {
+        EXPECT_LE(bytes, 200u) << "bucket " << b;
+      }
+      if (b > 0) {
+        EXPECT_LT(buckets[b].back(), buckets[b - 1].back()) << "launch order";
+      }
+    }
+    for (size_t p = 0; p < seen.size(); ++p) EXPECT_EQ(seen[p], 1) << "parameter " << p;
+    if (size == 3) {
+      // Shards (see the partition test): r0 {0, 1, 8} r1 {4, 5, 7} r2 {2, 3, 6}. Walking each
+      // from the end with a 50-float cap: r0 [8, 1] (43) then [0]; r1 [7, 5] (47) then [4];
+      // r2 [6, 3, 2] (50). Ordered by lowest index, descending.
+      EXPECT_EQ(buckets, (std::vector<std::vector<size_t>>{{7, 5}, {4}, {6, 3, 2}, {8, 1}, {0}}));
+    }
+    if (size == 1) {
+      // One owner: the Reducer's reverse walk, closing before 50 floats would be exceeded.
+      EXPECT_EQ(buckets, (std::vector<std::vector<size_t>>{
+                             {8, 7, 6, 5}, {4, 3}, {2}, {1, 0}}));
+    }
+
+    // Backward from two threads (an autograd engine's workers): each marks half, concurrently.
+    ReferenceOptimizer ref(opts.optimizer, kMixed);
+    for (int s = 0; s < 3; ++s) {
+      m.produceGrads(rank, s);
+      std::thread t1([&] {
+        for (size_t p = kMixed.size(); p-- > 0;) {
+          if (p % 2 == 0) opt.markReady(p);
+        }
+      });
+      std::thread t2([&] {
+        for (size_t p = kMixed.size(); p-- > 0;) {
+          if (p % 2 == 1) opt.markReady(p);
+        }
+      });
+      t1.join();
+      t2.join();
+      const zero::ZeroStepStats st = opt.step();
+      EXPECT_EQ(st.bucketsLaunchedEarly, buckets.size()) << "step " << s;
+      ref.step(size, s);
+      ref.expectParamsEqual(m, "two-thread backward, step " + std::to_string(s + 1));
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// Saved at world size N after 2 steps (kReduceScatter), resumed at M != N for 2 more
+// (kReduceToOwner): equal to the reference that never stopped (its last 2 steps average over M).
+TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
+  const BackendParam bp = p();
+  const int n = ws();
+  const int mRanks = n % 4 + 1;  // 1->2, 2->3, 3->4, 4->1
+  const std::vector<BackendParam> able = conformanceBackends(mRanks);
+  if (std::none_of(able.begin(), able.end(),
+                   [&](const BackendParam& b) { return b.label() == bp.label(); })) {
+    GTEST_SKIP() << bp.label() << " cannot run " << mRanks << " ranks";
+  }
+  const std::string ckpt = uniqueTempPath("zero-ckpt") + ".bin";
+  const optim::OptimizerOptions o = referenceOptimizers()[2];  // AdamW
+  const std::string path1 = uniqueTempPath("zero-ckpt-n");
+  expectAllRanksOk(n, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path1, rank, size);
+    ZeroModel m(kMixed, rank);
+    ZeroOptions opts;
+    opts.optimizer = o;
+    ShardedOptimizer opt(m.parameters(), pg, opts);
+    for (int s = 0; s < 2; ++s) {
+      m.produceGrads(rank, s);
+      opt.step();
+    }
+    const optim::OptimizerState full = opt.consolidateState(size - 1);
+    if (rank == size - 1) full.save(ckpt);
+    pg->barrier()->wait();
+  });
+  const std::string path2 = uniqueTempPath("zero-ckpt-m");
+  expectAllRanksOk(mRanks, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path2, rank, size);
+    // The reference that never stopped: 2 steps averaged over N ranks, then 2 over M.
+    ReferenceOptimizer ref(o, kMixed);
+    ref.step(n, 0);
+    ref.step(n, 1);
+    // The framework restores its parameters from its own checkpoint: here, the reference's.
+    ZeroModel m(kMixed, rank);
+    for (size_t p = 0; p < m.size(); ++p) {
+      std::copy(ref.param(p), ref.param(p) + kMixed[p], m.data(p).begin());
+    }
+    ZeroOptions opts;
+    opts.optimizer = o;
+    opts.gradReduction = Mode::kReduceToOwner;
+    ShardedOptimizer opt(m.parameters(), pg, opts);
+    opt.loadState(optim::OptimizerState::load(ckpt));
+    EXPECT_EQ(opt.steps(), 2u);
+    for (int s = 2; s < 4; ++s) {
+      m.produceGrads(rank, s);
+      opt.step();
+      ref.step(size, s);
+      ref.expectParamsEqual(m, "resumed at world size " + std::to_string(size) + ", step " +
+                                   std::to_string(s + 1));
+    }
+    const optim::OptimizerState full = opt.consolidateState(0);
+    if (rank == 0) expectStateEqual(full, ref.state(), "state after resuming");
+    pg->barrier()->wait();
+  });
+  std::remove(ckpt.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ZeroTest, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
+                         zeroCaseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZeroTest);
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
