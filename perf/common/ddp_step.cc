@@ -23,6 +23,12 @@ const char* stepModeName(StepMode m) {
       return "ddp";
     case StepMode::kDdpView:
       return "ddp-view";
+    case StepMode::kDdpOpt:
+      return "ddp+opt";
+    case StepMode::kZero:
+      return "zero";
+    case StepMode::kZeroOwner:
+      return "zero-owner";
   }
   return "?";
 }
@@ -38,8 +44,9 @@ bool parseStepMode(const std::string& name, StepMode* mode) {
 }
 
 const std::vector<StepMode>& allStepModes() {
-  static const std::vector<StepMode> kModes{StepMode::kNone, StepMode::kFlat, StepMode::kDdp,
-                                            StepMode::kDdpView};
+  static const std::vector<StepMode> kModes{StepMode::kNone,     StepMode::kFlat,   StepMode::kDdp,
+                                            StepMode::kDdpView,  StepMode::kDdpOpt, StepMode::kZero,
+                                            StepMode::kZeroOwner};
   return kModes;
 }
 
@@ -93,11 +100,14 @@ std::string ddpStepUsage(const std::string& program) {
      << "[--layers <count> layers, one parameter tensor each (default 24)] \n\t"
      << "[--params-per-layer <count, K/M suffixes> fp32 parameters per layer] \n\t"
      << "[--compute-us-per-layer <us> backward compute per layer (default: calibrated)] \n\t"
-     << "[--compute-ratio <r> calibrated backward compute = r x one flat allreduce (default 1)] \n\t"
+     << "[--compute-ratio <r> calibrated backward compute = r x one flat allreduce (default 1)] "
+        "\n\t"
      << "[--bucket-cap-mb <MB> Reducer bucket cap (default 25)] \n\t"
      << "[--first-bucket-mb <MB> Reducer first bucket (default 1)] \n\t"
-     << "[--modes <none,flat,ddp,ddp-view> modes to time, interleaved (default all)] \n\t"
-     << "[--optimizer <sgd/adam/adamw> for the optimizer-state bytes (default adam)] \n\t"
+     << "[--modes <none,flat,ddp,ddp-view,ddp+opt,zero,zero-owner> modes to time, interleaved "
+        "(default all)] \n\t"
+     << "[--optimizer <sgd/adam/adamw> of ddp+opt and zero, and for the state bytes (default "
+        "adam)] \n\t"
      << "[-n,--iters <iteration count> timed steps per mode (default 20)] \n\t"
      << "[-w,--warmup_iters <iteration count> untimed steps per mode first (default 3)] \n\t"
      << "[-c,--check <count> checked steps per reducing mode after timing (default 1)] \n\t"
@@ -214,7 +224,7 @@ ParseResult parseDdpStepOptions(int argc, char** argv, DdpStepOptions* o) {
           StepMode m;
           if (!parseStepMode(name, &m)) {
             err = detail::str("invalid mode '", name, "' in --modes '", arg,
-                              "' (none, flat, ddp, ddp-view)");
+                              "' (none, flat, ddp, ddp-view, ddp+opt, zero, zero-owner)");
             break;
           }
           for (StepMode seen : o->modes) {

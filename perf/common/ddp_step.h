@@ -1,11 +1,11 @@
-// ddp_step_perf's flags and table: what one DDP training step costs with and without the Reducer.
+// ddp_step_perf's flags and table: what one data-parallel training step costs with the DDP
+// Reducer, with one flat allreduce, with no communication, and with the ZeRO optimizer.
 //
-// The benchmark (perf/ddp_step_perf.cc) times the same synthetic backward in several modes,
-// interleaved: `none` (no communication), `flat` (one allreduce of all gradients after backward),
-// `ddp` (the Reducer's buckets overlapping backward), `ddp-view` (the same with
-// gradientAsBucketView). This header holds the pure parts, so that tests can drive them: the flags
-// (nccl-tests' letters where one fits: -n -w -c -T -J, plus the model's and the Reducer's), the
-// model's geometry, and the text table (format and its inverse). No threads, nothing blocks.
+// The benchmark (perf/ddp_step_perf.cc, which explains the modes and columns) times the same
+// synthetic backward (perf/common/synthetic_model.h) in several modes, interleaved. This header
+// holds the pure parts, so that tests can drive them: the flags (nccl-tests' letters where one
+// fits: -n -w -c -T -J, plus the model's and the Reducer's), the model's geometry, and the text
+// table (format and its inverse). No threads, nothing blocks.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +19,10 @@
 namespace c10d {
 namespace perf {
 
-enum class StepMode { kNone, kFlat, kDdp, kDdpView };
+enum class StepMode { kNone, kFlat, kDdp, kDdpView, kDdpOpt, kZero, kZeroOwner };
 
-// "none", "flat", "ddp", "ddp-view"; parseStepMode returns false for anything else.
+// "none", "flat", "ddp", "ddp-view", "ddp+opt", "zero", "zero-owner"; parseStepMode returns false
+// for anything else. allStepModes() lists them in that order (the default --modes).
 const char* stepModeName(StepMode m);
 bool parseStepMode(const std::string& name, StepMode* mode);
 const std::vector<StepMode>& allStepModes();
@@ -37,11 +38,11 @@ struct DdpStepOptions {
   double computeUsPerLayer = -1;  // --compute-us-per-layer
   double computeRatio = 1.0;      // --compute-ratio
   // Reducer (torch's bucket_cap_mb and first bucket; MB = 2^20 bytes as in torch).
-  size_t bucketCapBytes = 25u << 20;  // --bucket-cap-mb
-  size_t firstBucketBytes = 1u << 20;  // --first-bucket-mb
-  std::vector<StepMode> modes = allStepModes();  // --modes none,flat,ddp,ddp-view
-  optim::Algorithm optimizer = optim::Algorithm::kAdam;  // --optimizer (state bytes per rank)
-  int iters = 20;        // -n: timed steps per mode
+  size_t bucketCapBytes = 25u << 20;                     // --bucket-cap-mb
+  size_t firstBucketBytes = 1u << 20;                    // --first-bucket-mb
+  std::vector<StepMode> modes = allStepModes();          // --modes none,flat,...
+  optim::Algorithm optimizer = optim::Algorithm::kAdam;  // --optimizer: ddp+opt, zero, state
+  int iters = 20;                                        // -n: timed steps per mode
   int warmupIters = 3;   // -w: untimed steps per mode first (the Reducer rebuilds in the first)
   int check = 1;         // -c: checked steps per reducing mode after timing (0 = none)
   int timeoutSec = 600;  // -T: per-op and rendezvous timeout
@@ -59,13 +60,13 @@ std::string ddpStepUsage(const std::string& program);
 // One row of the table. Negative values print as N/A (exposedMs: NaN, as it may be negative).
 struct StepRow {
   std::string mode;
-  double stepMinMs = 0;   // fastest step (each step: the slowest rank's time)
-  double stepMedMs = 0;   // median step
-  double exposedMs = 0;   // stepMed - none's stepMed: communication the step did not hide
-  double commMs = -1;     // median time an allreduce of the step was in flight (TimedGroup)
+  double stepMinMs = 0;    // fastest step (each step: the slowest rank's time)
+  double stepMedMs = 0;    // median step
+  double exposedMs = 0;    // stepMed - none's stepMed: communication the step did not hide
+  double commMs = -1;      // median time an allreduce of the step was in flight (TimedGroup)
   double overlapPct = -1;  // Reducer: 100 x overlappedSeconds / commSeconds, over all steps
   double busBw = -1;       // 2(n-1)/n x model bytes / comm (GB/s, 1e9)
-  int64_t wrong = -1;      // wrong gradient elements in the checked steps, over ranks
+  int64_t wrong = -1;      // wrong elements in the checked steps, over ranks
 };
 
 // "#      mode   step_min   step_med    exposed       comm    overlap      busbw   #wrong" and

@@ -1,26 +1,27 @@
 // TimedGroup: a ProcessGroup that forwards every call to another group and records when each
-// allreduce was issued and when it completed, so that a benchmark can see how long the network was
-// busy during a step without instrumenting the code that issues the collectives (the DDP Reducer
-// issues its bucket allreduces itself).
+// collective was issued and when it completed, so that a benchmark can see how long the network
+// was busy during a step without instrumenting the code that issues the collectives (the DDP
+// Reducer and the ZeRO optimizer issue theirs themselves).
 //
 // What is recorded
-//   For every allreduce issued through this group between reset() and collect(): the issue time
-//   (just before the inner group's allreduce() is called) and the completion time (the inner
-//   Work's then() callback, on the backend's thread), both steady_clock. collect() returns the
-//   union of those [issue, completion] intervals: the time during which at least one allreduce
-//   was in flight (queued or running). Backends run a group's collectives in issue order, so this
-//   is the communication time of the step, excluding gaps where nothing was in flight (the caller
-//   still computing the next bucket). Other collectives are forwarded and not recorded.
+//   For every op issued through this group between reset() and collect(): the issue time (just
+//   before the inner group's method is called) and the completion time (the inner Work's then()
+//   callback, on the backend's thread), both steady_clock. collect() returns the union of those
+//   [issue, completion] intervals: the time during which at least one op was in flight (queued or
+//   running). Backends run a group's collectives in issue order, so this is the communication
+//   time of a step, without the gaps where nothing was in flight (the caller still computing the
+//   next bucket). Barriers count like any op: issue them on the inner group to keep them out.
 //
 // Threads
 //   Starts none. Calls may come from the threads that drive the inner group (one at a time, as any
 //   ProcessGroup); completion callbacks come from the inner backend's threads, and the record is
 //   guarded by a mutex. collect() waits, bounded by `timeout`, for the callbacks of every recorded
-//   allreduce: Work::wait() may return before its callbacks have run.
+//   op: Work::wait() may return before its callbacks have run.
 //
 // Sub-groups (newGroup / split) are plain groups of the inner backend, not timed. Errors are the
 // inner group's, unchanged; this group's own sequence numbers and validation run first (so an op
-// is validated twice, which costs nothing measurable next to a bucket).
+// is validated twice, which costs nothing measurable next to a gradient bucket). An op the inner
+// group refuses at issue is recorded as an empty interval.
 #pragma once
 
 #include <condition_variable>
@@ -47,16 +48,16 @@ class TimedGroup : public ProcessGroup {
   void shutdown() override { inner_->shutdown(); }
   const std::shared_ptr<ProcessGroup>& inner() const { return inner_; }
 
-  // Forgets what was recorded. Call with no allreduce of this group in flight.
+  // Forgets what was recorded. Call with no op of this group in flight.
   void reset();
 
   struct Timeline {
-    size_t ops = 0;            // allreduces recorded
-    double busySeconds = 0;    // union of their [issue, completion] intervals
-    double spanSeconds = 0;    // first issue -> last completion
+    size_t ops = 0;          // ops recorded
+    double busySeconds = 0;  // union of their [issue, completion] intervals
+    double spanSeconds = 0;  // first issue -> last completion
   };
-  // The allreduces recorded since reset(), once every one of them has completed and its callback
-  // has run. Throws TimeoutError if that takes longer than `timeout` (an op still in flight).
+  // The ops recorded since reset(), once every one of them has completed and its callback has
+  // run. Throws TimeoutError if that takes longer than `timeout` (an op still in flight).
   Timeline collect(Milliseconds timeout);
 
  protected:
@@ -98,6 +99,10 @@ class TimedGroup : public ProcessGroup {
                                         uint64_t seq) override;
 
  private:
+  // Records the op that `issue` starts on the inner group (see the header comment).
+  template <typename Issue>
+  std::shared_ptr<Work> timed(Issue&& issue);
+
   struct Interval {
     int64_t issueNs = 0;
     int64_t doneNs = 0;  // 0 until the completion callback ran
