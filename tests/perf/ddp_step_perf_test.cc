@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -215,6 +216,8 @@ struct Case {
   const char* backend;
   int ranks;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << " x" << c.ranks; }
 
 class DdpStepRun : public testing::TestWithParam<Case> {
  protected:
