@@ -290,6 +290,16 @@ ParseResult parseDdpStepOptions(int argc, char** argv, DdpStepOptions* o) {
 
 // ---- the table ----
 
+std::string formatFixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+std::string formatMiB(double bytes) {
+  return formatFixed(bytes / (1024.0 * 1024.0), 2) + " MiB";
+}
+
 namespace {
 
 // `fmt` of v, or N/A for a negative v unless `signedValue`.

@@ -57,6 +57,10 @@ struct DdpStepOptions {
 ParseResult parseDdpStepOptions(int argc, char** argv, DdpStepOptions* o);
 std::string ddpStepUsage(const std::string& program);
 
+// "%.<digits>f" of v; "12.34 MiB" (2^20 bytes).
+std::string formatFixed(double v, int digits);
+std::string formatMiB(double bytes);
+
 // One row of the table. Negative values print as N/A (exposedMs: NaN, as it may be negative).
 struct StepRow {
   std::string mode;
