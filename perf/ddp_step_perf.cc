@@ -31,14 +31,15 @@
 //               overlapping backward.
 // A step's time is the slowest rank's; a row gives the fastest and the median step. `exposed` is
 // the median step minus none's: the communication backward did not hide (plus, for ddp+opt and
-// the zero modes, the optimizer step). `comm` is the median (over steps; slowest rank) time during
-// which at least one of the step's collectives was in flight (perf/common/timed_group.h wraps the
-// group to see the Reducer's and ZeRO's own collectives); busbw = 2(n-1)/n x model bytes / comm,
-// comparable with all_reduce_perf's (reduce-scatter + allgather move the same bytes per rank as an
-// allreduce). `overlap` is the Reducer's IterationStats: 100 x sum(overlappedSeconds) /
-// sum(commSeconds) over every timed step and rank (the share of each bucket's launch-to-completion
-// time that passed before finalize() began; the buckets queue behind each other, so a bucket's
-// time includes its wait for the earlier ones).
+// the zero modes, the optimizer step). `comm` is the median over steps of the time during which at
+// least one of the step's collectives was in flight (perf/common/timed_group.h wraps the group to
+// see the Reducer's and ZeRO's own collectives), on the rank where it was shortest: a rank's time
+// includes waiting for the ranks that reach a collective after it, and the last to arrive waits for
+// none. busbw = 2(n-1)/n x model bytes / comm, comparable with all_reduce_perf's (a reduce-scatter
+// plus an allgather move the same bytes per rank as an allreduce). `overlap` is the Reducer's
+// IterationStats: 100 x sum(overlappedSeconds) / sum(commSeconds) over every timed step and rank
+// (the share of each bucket's launch-to-completion time that passed before finalize() began; the
+// buckets queue behind each other, so a bucket's time includes its wait for the earlier ones).
 //
 // Check (-c): after timing, each mode but none runs -c more steps; every rank compares what the
 // mode produced with references it computes itself: the averaged gradients (flat, ddp, ddp-view,

@@ -67,7 +67,7 @@ struct StepRow {
   double stepMinMs = 0;    // fastest step (each step: the slowest rank's time)
   double stepMedMs = 0;    // median step
   double exposedMs = 0;    // stepMed - none's stepMed: communication the step did not hide
-  double commMs = -1;      // median time an allreduce of the step was in flight (TimedGroup)
+  double commMs = -1;      // median time a collective of the step was in flight (TimedGroup)
   double overlapPct = -1;  // Reducer: 100 x overlappedSeconds / commSeconds, over all steps
   double busBw = -1;       // 2(n-1)/n x model bytes / comm (GB/s, 1e9)
   int64_t wrong = -1;      // wrong elements in the checked steps, over ranks

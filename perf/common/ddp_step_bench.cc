@@ -218,8 +218,10 @@ std::vector<StepRow> DdpStepBench::rows() {
   for (size_t m = 0; m < o_.modes.size(); ++m) {
     const StepMode mode = o_.modes[m];
     const ModeResult& r = results_[m];
-    const std::vector<double> step = slowestRank(r.step);
-    const std::vector<double> comm = slowestRank(r.comm);
+    // A step ends when its slowest rank does. A rank's comm time includes waiting for the ranks
+    // that reach a collective after it; the last to arrive waits for nobody: the smallest.
+    const std::vector<double> step = acrossRanks(r.step, /*maximum=*/true);
+    const std::vector<double> comm = acrossRanks(r.comm, /*maximum=*/false);
     const double overlapped = sumOverRanks(r.overlapped);
     const double reducerComm = sumOverRanks(r.reducerComm);
     StepRow row;
@@ -363,17 +365,17 @@ std::vector<int64_t> DdpStepBench::wrongParams(const std::vector<size_t>& modes)
   return wrong;
 }
 
-// Per step, the maximum over ranks of `mine` (same length on every rank).
-std::vector<double> DdpStepBench::slowestRank(const std::vector<double>& mine) {
+// Per step, the maximum (or minimum) over ranks of `mine` (same length on every rank).
+std::vector<double> DdpStepBench::acrossRanks(const std::vector<double>& mine, bool maximum) {
   const std::string bytes(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(double));
   std::vector<double> out(mine);
   int r = 0;
   for (const std::string& s : ex_.allgather(bytes)) {
-    C10D_CHECK_EQ(s.size(), bytes.size(), "ddp_step_perf: step times from rank ", r);
+    C10D_CHECK_EQ(s.size(), bytes.size(), "ddp_step_perf: per-step times from rank ", r);
     for (size_t i = 0; i < out.size(); ++i) {
       double v = 0;
       std::memcpy(&v, s.data() + i * sizeof(double), sizeof(double));
-      out[i] = std::max(out[i], v);
+      out[i] = maximum ? std::max(out[i], v) : std::min(out[i], v);
     }
     ++r;
   }

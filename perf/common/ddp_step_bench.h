@@ -86,7 +86,7 @@ class DdpStepBench {
   double timeFlatAllreduce();
   int64_t wrongGrads(StepMode mode);
   std::vector<int64_t> wrongParams(const std::vector<size_t>& modes);
-  std::vector<double> slowestRank(const std::vector<double>& mine);
+  std::vector<double> acrossRanks(const std::vector<double>& mine, bool maximum);
   double sumOverRanks(double mine);
 
   const DdpStepOptions& o_;
