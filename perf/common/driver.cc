@@ -39,15 +39,6 @@ void RunArgs::copy(void* dst, const void* src, size_t n) const {
 
 namespace {
 
-std::string hostName() {
-  char buf[1024] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  for (char* p = buf; *p; ++p) {  // nccl-tests prints the short name
-    if (*p == '.') *p = '\0';
-  }
-  return buf;
-}
-
 // Everything about one run that the row loops share.
 class Driver {
  public:

@@ -1,5 +1,7 @@
 #include "perf/common/world.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +13,15 @@
 
 namespace c10d {
 namespace perf {
+
+std::string hostName() {
+  char buf[1024] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  for (char* p = buf; *p; ++p) {  // nccl-tests prints the short name
+    if (*p == '.') *p = '\0';
+  }
+  return buf;
+}
 
 LaunchInfo detectLaunch() {
   struct Source {

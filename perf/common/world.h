@@ -35,6 +35,9 @@ struct LaunchInfo {
 // Reads the variables above. Throws InvalidArgument naming a malformed variable.
 LaunchInfo detectLaunch();
 
+// This host's short name (up to the first '.'), as nccl-tests prints it; "unknown" on failure.
+std::string hostName();
+
 // Creates the world group with c10d::init (env://, or an in-process store for a single process).
 std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOptions& options);
 

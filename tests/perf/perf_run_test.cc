@@ -3,11 +3,7 @@
 // libgloo was found) on localhost. Rank 0's output must parse as nccl-tests' does, -c 1 must find
 // no wrong element in a correct run, and must find the one C10D_PERF_INJECT_ERROR plants (and
 // exit non-zero).
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstdlib>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,99 +15,11 @@
 
 #include "c10d/registry.h"
 #include "perf/common/report.h"
-#include "tests/common/multiproc.h"
+#include "tests/perf/perf_process.h"
 
 namespace c10d {
 namespace perf {
 namespace {
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct RunResult {
-  std::vector<test::RankResult> ranks;
-  std::string out0;  // rank 0's stdout
-  std::string err;   // every rank's stderr
-  bool allOk() const {
-    for (const auto& r : ranks) {
-      if (!r.ok()) return false;
-    }
-    return true;
-  }
-  bool anyExitedNonZero() const {
-    for (const auto& r : ranks) {
-      if (r.exited && r.exitCode != 0) return true;
-    }
-    return false;
-  }
-};
-
-// Runs `binary args` as `n` ranks (n = 0: one process with no launcher environment at all).
-RunResult runPerf(const std::string& binary, int n, const std::vector<std::string>& args,
-                  const std::vector<std::pair<std::string, std::string>>& env = {}) {
-  const std::string dir = test::uniqueTempPath("perf");
-  const std::string path = std::string(C10D_PERF_BIN_DIR) + "/" + binary;
-  const int port = freePort();
-  const int size = n == 0 ? 1 : n;
-  test::MultiProcOptions mp;
-  mp.timeout = std::chrono::milliseconds(90000);
-  RunResult res;
-  res.ranks = test::runRanks(
-      size,
-      [&](int rank, int world) {
-        for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-                              "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
-                              "SLURM_NTASKS", "C10D_PERF_INJECT_ERROR", "C10D_TRANSPORT"}) {
-          unsetenv(v);
-        }
-        if (n > 0) {
-          setenv("RANK", std::to_string(rank).c_str(), 1);
-          setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-          setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-          setenv("MASTER_ADDR", "127.0.0.1", 1);
-          setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-        }
-        for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-        const std::string out = dir + ".out." + std::to_string(rank);
-        const std::string err = dir + ".err." + std::to_string(rank);
-        if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(3);
-        std::vector<std::string> words{path};
-        words.insert(words.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (auto& w : words) argv.push_back(w.data());
-        argv.push_back(nullptr);
-        execv(path.c_str(), argv.data());
-        _exit(127);
-      },
-      mp);
-  res.out0 = readFile(dir + ".out.0");
-  for (int r = 0; r < size; ++r) {
-    res.err += readFile(dir + ".err." + std::to_string(r));
-    std::remove((dir + ".out." + std::to_string(r)).c_str());
-    std::remove((dir + ".err." + std::to_string(r)).c_str());
-  }
-  return res;
-}
 
 std::vector<ParsedRow> rowsOf(const std::string& out) {
   std::vector<ParsedRow> rows;

@@ -1,0 +1,249 @@
+// ddp_step_perf: what one data-parallel training step costs with the DDP Reducer (bucketed
+// allreduces overlapping backward), with one flat allreduce after backward, with no communication,
+// and with the ZeRO optimizer, on any backend and world size; and how much optimizer state each
+// rank holds under DDP (a full copy) and under ZeRO (its shard).
+//
+// The model and its backward: perf/common/synthetic_model.h (--layers layers of
+// --params-per-layer fp32 parameters, last layer first; real work per layer, then the gradient's
+// final values, then markReady for the layer in the modes that have a Reducer or ZeRO optimizer).
+//
+// Calibration (every rank, before timing; printed in the header): the kernels' speed is measured
+// on one layer while every rank runs them (so oversubscribed ranks calibrate under the contention
+// the steps will see), averaged over ranks. Unless --compute-us-per-layer is given, one allreduce
+// of the whole model is timed (one flat buffer, median of 3 after a warm-up, slowest rank) and
+// backward's compute is set to --compute-ratio (default 1) x that time, spread evenly over the
+// layers: then a perfect overlap would hide all of the communication and ddp's step would take
+// as long as none's. A layer's compute is never below its gradient write.
+//
+// Modes, timed side by side: each of the -w + -n iterations runs every mode once, in an order that
+// rotates with the iteration; every step starts after a barrier (untimed, on the world group).
+//   none        backward only.
+//   flat        backward; every gradient copied into one flat buffer, one SUM allreduce, divide by
+//               the world size, copy back: what a loop without a Reducer does.
+//   ddp         backward with Reducer::markReady per layer, then finalize(): buckets of
+//               --bucket-cap-mb (the first --first-bucket-mb) allreduced as they fill, overlapping
+//               the rest of backward.
+//   ddp-view    ddp with gradientAsBucketView: backward writes the gradients into the buckets.
+//   ddp+opt     ddp, then a --optimizer step over the whole model on every rank (FlatOptimizer).
+//   zero        backward with ShardedOptimizer::markReady, then step(): one reduce-scatter of the
+//               gradients, the owner's optimizer step on its shard, one allgather of parameters.
+//   zero-owner  zero with kReduceToOwner: buckets reduced to their owner as they fill (ShardedDDP),
+//               overlapping backward.
+// A step's time is the slowest rank's; a row gives the fastest and the median step. `exposed` is
+// the median step minus none's: the communication backward did not hide (plus, for ddp+opt and
+// the zero modes, the optimizer step). `comm` is the median over steps of the time during which at
+// least one of the step's collectives was in flight (perf/common/timed_group.h wraps the group to
+// see the Reducer's and ZeRO's own collectives), on the rank where it was shortest: a rank's time
+// includes waiting for the ranks that reach a collective after it, and the last to arrive waits for
+// none. busbw = 2(n-1)/n x model bytes / comm, comparable with all_reduce_perf's (a reduce-scatter
+// plus an allgather move the same bytes per rank as an allreduce). `overlap` is the Reducer's
+// IterationStats: 100 x sum(overlappedSeconds) / sum(commSeconds) over every timed step and rank
+// (the share of each bucket's launch-to-completion time that passed before finalize() began; the
+// buckets queue behind each other, so a bucket's time includes its wait for the earlier ones).
+//
+// Check (-c): after timing, each mode but none runs -c more steps; every rank compares what the
+// mode produced with references it computes itself: the averaged gradients (flat, ddp, ddp-view,
+// ddp+opt) against the exact mean over ranks, and the parameters (ddp+opt, zero, zero-owner)
+// against one unsharded optimizer stepped as many times with that mean (synthetic_model.h).
+// `#wrong` counts wrong elements over ranks; any makes the exit status 1.
+// C10D_PERF_INJECT_ERROR=1 corrupts one element on the last rank before each check.
+//
+// Optimizer state: --optimizer's (default Adam: exp_avg and exp_avg_sq, 8 bytes per parameter)
+// bytes per rank: DDP's full state against ZeRO's ShardedOptimizer::localStateBytes() at this
+// world size (largest and smallest over ranks), and fullStateBytes().
+//
+// Output on rank 0 (-J: the same as JSON); the other ranks only compute. Times and counts travel
+// over the group's Store (perf/common/world.h), never through the backend being measured.
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "c10d/config.h"
+#include "c10d/error.h"
+#include "perf/common/buffer.h"
+#include "perf/common/ddp_step.h"
+#include "perf/common/ddp_step_bench.h"
+#include "perf/common/report.h"
+#include "perf/common/world.h"
+
+namespace c10d {
+namespace perf {
+namespace {
+
+std::string timeNow() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// null for N/A (negative, or NaN).
+nlohmann::json orNull(double v) {
+  return std::isnan(v) || v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v);
+}
+
+void writeJson(const std::string& path, nlohmann::json doc) {
+  std::ofstream f(path, std::ios::trunc);
+  f << doc.dump(2) << "\n";
+  f.close();
+  C10D_CHECK(!f.fail(), "ddp_step_perf: cannot write the JSON file '", path, "'");
+}
+
+int run(int argc, char** argv, const std::string& program, const DdpStepOptions& o) {
+  const std::string start = timeNow();
+  const LaunchInfo launch = detectLaunch();
+  PerfOptions po;
+  po.backend = o.backend;
+  po.timeoutSec = o.timeoutSec;
+  std::shared_ptr<ProcessGroup> world = createWorld(launch, po);
+  const bool rank0 = world->rank() == 0;
+  auto print = [rank0](const std::string& text) {
+    if (!rank0) return;
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  DdpStepBench b(o, world);
+  std::string modes;
+  for (StepMode m : o.modes) modes += std::string(modes.empty() ? "" : ",") + stepModeName(m);
+  print(detail::str("# DDP step test starting: ", program, "\n"));
+  print(detail::str("# c10d version ", C10D_VERSION, " backend ", world->backendName(),
+                    " device cpu world size ", world->size(), " launcher ", launch.launcher, "\n"));
+  print(detail::str("# model ", formatMiB(static_cast<double>(o.modelBytes)), " fp32: ", o.layers,
+                    " layers x ", o.paramsPerLayer, " parameters (one tensor per layer); ",
+                    b.optimizer().describe(), "\n"));
+  print(detail::str("# warmup iters: ", o.warmupIters, " iters: ", o.iters, " validation: ",
+                    o.check, " modes: ", modes, " (interleaved, order rotated every iteration)\n"));
+  print("#\n# Using devices\n");
+  const std::vector<std::string> lines =
+      b.exchange().allgather(rankLine(world->rank(), 0, static_cast<int>(getpid()), hostName(), 0,
+                                      describeDevice(Device::cpu()), world->describe()));
+  for (const auto& l : lines) print(l);
+  print("#\n");
+
+  b.setUp();
+  print(b.calibrate());
+  b.run();
+  print(b.bucketLine());
+  b.check();
+  const std::vector<StepRow> rows = b.rows();
+  const StateBytes state = b.stateBytes();
+  print("#\n" + stepTableHeader());
+  int64_t wrong = 0;
+  for (const StepRow& r : rows) {
+    print(stepTableRow(r));
+    wrong += std::max<int64_t>(0, r.wrong);
+  }
+  const std::string algo = optim::algorithmName(o.optimizer);
+  print(detail::str(
+      "#\n# optimizer state per rank (", algo, ", ", b.optimizer().slotNames().size(),
+      " slots): ddp ", formatMiB(static_cast<double>(state.ddp)),
+      " (the full state on every rank); zero ", formatMiB(static_cast<double>(state.zeroMax)),
+      " largest, ", formatMiB(static_cast<double>(state.zeroMin)), " smallest shard at world size ",
+      world->size(), " (",
+      formatFixed(state.zeroMax > 0 ? static_cast<double>(state.zeroFull) / state.zeroMax : 0.0, 2),
+      "x less; full ", formatMiB(static_cast<double>(state.zeroFull)), ")\n"));
+  print(detail::str("# Out of bounds values : ", wrong, wrong ? " FAILED" : " OK", "\n"));
+  print(detail::str("#\n# DDP step test concluded: ", program, "\n#\n"));
+
+  if (rank0 && !o.jsonPath.empty()) {
+    nlohmann::json doc;
+    doc["program"] = program;
+    doc["version"] = C10D_VERSION;
+    doc["start_time"] = start;
+    doc["args"] = std::vector<std::string>(argv, argv + argc);
+    doc["backend"] = world->backendName();
+    doc["describe"] = world->describe();
+    doc["device"] = "cpu";
+    doc["world_size"] = world->size();
+    doc["launcher"] = launch.launcher;
+    doc["devices"] = lines;
+    doc["config"] = {
+        {"model_bytes", o.modelBytes},
+        {"layers", o.layers},
+        {"params_per_layer", o.paramsPerLayer},
+        {"bucket_cap_bytes", o.bucketCapBytes},
+        {"first_bucket_bytes", o.firstBucketBytes},
+        {"bucket_bytes", b.bucketBytes()},
+        {"optimizer", b.optimizer().describe()},
+        {"iterations", o.iters},
+        {"warmup_iterations", o.warmupIters},
+        {"check", o.check},
+        {"modes", modes},
+        {"compute_us_per_layer", b.computeUsPerLayer()},
+        {"compute_target_us_per_layer", b.targetUsPerLayer()},
+        {"compute_ratio", o.computeUsPerLayer < 0 ? orNull(o.computeRatio) : nullptr},
+        {"flat_allreduce_ms",
+         o.computeUsPerLayer < 0 ? orNull(b.flatAllreduceSec() * 1e3) : nullptr},
+        {"kernel_pass_ns_per_element", b.kernelSpeed().passNs},
+        {"kernel_write_ns_per_element", b.kernelSpeed().writeNs},
+        {"extra_updates_per_layer", b.extraUpdatesPerLayer()},
+    };
+    doc["results"] = nlohmann::json::array();
+    for (const StepRow& r : rows) {
+      doc["results"].push_back(
+          {{"mode", r.mode},
+           {"step_ms_min", r.stepMinMs},
+           {"step_ms_median", r.stepMedMs},
+           {"exposed_ms",
+            std::isnan(r.exposedMs) ? nlohmann::json(nullptr) : nlohmann::json(r.exposedMs)},
+           {"comm_ms", orNull(r.commMs)},
+           {"overlap_pct", orNull(r.overlapPct)},
+           {"bus_bw", orNull(r.busBw)},
+           {"nwrong", r.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.wrong)}});
+    }
+    doc["optimizer_state"] = {{"optimizer", algo},
+                              {"ddp_bytes_per_rank", state.ddp},
+                              {"zero_full_bytes", state.zeroFull},
+                              {"zero_max_bytes_per_rank", state.zeroMax},
+                              {"zero_min_bytes_per_rank", state.zeroMin}};
+    doc["out_of_bounds"] = wrong;
+    doc["end_time"] = timeNow();
+    writeJson(o.jsonPath, doc);
+  }
+  world->shutdown();
+  // Rank 0 serves the store: it leaves last.
+  b.exchange().finish(Milliseconds(static_cast<int64_t>(o.timeoutSec) * 1000));
+  return wrong != 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace perf
+}  // namespace c10d
+
+int main(int argc, char** argv) {
+  using namespace c10d::perf;
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::string program = argv[0];
+  const size_t slash = program.rfind('/');
+  if (slash != std::string::npos) program = program.substr(slash + 1);
+  DdpStepOptions o;
+  const ParseResult parsed = parseDdpStepOptions(argc, argv, &o);
+  if (parsed.action == ParseResult::kHelp) {
+    std::fputs(ddpStepUsage(program).c_str(), stdout);
+    return 0;
+  }
+  if (parsed.action == ParseResult::kError) {
+    std::fprintf(stderr, "%s: %s\n%s", program.c_str(), parsed.message.c_str(),
+                 ddpStepUsage(program).c_str());
+    return 2;
+  }
+  try {
+    return run(argc, argv, program, o);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,35 @@
+// Test helper: runs a perf binary as real processes, one per rank, with the environment c10drun
+// gives them (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT on a free localhost port), and
+// collects how each ended and what it printed. Every run is bounded by a timeout (the harness
+// kills what is left: tests/common/multiproc.h).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace perf {
+
+struct RunResult {
+  std::vector<test::RankResult> ranks;
+  std::string out0;  // rank 0's stdout
+  std::string err;   // every rank's stderr
+  bool allOk() const;
+  bool anyExitedNonZero() const;
+  // The exit code of every rank that exited (-1 for one that did not).
+  std::vector<int> exitCodes() const;
+};
+
+// Runs `binary args` (a file of C10D_PERF_BIN_DIR) as `n` ranks; n = 0: one process with no
+// launcher environment at all. `env` is set in every rank after the launcher's variables.
+RunResult runPerf(const std::string& binary, int n, const std::vector<std::string>& args,
+                  const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// The whole contents of a file ("" if it cannot be read).
+std::string readFile(const std::string& path);
+
+}  // namespace perf
+}  // namespace c10d
