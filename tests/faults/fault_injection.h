@@ -105,8 +105,8 @@ InjectionResult runInjection(const Injection& inj);
 //   every fault: no hang, no leaked fd or /dev/shm entry, no wrong result;
 //   kSigkill, kSigstop, kCloseConnection: every survivor fails an op with CommError /
 //     TimeoutError / Error within the op timeout + 1 s of max(fault, the op's issue), naming the
-//     op and its sequence number ("allreduce #7 in group verbs:world"); kSigkill: naming the
-//     killed rank too;
+//     op and its sequence number ("allreduce #7 in group verbs:world"); kSigkill on verbs:
+//     naming the killed rank too (gloo: recorded only; see fault_injection.cc);
 //   kStoreKill: every op succeeds; monitoredBarrier then fails within its timeout + 1 s with an
 //     error naming the store (TCPStore at host:port);
 //   kShmUnlink: either setup failed on every rank within the setup timeout + 1 s, or (unlinked

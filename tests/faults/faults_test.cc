@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Faults, FaultsQuick, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return caseName(info.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FaultsQuick);
 
-const auto* const kPrinter = ::testing::AddGlobalTestEnvironment(new PrintTable);
+[[maybe_unused]] const auto* const kPrinter = ::testing::AddGlobalTestEnvironment(new PrintTable);
 
 }  // namespace
 }  // namespace test
