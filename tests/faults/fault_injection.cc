@@ -407,9 +407,6 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
 
 void FaultTable::add(const InjectionResult& r) {
   Cell& c = cells_[{static_cast<int>(r.injection.fault), r.injection.backend.label()}];
-  const bool mustFail = r.injection.fault == Fault::kSigkill ||
-                        r.injection.fault == Fault::kSigstop ||
-                        r.injection.fault == Fault::kCloseConnection;
   const double limitMs = static_cast<double>(r.injection.opTimeout.count()) + 1000;
   ++(r.injected ? c.injections : c.notInjected);
   if (r.setupFailed) ++c.setupFailures;
@@ -425,7 +422,15 @@ void FaultTable::add(const InjectionResult& r) {
                                        ? static_cast<double>(r.injection.setupTimeout.count()) + 1000
                                        : limitMs))
       ++c.errorsInTime;
-    if (error && (mustFail ? s.namesOpSeq : true)) ++c.namedOpSeq;
+    // What the error must name: the op and its seq; the store; the workspace (or, for ranks that
+    // got through setup, their op and seq).
+    const Fault f = r.injection.fault;
+    const bool named =
+        f == Fault::kStoreKill ? s.message.find("TCPStore at 127.0.0.1:") != std::string::npos
+        : f == Fault::kShmUnlink
+            ? s.namesOpSeq || s.message.find("/c10d-verbs-") != std::string::npos
+            : s.namesOpSeq;
+    if (error && named) ++c.namedOpSeq;
     if (error && s.namesVictim) ++c.namedVictim;
     if (error) c.maxLatencyMs = std::max(c.maxLatencyMs, s.latencyMs);
   }
@@ -433,8 +438,8 @@ void FaultTable::add(const InjectionResult& r) {
 
 std::string FaultTable::markdown() const {
   std::ostringstream ss;
-  ss << "| fault | backend | injected | not injected | survivors | errors in time | op+seq named "
-        "| victim named | ops unaffected | setup failed | hangs | leaks | slowest error (ms) | "
+  ss << "| fault | backend | injected | not injected | survivors | errors in time | "
+        "named (op+seq / store / segment) | victim named | ops unaffected | setup failed | hangs | leaks | slowest error (ms) | "
         "failed checks |\n";
   ss << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, c] : cells_) {

@@ -113,8 +113,10 @@ InjectionResult runInjection(const Injection& inj);
 //     after every rank mapped it) every op succeeded.
 std::vector<std::string> expectationFailures(const InjectionResult& r);
 
-// Fault x backend: injections, survivors, errors in time, op/seq named, victim named, completed
-// (ops unaffected), hangs, leaks, the slowest error; printTable() writes it as Markdown.
+// Fault x backend: injections, survivors, errors in time, errors naming what they must (op and
+// seq; the store; the shm workspace), naming the victim (killed / stopped / closing rank),
+// survivors whose ops all succeeded, setup failures, hangs, leaks, the slowest error, injections
+// failing expectationFailures(); markdown() writes it as a table.
 class FaultTable {
  public:
   void add(const InjectionResult& r);
