@@ -30,14 +30,11 @@ using detail::kReady;
 using detail::kReported;
 using detail::nowNs;
 using detail::SharedPage;
+using detail::survives;
+using detail::waitFor;
 using std::chrono::milliseconds;
 
 namespace {
-
-bool survives(const Injection& inj, int r) {
-  const bool dies = inj.fault == Fault::kSigkill || inj.fault == Fault::kSigstop;
-  return !(dies && r == inj.victim);
-}
 
 // The "rank N" numbers a message names.
 std::vector<int> ranksNamed(const std::string& msg) {
@@ -70,8 +67,8 @@ std::vector<std::string> jobShmEntries(const std::vector<int>& pids) {
 class SharedMapping {
  public:
   SharedMapping() {
-    void* p = mmap(nullptr, sizeof(SharedPage), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, sizeof(SharedPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
     if (p == MAP_FAILED) throw std::runtime_error("runInjection: mmap of the shared page failed");
     page_ = new (p) SharedPage();
   }
@@ -84,16 +81,6 @@ class SharedMapping {
  private:
   SharedPage* page_;
 };
-
-template <typename Pred>
-bool waitFor(Pred done, Milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return done();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  return true;
-}
 
 // The store server in its own process; writes its port (or -1) into the shared page and lives
 // until SIGKILLed or its parent is gone.
@@ -206,11 +193,16 @@ void inject(const Injection& inj, SharedPage& sh, const std::vector<int>& pids, 
 
 const char* faultName(Fault f) {
   switch (f) {
-    case Fault::kSigkill: return "SIGKILL rank";
-    case Fault::kSigstop: return "SIGSTOP rank";
-    case Fault::kStoreKill: return "store killed";
-    case Fault::kCloseConnection: return "connection closed";
-    case Fault::kShmUnlink: return "shm unlinked";
+    case Fault::kSigkill:
+      return "SIGKILL rank";
+    case Fault::kSigstop:
+      return "SIGSTOP rank";
+    case Fault::kStoreKill:
+      return "store killed";
+    case Fault::kCloseConnection:
+      return "connection closed";
+    case Fault::kShmUnlink:
+      return "shm unlinked";
   }
   return "?";
 }
@@ -229,8 +221,8 @@ std::string Injection::describe() const {
   ss << faultName(fault) << " on " << backend.label() << ", " << worldSize << " ranks, "
      << collectiveName(collective) << " x" << count << ", victim " << victim;
   if (peer >= 0) ss << " (peer " << peer << ")";
-  ss << ", op " << atOp << " + " << delayUs << " us, timeout " << opTimeout.count()
-     << " ms, seed " << seed;
+  ss << ", op " << atOp << " + " << delayUs << " us, timeout " << opTimeout.count() << " ms, seed "
+     << seed;
   return ss.str();
 }
 
@@ -247,14 +239,13 @@ Injection randomInjection(Fault f, const BackendParam& bp, uint64_t seed, int mi
   inj.worldSize = uniform(minWorld, maxWorld);
   inj.collective = static_cast<Collective>(uniform(0, kNumCollectives - 1));
   const double logMax = std::log(static_cast<double>(std::max<size_t>(maxCount, 1)));
-  inj.count = static_cast<size_t>(
-      std::exp(std::uniform_real_distribution<double>(0, logMax)(rng)));
+  inj.count = static_cast<size_t>(std::exp(std::uniform_real_distribution<double>(0, logMax)(rng)));
   inj.count = std::max<size_t>(1, std::min(inj.count, maxCount));
   inj.victim = uniform(0, inj.worldSize - 1);
   // A partner the victim talks to in most algorithms: recursive doubling's first step, and a ring
   // neighbour.
-  if (f == Fault::kCloseConnection) inj.peer = (inj.victim ^ 1) < inj.worldSize ? inj.victim ^ 1
-                                                                               : inj.victim - 1;
+  if (f == Fault::kCloseConnection)
+    inj.peer = (inj.victim ^ 1) < inj.worldSize ? inj.victim ^ 1 : inj.victim - 1;
   if (f == Fault::kStoreKill || f == Fault::kShmUnlink) inj.victim = -1;
   inj.atOp = uniform(0, std::max(0, maxAtOp - 1));
   inj.delayUs = uniform(0, 2999);
@@ -273,7 +264,6 @@ InjectionResult runInjection(const Injection& inj) {
       sh.storePort.load() < 0) {
     reap(storePid);
     res.injectNote = "the store server did not start";
-    res.hangs = 0;
     return res;
   }
   std::vector<int> pids;
@@ -317,8 +307,8 @@ InjectionResult runInjection(const Injection& inj) {
       rep.namesOpSeq = rep.message.find(rep.opName + " #" + std::to_string(rep.seq) +
                                         " in group ") != std::string::npos;
       const std::vector<int> named = ranksNamed(rep.message);
-      rep.namesVictim = inj.victim >= 0 &&
-                        std::find(named.begin(), named.end(), inj.victim) != named.end();
+      rep.namesVictim =
+          inj.victim >= 0 && std::find(named.begin(), named.end(), inj.victim) != named.end();
       if (rep.outcome.rfind("setup:", 0) == 0) res.setupFailed = true;
     }
     rep.fdsBefore = s.fdsBefore;
@@ -348,8 +338,8 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
   const double limitMs = static_cast<double>(inj.opTimeout.count()) + 1000;
   for (const SurvivorReport& s : r.survivors) {
     const std::string who = "rank " + std::to_string(s.rank) + ": ";
-    const bool error = s.outcome == "CommError" || s.outcome == "TimeoutError" ||
-                       s.outcome == "Error";
+    const bool error =
+        s.outcome == "CommError" || s.outcome == "TimeoutError" || s.outcome == "Error";
     if (s.outcome == "hung" || s.outcome == "no report") continue;  // counted above
     if (s.outcome == "wrong result") {
       fail(who + "wrong result: " + s.message);
@@ -419,17 +409,17 @@ void FaultTable::add(const InjectionResult& r) {
                        s.outcome == "Error" || s.outcome.rfind("setup:", 0) == 0;
     if (s.outcome == "completed") ++c.completed;
     if (error && s.latencyMs <= (r.injection.fault == Fault::kShmUnlink
-                                       ? static_cast<double>(r.injection.setupTimeout.count()) + 1000
-                                       : limitMs))
+                                     ? static_cast<double>(r.injection.setupTimeout.count()) + 1000
+                                     : limitMs))
       ++c.errorsInTime;
     // What the error must name: the op and its seq; the store; the workspace (or, for ranks that
     // got through setup, their op and seq).
     const Fault f = r.injection.fault;
-    const bool named =
-        f == Fault::kStoreKill ? s.message.find("TCPStore at 127.0.0.1:") != std::string::npos
-        : f == Fault::kShmUnlink
-            ? s.namesOpSeq || s.message.find("/c10d-verbs-") != std::string::npos
-            : s.namesOpSeq;
+    const bool named = f == Fault::kStoreKill
+                           ? s.message.find("TCPStore at 127.0.0.1:") != std::string::npos
+                       : f == Fault::kShmUnlink
+                           ? s.namesOpSeq || s.message.find("/c10d-verbs-") != std::string::npos
+                           : s.namesOpSeq;
     if (error && named) ++c.namedOpSeq;
     if (error && s.namesVictim) ++c.namedVictim;
     if (error) c.maxLatencyMs = std::max(c.maxLatencyMs, s.latencyMs);
@@ -439,16 +429,16 @@ void FaultTable::add(const InjectionResult& r) {
 std::string FaultTable::markdown() const {
   std::ostringstream ss;
   ss << "| fault | backend | injected | not injected | survivors | errors in time | "
-        "named (op+seq / store / segment) | victim named | ops unaffected | setup failed | hangs | leaks | slowest error (ms) | "
+        "named (op+seq / store / segment) | victim named | ops unaffected | setup failed | hangs | "
+        "leaks | slowest error (ms) | "
         "failed checks |\n";
   ss << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, c] : cells_) {
     ss << "| " << faultName(static_cast<Fault>(key.first)) << " | " << key.second << " | "
-       << c.injections << " | " << c.notInjected << " | " << c.survivors << " | "
-       << c.errorsInTime << " | " << c.namedOpSeq << " | " << c.namedVictim << " | "
-       << c.completed << " | " << c.setupFailures << " | " << c.hangs << " | " << c.leaks
-       << " | " << std::fixed << std::setprecision(0) << c.maxLatencyMs << " | " << c.failures
-       << " |\n";
+       << c.injections << " | " << c.notInjected << " | " << c.survivors << " | " << c.errorsInTime
+       << " | " << c.namedOpSeq << " | " << c.namedVictim << " | " << c.completed << " | "
+       << c.setupFailures << " | " << c.hangs << " | " << c.leaks << " | " << std::fixed
+       << std::setprecision(0) << c.maxLatencyMs << " | " << c.failures << " |\n";
   }
   return ss.str();
 }

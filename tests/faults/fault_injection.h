@@ -54,11 +54,11 @@ struct Injection {
   BackendParam backend;
   int worldSize = 2;
   Collective collective = Collective::kAllreduce;
-  size_t count = 1;      // elements per rank
-  int victim = 0;        // killed / stopped / closing rank (store, unlink: none, -1)
-  int peer = -1;         // kCloseConnection: whose connection the victim closes
-  int atOp = 0;          // the victim's op index at which the fault is injected
-  int delayUs = 0;       // after the victim issued op atOp (kShmUnlink: after the segment appears)
+  size_t count = 1;  // elements per rank
+  int victim = 0;    // killed / stopped / closing rank (store, unlink: none, -1)
+  int peer = -1;     // kCloseConnection: whose connection the victim closes
+  int atOp = 0;      // the victim's op index at which the fault is injected
+  int delayUs = 0;   // after the victim issued op atOp (kShmUnlink: after the segment appears)
   uint64_t seed = 0;
   Milliseconds opTimeout{2000};
   // Building the group (TCPStore client and backend setup); kShmUnlink fails there.
@@ -80,7 +80,7 @@ struct SurvivorReport {
   double latencyMs = -1;  // error time - max(fault time, the failing op's issue time)
   int failedOp = -1;      // op index (-1: setup or none)
   uint64_t seq = 0;
-  std::string opName;     // "allreduce", "monitoredBarrier", "setup"
+  std::string opName;        // "allreduce", "monitoredBarrier", "setup"
   bool namesOpSeq = false;   // message has "<op> #<seq> in group <name>"
   bool namesVictim = false;  // message has "rank <victim>"
   int fdsBefore = -1, fdsAfter = -1;
@@ -88,14 +88,14 @@ struct SurvivorReport {
 
 struct InjectionResult {
   Injection injection;
-  bool injected = false;      // the fault happened (kShmUnlink: the segment was still there)
-  std::string injectNote;     // why not, or what the fault hit
+  bool injected = false;   // the fault happened (kShmUnlink: the segment was still there)
+  std::string injectNote;  // why not, or what the fault hit
   std::vector<SurvivorReport> survivors;
-  int hangs = 0;              // survivors killed at the hard deadline or that never reported
-  int fdLeaks = 0;            // survivors whose fd count grew
-  int shmLeaks = 0;           // /dev/shm entries of the job left at the end
+  int hangs = 0;     // survivors killed at the hard deadline or that never reported
+  int fdLeaks = 0;   // survivors whose fd count grew
+  int shmLeaks = 0;  // /dev/shm entries of the job left at the end
   std::vector<std::string> shmLeft;
-  bool setupFailed = false;   // some survivor failed while building the group (kShmUnlink)
+  bool setupFailed = false;  // some survivor failed while building the group (kShmUnlink)
   double seconds = 0;
 };
 

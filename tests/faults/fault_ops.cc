@@ -36,19 +36,32 @@ std::string expect(const std::vector<int32_t>& got, const std::function<int32_t(
 
 const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kAllreduceCoalesced: return "allreduce_coalesced";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kAllgatherIntoTensor: return "allgather_into_tensor";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kReduceScatterTensor: return "reduce_scatter_tensor";
-    case Collective::kAlltoall: return "alltoall";
-    case Collective::kAlltoallSingle: return "alltoall_single";
-    case Collective::kBarrier: return "barrier";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kAllreduceCoalesced:
+      return "allreduce_coalesced";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kAllgatherIntoTensor:
+      return "allgather_into_tensor";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kReduceScatterTensor:
+      return "reduce_scatter_tensor";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kAlltoallSingle:
+      return "alltoall_single";
+    case Collective::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -164,43 +177,55 @@ std::string CollectiveRun::verify() const {
   };
   switch (c_) {
     case Collective::kAllreduce:
-      check(a_, [&](size_t i) { return sumOver(size, it, i); }, "allreduce out");
+      check(
+          a_, [&](size_t i) { return sumOver(size, it, i); }, "allreduce out");
       break;
     case Collective::kAllreduceCoalesced:
-      check(a_, [&](size_t i) { return sumOver(size, it, i); }, "allreduce_coalesced out0");
-      check(b_, [&](size_t i) { return sumOver(size, it, n + i); }, "allreduce_coalesced out1");
+      check(
+          a_, [&](size_t i) { return sumOver(size, it, i); }, "allreduce_coalesced out0");
+      check(
+          b_, [&](size_t i) { return sumOver(size, it, n + i); }, "allreduce_coalesced out1");
       break;
     case Collective::kBroadcast:
-      check(a_, [&](size_t i) { return value(root(), it, i); }, "broadcast out");
+      check(
+          a_, [&](size_t i) { return value(root(), it, i); }, "broadcast out");
       break;
     case Collective::kReduce:
-      if (rank == root()) check(a_, [&](size_t i) { return sumOver(size, it, i); }, "reduce out");
+      if (rank == root())
+        check(
+            a_, [&](size_t i) { return sumOver(size, it, i); }, "reduce out");
       break;
     case Collective::kAllgather:
     case Collective::kGather:
       for (int r = 0; r < static_cast<int>(outs_.size()); ++r)
-        check(outs_[r], [&](size_t i) { return value(r, it, i); },
-              "gathered[" + std::to_string(r) + "]");
+        check(
+            outs_[r], [&](size_t i) { return value(r, it, i); },
+            "gathered[" + std::to_string(r) + "]");
       break;
     case Collective::kAllgatherIntoTensor:
-      check(b_, [&](size_t k) { return value(static_cast<int>(k / n), it, k % n); },
-            "allgather_into_tensor out");
+      check(
+          b_, [&](size_t k) { return value(static_cast<int>(k / n), it, k % n); },
+          "allgather_into_tensor out");
       break;
     case Collective::kScatter:
-      check(a_, [&](size_t i) { return value(rank, it, i); }, "scatter out");
+      check(
+          a_, [&](size_t i) { return value(rank, it, i); }, "scatter out");
       break;
     case Collective::kReduceScatter:
     case Collective::kReduceScatterTensor:
-      check(b_, [&](size_t i) { return sumOver(size, it, rank * n + i); }, "reduce_scatter out");
+      check(
+          b_, [&](size_t i) { return sumOver(size, it, rank * n + i); }, "reduce_scatter out");
       break;
     case Collective::kAlltoall:
       for (int r = 0; r < size; ++r)
-        check(outs_[r], [&](size_t i) { return value(r, it, rank * n + i); },
-              "alltoall out[" + std::to_string(r) + "]");
+        check(
+            outs_[r], [&](size_t i) { return value(r, it, rank * n + i); },
+            "alltoall out[" + std::to_string(r) + "]");
       break;
     case Collective::kAlltoallSingle:
-      check(b_, [&](size_t k) { return value(static_cast<int>(k / n), it, rank * n + k % n); },
-            "alltoall_single out");
+      check(
+          b_, [&](size_t k) { return value(static_cast<int>(k / n), it, rank * n + k % n); },
+          "alltoall_single out");
       break;
     case Collective::kBarrier:
       break;

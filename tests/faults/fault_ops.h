@@ -58,8 +58,8 @@ class CollectiveRun {
   const int size_;
   const size_t n_;
   const int iter_;
-  Vec a_, b_;                     // flat buffers (in-place tensor / input and output)
-  std::vector<Vec> ins_, outs_;   // per-rank lists
+  Vec a_, b_;                    // flat buffers (in-place tensor / input and output)
+  std::vector<Vec> ins_, outs_;  // per-rank lists
 };
 
 }  // namespace test

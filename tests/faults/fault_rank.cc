@@ -25,22 +25,6 @@ void copyTo(char* dst, size_t cap, const std::string& s) {
   std::snprintf(dst, cap, "%s", s.c_str());
 }
 
-bool survives(const Injection& inj, int r) {
-  const bool dies = inj.fault == Fault::kSigkill || inj.fault == Fault::kSigstop;
-  return !(dies && r == inj.victim);
-}
-
-// Sleeps in short slices until `done()` or `limit` passed; returns done().
-template <typename Pred>
-bool waitFor(Pred done, Milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return done();
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return true;
-}
-
 struct Report {
   std::string outcome, opName, message;
   int64_t errNs = 0, issueNs = 0;

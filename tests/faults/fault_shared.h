@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "tests/faults/fault_injection.h"
 
@@ -44,6 +45,23 @@ struct SharedPage {
   std::atomic<int64_t> injectNs{0};  // 0: not (yet) injected
   RankSlot ranks[kMaxRanks];
 };
+
+// Whether rank r outlives the fault (the killed or stopped rank does not).
+inline bool survives(const Injection& inj, int r) {
+  const bool dies = inj.fault == Fault::kSigkill || inj.fault == Fault::kSigstop;
+  return !(dies && r == inj.victim);
+}
+
+// Polls `done()` every 100 us until it holds or `limit` passed; returns done().
+template <typename Pred>
+bool waitFor(Pred done, Milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return done();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
 
 // The rank's whole life in one injection (forked child of runInjection).
 void rankMain(const Injection& inj, SharedPage& shared, int rank);

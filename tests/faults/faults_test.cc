@@ -25,7 +25,9 @@ FaultTable& table() {
 
 class PrintTable : public ::testing::Environment {
  public:
-  void TearDown() override { std::printf("\nFault injection (quick):\n%s", table().markdown().c_str()); }
+  void TearDown() override {
+    std::printf("\nFault injection (quick):\n%s", table().markdown().c_str());
+  }
 };
 
 uint64_t envOr(const char* name, uint64_t fallback) {
@@ -67,7 +69,8 @@ TEST_P(FaultsQuick, ErrorsNamedInTimeNoHangNoLeak) {
                   s.outcome.c_str(), s.opName.c_str(), s.latencyMs, s.fdsBefore, s.fdsAfter,
                   s.message.c_str());
     }
-    for (const std::string& f : expectationFailures(r)) ADD_FAILURE() << inj.describe() << ": " << f;
+    for (const std::string& f : expectationFailures(r))
+      ADD_FAILURE() << inj.describe() << ": " << f;
   }
 }
 
