@@ -46,6 +46,16 @@ void Comm::checkPeers() {
   }
 }
 
+std::string Comm::goneNote() {
+  std::string gone;
+  int n = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || !t_.peerGone(r)) continue;
+    gone += (n++ ? ", rank " : "rank ") + std::to_string(r);
+  }
+  return n == 0 ? std::string() : "; gone by now (died or left the group): " + gone;
+}
+
 void Comm::checkAbort() const {
   if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
     C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
@@ -69,7 +79,7 @@ void Comm::check() {
   checkPeers();
   if (Clock::now() >= deadline_)
     C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
-               " (verbs/", t_.name(), ")");
+               " (verbs/", t_.name(), ")", goneNote());
 }
 
 void Comm::run(std::vector<P2POp>& ops) {
@@ -135,7 +145,7 @@ void Comm::run(std::vector<P2POp>& ops) {
             pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
                     << "/" << op.len << " bytes)";
         C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
-                   rank_, " (verbs/", t_.name(), "); pending:", pending.str());
+                   rank_, " (verbs/", t_.name(), "); pending:", pending.str(), goneNote());
       }
     }
     auto left = std::chrono::duration_cast<Milliseconds>(deadline_ - now);

@@ -81,6 +81,10 @@ class Comm {
   // first and exited may be seen before the rank that died and started it all.
   void checkPeers();
   void checkAbort() const;
+  // "; gone by now (died or left the group): rank 2" for the peers the transport knows are gone,
+  // else "": a rank timing out on a live peer (which waits on the dead one) still names the dead
+  // rank. Only on the timeout path (tcp: one poll() per peer).
+  std::string goneNote();
 
   Transport& t_;
   const int ch_;

@@ -89,6 +89,8 @@ class ProcessGroupVerbs : public ProcessGroup {
                                uint64_t seq) override;
 
  private:
+  friend void closeConnectionForTesting(ProcessGroup& pg, int peer);  // fault_hooks.h
+
   // Submits `fn(comm)` (an op moving about `bytes` bytes) to the engine; returns its Work.
   template <typename Fn>
   std::shared_ptr<Work> runCollective(OpType op, uint64_t seq, Milliseconds timeout, size_t bytes,

@@ -122,7 +122,14 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     store.wait({"shm/name"}, timeout);
     shmName_ = c10d::toString(store.get("shm/name"));
     fd.fd = shm_open(shmName_.c_str(), O_RDWR, 0600);
-    C10D_SYSCHECK(fd.fd, "shm_open(", shmName_, ") on rank ", rank, " (created by rank 0)");
+    if (fd.fd < 0) {
+      const int err = errno;
+      C10D_THROW(Error, "verbs/shm: rank ", rank, " of ", size, " could not open the workspace ",
+                 shmName_, " that rank 0 created: shm_open failed: ", detail::errnoString(err),
+                 err == ENOENT ? " (removed from /dev/shm before every rank mapped it: by another "
+                                 "process, or rank 0 gave up)"
+                               : "");
+    }
   }
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
   if (base == MAP_FAILED) {

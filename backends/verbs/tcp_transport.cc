@@ -247,6 +247,11 @@ bool TcpTransport::peerGone(int peer) {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+void TcpTransport::shutdownConnection(int peer) {
+  const int s = fd(kCollectiveChannel, peer);
+  if (s >= 0) ::shutdown(s, SHUT_RDWR);
+}
+
 std::string TcpTransport::gonePeers() {
   std::string out;
   for (int q = 0; q < size_; ++q) {

@@ -1,0 +1,21 @@
+// Fault-injection hooks for tests (tests/faults/): ways to break a running verbs group from inside
+// one of its ranks that no outside signal can produce. Nothing in the runtime calls them; they add
+// no state and no check to any data path, so they cost nothing unless a test calls them.
+#pragma once
+
+namespace c10d {
+
+class ProcessGroup;
+
+namespace verbs {
+
+// Shuts down (shutdown(2), SHUT_RDWR) this rank's collective-channel connection to `peer` in
+// `pg`, as a reset by the network or a half-dead peer would: the next receive on it returns EOF
+// and the next send EPIPE, on both ends, so both fail their op with CommError naming the other.
+// The fd stays open until the group closes it, so a thread polling it at the same time is safe.
+// Any thread. Throws InvalidArgument when `pg` is not a verbs group on the tcp transport, or
+// `peer` is not another rank of it.
+void closeConnectionForTesting(ProcessGroup& pg, int peer);
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,190 @@
+// Fault-injection suite: one rank's side of an injection (see fault_injection.h).
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "backends/verbs/fault_hooks.h"
+#include "c10d/error.h"
+#include "c10d/registry.h"
+#include "store/tcp_store.h"
+#include "tests/faults/fault_shared.h"
+
+namespace c10d {
+namespace test {
+namespace detail {
+namespace {
+
+using std::chrono::milliseconds;
+
+void copyTo(char* dst, size_t cap, const std::string& s) {
+  std::snprintf(dst, cap, "%s", s.c_str());
+}
+
+struct Report {
+  std::string outcome, opName, message;
+  int64_t errNs = 0, issueNs = 0;
+  int failedOp = -1;
+  uint64_t seq = 0;
+};
+
+void publish(RankSlot& me, const Report& r) {
+  copyTo(me.outcome, sizeof(me.outcome), r.outcome);
+  copyTo(me.opName, sizeof(me.opName), r.opName);
+  copyTo(me.message, sizeof(me.message), r.message);
+  me.errNs = r.errNs;
+  me.issueNs = r.issueNs;
+  me.failedOp = r.failedOp;
+  me.seq = r.seq;
+  me.phase.store(kReported);
+}
+
+// Runs `fn`, mapping what it throws to a Report (outcome "" when nothing was thrown).
+template <typename Fn>
+Report attempt(Fn fn) {
+  Report r;
+  try {
+    fn();
+    return r;
+  } catch (const CommError& e) {
+    r.outcome = "CommError";
+    r.message = e.what();
+  } catch (const TimeoutError& e) {
+    r.outcome = "TimeoutError";
+    r.message = e.what();
+  } catch (const Error& e) {
+    r.outcome = "Error";
+    r.message = e.what();
+  } catch (const std::exception& e) {
+    r.outcome = "std::exception";
+    r.message = e.what();
+  }
+  r.errNs = nowNs();
+  return r;
+}
+
+}  // namespace
+
+int countFds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  closedir(d);
+  return n - 1;  // the directory's own fd
+}
+
+void rankMain(const Injection& inj, SharedPage& sh, int rank) {
+  RankSlot& me = sh.ranks[rank];
+  const int ws = inj.worldSize;
+  const Milliseconds setupTimeout = inj.setupTimeout;
+  me.fdsBefore = countFds();
+
+  std::shared_ptr<Store> store;
+  std::shared_ptr<ProcessGroup> pg;
+  Report setup = attempt([&] {
+    TCPStoreOptions so;
+    so.host = "127.0.0.1";
+    so.port = static_cast<uint16_t>(sh.storePort.load());
+    so.secret = "";
+    so.timeout = setupTimeout;
+    store = std::make_shared<TCPStore>(so);
+    ProcessGroup::Options po;
+    po.timeout = setupTimeout;
+    po.config = inj.backend.config;
+    pg = createProcessGroup(inj.backend.backend, store, rank, ws, po);
+  });
+  Report rep;
+  if (!setup.outcome.empty()) {
+    rep = setup;
+    rep.outcome = "setup:" + setup.outcome;
+    rep.opName = "setup";
+  } else {
+    me.phase.store(kReady);
+    std::thread closer;
+    std::atomic<bool> stopCloser{false};
+    if (inj.fault == Fault::kCloseConnection && rank == inj.victim) {
+      closer = std::thread([&] {
+        waitFor([&] { return stopCloser.load() || me.opIndex.load() >= inj.atOp; },
+                milliseconds(30000));
+        if (stopCloser.load() || me.opIndex.load() < inj.atOp) return;
+        std::this_thread::sleep_for(std::chrono::microseconds(inj.delayUs));
+        sh.injectNs.store(nowNs());
+        try {
+          verbs::closeConnectionForTesting(*pg, inj.peer);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "[rank %d] closeConnectionForTesting failed: %s\n", rank, e.what());
+        }
+      });
+    }
+    const bool expectError = inj.fault == Fault::kSigkill || inj.fault == Fault::kSigstop ||
+                             inj.fault == Fault::kCloseConnection;
+    // Faults that must not fail collectives: a fixed number of ops on every rank (they must agree),
+    // a few of them after the fault.
+    const int lastOp = expectError ? inj.atOp + 300 : inj.atOp + 8;
+    for (int i = 0; i < lastOp && rep.outcome.empty(); ++i) {
+      if (!expectError && i == inj.atOp + 5) {
+        waitFor([&] { return sh.injectNs.load() != 0; }, milliseconds(10000));
+      }
+      me.opIndex.store(i);
+      CollectiveRun run(inj.collective, rank, ws, inj.count, i);
+      const uint64_t seq = pg->sequenceNumber();
+      const int64_t issued = nowNs();
+      rep = attempt([&] {
+        // The op's own timeout fails it; the wait's bound is only the harness's backstop.
+        run.issue(*pg, inj.opTimeout)->wait(inj.opTimeout + milliseconds(5000));
+        const std::string bad = run.verify();
+        if (!bad.empty()) throw std::logic_error(bad);
+      });
+      if (rep.outcome == "std::exception") rep.outcome = "wrong result";
+      rep.opName = collectiveName(inj.collective);
+      rep.failedOp = i;
+      rep.seq = seq;
+      rep.issueNs = issued;
+    }
+    if (rep.outcome.empty() && inj.fault == Fault::kStoreKill) {
+      // Collectives went on without the store; a call that needs it must now fail.
+      const int64_t issued = nowNs();
+      rep = attempt([&] { pg->monitoredBarrier(inj.opTimeout); });
+      rep.opName = "monitoredBarrier";
+      rep.issueNs = issued;
+      rep.failedOp = lastOp;
+    }
+    if (rep.outcome.empty()) {
+      rep.outcome = "completed";
+      rep.opName = "";
+    }
+    stopCloser.store(true);
+    if (closer.joinable()) closer.join();
+    publish(me, rep);
+    // Keep the group (and its connections) until every survivor reported: a survivor leaving
+    // would otherwise fail the others with its own departure instead of the fault.
+    waitFor(
+        [&] {
+          for (int r = 0; r < ws; ++r)
+            if (survives(inj, r) && sh.ranks[r].phase.load() < kReported) return false;
+          return true;
+        },
+        inj.opTimeout + milliseconds(5000));
+    pg.reset();
+    store.reset();
+    me.fdsAfter = countFds();
+    me.phase.store(kDone);
+    return;
+  }
+  publish(me, rep);
+  pg.reset();
+  store.reset();
+  me.fdsAfter = countFds();
+  me.phase.store(kDone);
+}
+
+}  // namespace detail
+}  // namespace test
+}  // namespace c10d
