@@ -11,13 +11,22 @@
 namespace c10d {
 
 ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options)
-    : store_(std::move(store)), rank_(rank), size_(size), options_(std::move(options)) {
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      options_(std::move(options)),
+      diagConfig_(DiagnosticsConfig::load(options_.config)) {
   C10D_CHECK_ARG(size_ >= 1, "ProcessGroup: group size ", size_, " (must be >= 1) for group ",
                  options_.groupName);
   C10D_CHECK_ARG(rank_ >= 0 && rank_ < size_, "ProcessGroup: rank ", rank_, " is out of range [0, ",
                  size_, ") for group ", options_.groupName);
   C10D_CHECK_ARG(options_.timeout >= Milliseconds::zero(), "ProcessGroup: timeout ",
                  options_.timeout.count(), " ms is negative for group ", options_.groupName);
+  // Every rank makes its groups over a store in the same order: the count keys this group's
+  // diagnostics entries (desync positions, straggler times) apart from other groups'.
+  if (store_ && size_ > 1 && diagConfig_.flightRecorderSize > 0) {
+    diagInstance_ = store_->add(detail::str("c10d/diag/instance/", rank_), 1);
+  }
 }
 
 ProcessGroup::~ProcessGroup() = default;

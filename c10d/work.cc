@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "c10d/error.h"
+#include "c10d/flight_recorder.h"
+#include "c10d/group_diagnostics.h"
 
 namespace c10d {
 
@@ -94,10 +96,23 @@ bool Work::wait(Milliseconds timeout) {
   if (t < Milliseconds::zero()) t = Milliseconds::zero();
   if (t > kMaxWait) t = kMaxWait;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, t, [this] { return completed_; })) {
+  auto done = [this] { return completed_; };
+  if (!cv_.wait_for(lock, t, done)) {
+    // The op's own timeout passed. If the backend is already failing the group (its desync
+    // report waits for the other ranks), wait for that error; else report here, with the desync
+    // report and the dump (a backend whose ops have no deadline of their own, e.g. verbs p2p).
+    std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diag_ : nullptr;
+    if (diag && diag->failing() && cv_.wait_for(lock, diag->waitGrace(), done)) {
+      if (error_) std::rethrow_exception(error_);
+      return true;
+    }
     lock.unlock();
-    C10D_THROW(TimeoutError, describe(), " did not complete within ", t.count(),
-               " ms (Work::wait timed out; the op itself is still pending)");
+    auto error = std::make_exception_ptr(TimeoutError(detail::str(
+        describe(), " did not complete within ", t.count(),
+        " ms (Work::wait timed out; the op itself is still pending) [", __FILE__, ":", __LINE__,
+        "]")));
+    if (diag) error = diag->onFailure(error);
+    std::rethrow_exception(error);
   }
   if (error_) std::rethrow_exception(error_);
   return true;
@@ -147,13 +162,64 @@ std::shared_future<void> Work::future() {
   return future_;
 }
 
+void Work::markStarted() {
+  std::shared_ptr<GroupDiagnostics> diag;
+  int64_t now = 0;
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (startNs_ != 0 || completed_) return;
+    startNs_ = now = FlightRecorder::nowNs();
+    diag = diag_;
+    id = recordId_;
+  }
+  if (diag) diag->recorder().onStart(id, now);
+}
+
+void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId) {
+  if (!diag || recordId == FlightRecorder::kNoId) return;
+  int64_t start = 0, end = 0;
+  std::exception_ptr error;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    diag_ = diag;
+    recordId_ = recordId;
+    start = startNs_;
+    end = completed_ ? endNs_ : 0;
+    error = error_;
+  }
+  if (start != 0) diag->recorder().onStart(recordId, start);
+  if (end != 0) diag->recorder().onEnd(recordId, end, error);
+}
+
 bool Work::finish(std::exception_ptr error) {
+  if (error) {
+    // A backend that fails an op with a timeout or a lost peer without going through
+    // ProcessGroup::diagnoseFailure first (a p2p timeout) still gets the desync report and the dump.
+    std::shared_ptr<GroupDiagnostics> d;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (completed_) return false;
+      d = diag_;
+    }
+    if (d) error = d->onFailure(std::move(error));
+  }
   std::vector<Callback> callbacks;
+  std::shared_ptr<GroupDiagnostics> diag;
+  std::exception_ptr recorded;
+  uint64_t id = 0;
+  int64_t end = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (completed_) return false;
     completed_ = true;
     error_ = std::move(error);
+    endNs_ = end = FlightRecorder::nowNs();
+    if (diag_) {
+      diag = diag_;
+      id = recordId_;
+      recorded = error_;
+    }
     callbacks.swap(callbacks_);
     if (promise_) {
       if (error_) {
@@ -165,6 +231,8 @@ bool Work::finish(std::exception_ptr error) {
     // Notified under the lock: a waiter may destroy the Work as soon as it sees completed_.
     cv_.notify_all();
   }
+  // Recorded before the callbacks run: a callback that dumps the record sees this op completed.
+  if (diag) diag->recorder().onEnd(id, end, recorded);
   for (auto& cb : callbacks) runCallback(cb, *this);
   return true;
 }
