@@ -37,17 +37,24 @@ void ProcessGroup::setBroken(std::exception_ptr error) {
   if (!broken_) broken_ = std::move(error);
 }
 
-uint64_t ProcessGroup::beginOp(OpType op) {
+uint64_t ProcessGroup::beginOp(OpType op, OpDesc& d) {
   if (std::exception_ptr e = brokenError()) {
     const std::string prefix = detail::str(toString(op), ": process group ", name(),
                                            " is unusable after an earlier error: ");
     std::rethrow_exception(detail::prefixed(e, prefix));
   }
-  return seq_.fetch_add(1);
+  d.op = op;
+  d.seq = seq_.fetch_add(1);
+  const bool p2p = op == OpType::kSend || op == OpType::kRecv || op == OpType::kRecvAnySource;
+  d.collSeq = p2p ? collSeq_ : collSeq_++;
+  current_ = &d;
+  return d.seq;
 }
 
-std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work) {
+std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work, OpDesc& d) {
+  current_ = nullptr;
   C10D_CHECK(work != nullptr, "backend ", backendName(), " returned no Work in group ", name());
+  work->setDesc(std::move(d));
   if (coalescing_) coalesced_.push_back(work);
   return work;
 }

@@ -36,31 +36,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/op_desc.h"
 #include "c10d/types.h"
 
 namespace c10d {
 
-enum class OpType : uint8_t {
-  kBroadcast,
-  kAllreduce,
-  kAllreduceCoalesced,
-  kReduce,
-  kAllgather,
-  kAllgatherIntoTensor,
-  kGather,
-  kScatter,
-  kReduceScatter,
-  kReduceScatterTensor,
-  kAlltoall,
-  kAlltoallSingle,
-  kBarrier,
-  kSend,
-  kRecv,
-  kRecvAnySource,
-  kCoalesced,
-  kUnknown,
-};
-const char* toString(OpType op);
 
 class Work : public std::enable_shared_from_this<Work> {
  public:
@@ -109,6 +89,12 @@ class Work : public std::enable_shared_from_this<Work> {
   // A message prefix naming the op: "allreduce #12 in group gloo:world".
   std::string describe() const;
 
+  // What the op looked like on this rank (count, dtype, root, ...). Set by ProcessGroup before the
+  // Work is returned to the caller (a Work made elsewhere has only op and seq); read it from the
+  // caller's side or from callbacks registered after that, never from the backend's threads.
+  const OpDesc& desc() const { return desc_; }
+  void setDesc(OpDesc d) { desc_ = std::move(d); }
+
  protected:
   // Called once by abort() while the Work is still pending; backends override to cancel.
   virtual void onAbort() {}
@@ -119,6 +105,7 @@ class Work : public std::enable_shared_from_this<Work> {
   const std::string group_;
   const Milliseconds timeout_;
   std::atomic<int> sourceRank_{-1};
+  OpDesc desc_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
