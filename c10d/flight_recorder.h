@@ -11,7 +11,8 @@
 // offset, then "entries", oldest first, each with seq, coll_seq, op, dtype, count, root,
 // reduce_op, peer, tensors, send/recv counts, state issued|started|completed|failed, issue / start
 // / end times in microseconds since the epoch (0 = not yet) and the error). stats() sums every
-// op completed so far (not only those still in the ring): counts, bytes, p50/p99 time.
+// op completed so far (not only those still in the ring; an op that completes after
+// `capacity` newer ops overwrote its slot is not counted): counts, bytes, p50/p99 time.
 //
 // Threads: every method is thread-safe (one mutex, held for a few stores per update; never
 // while calling out). Nothing blocks beyond that; no threads are started.

@@ -76,11 +76,6 @@ std::string GroupDiagnostics::key(const std::string& what) const {
   return detail::str("c10d/diag/", instance_, "/", what);
 }
 
-Milliseconds GroupDiagnostics::waitGrace() const {
-  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0) return Milliseconds(500);
-  return Milliseconds(cfg_.desyncWaitMs + 500);
-}
-
 std::string GroupDiagnostics::dumpPath() const {
   if (cfg_.flightRecorderDir.empty()) return "";
   return detail::str(cfg_.flightRecorderDir, "/", fileSafe(group_), ".rank", rank_, ".json");
@@ -91,7 +86,7 @@ void GroupDiagnostics::dump(const std::string& path, const std::string& reason) 
 }
 
 std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
-  if (!error || failed_.load()) return error;
+  if (!error) return error;
   bool timeout = false, comm = false;
   try {
     std::rethrow_exception(error);
@@ -102,13 +97,25 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   } catch (...) {
   }
   // Other errors (an abort, a shutdown, a mismatch found before communicating) say it all.
-  if ((!timeout && !comm) || failed_.exchange(true)) return error;
+  if (!timeout && !comm) return error;
+  // A failure reported while the first one's report runs (the backend's deadline and the
+  // caller's Work::wait expire together) waits for it, then carries the same report.
+  std::lock_guard<std::mutex> lock(reportMu_);
+  if (failed_.load()) {
+    if (timeout && !report_.empty()) {
+      const std::string text = errorText(error);
+      if (text.find(report_) == std::string::npos) {
+        return std::make_exception_ptr(TimeoutError(text + "; " + report_));
+      }
+    }
+    return error;
+  }
+  failed_.store(true);
   std::exception_ptr result = error;
-  std::string report;
   if (timeout) {
-    report = desyncReport();
-    if (!report.empty()) {
-      result = std::make_exception_ptr(TimeoutError(errorText(error) + "; " + report));
+    report_ = desyncReport();
+    if (!report_.empty()) {
+      result = std::make_exception_ptr(TimeoutError(errorText(error) + "; " + report_));
     }
   }
   if (recorder_.capacity() == 0) return result;

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "c10d/diagnostics_config.h"
@@ -44,15 +45,10 @@ class GroupDiagnostics {
   const FlightRecorder& recorder() const { return recorder_; }
   const DiagnosticsConfig& config() const { return cfg_; }
 
-  // How much longer than an op's timeout Work::wait() waits for the backend's own error once the
-  // backend started reporting (failing()): the desync report's exchange, plus a margin.
-  Milliseconds waitGrace() const;
-  // Whether the group's first failure was reported (or is being reported) by onFailure().
-  bool failing() const { return failed_.load(); }
-
   // The first TimeoutError or CommError of the group (see header comment): returns `error` with
-  // the desync report appended (same exception kind), after dumping the ring. Other errors and
-  // later calls return `error` as is.
+  // the desync report appended (same exception kind), after dumping the ring. A later
+  // TimeoutError gets the same report appended (a call made while the first report runs waits
+  // for it); other errors are returned as is.
   std::exception_ptr onFailure(std::exception_ptr error);
 
   // Publishes this rank's position, waits up to C10D_DESYNC_WAIT_MS for the others' and says who
@@ -80,7 +76,9 @@ class GroupDiagnostics {
   const int size_;
   const DiagnosticsConfig cfg_;
   FlightRecorder recorder_;
+  std::mutex reportMu_;  // held while the first failure is reported
   std::atomic<bool> failed_{false};
+  std::string report_;  // guarded by reportMu_: the first failure's desync report
   std::atomic<uint64_t> stragglerCalls_{0};
 };
 

@@ -45,6 +45,7 @@
 
 #include "c10d/diagnostics_config.h"
 #include "c10d/error.h"
+#include "c10d/op_desc.h"
 #include "c10d/options.h"
 #include "c10d/reduce_op.h"
 #include "c10d/types.h"
@@ -169,6 +170,8 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   // Number of ops issued so far (the next op's sequence number).
   uint64_t sequenceNumber() const { return seq_.load(); }
+  // Number of collectives (ops other than send/recv) issued so far.
+  uint64_t collectiveCount() const { return collSeq_; }
 
   // ---- diagnostics (see header comment) ----
   // Per op: count, failures, bytes, p50/p99/max time from issue to completion (OpStats::table()
@@ -195,6 +198,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // Backends call this at the start of shutdown(): the straggler summary when opted in.
   // Idempotent.
   void shutdownDiagnostics();
+
+  // The description of the op whose do*() method is running (seq, counts, dtype, root, reduce
+  // op: op_desc.h), computed by the public wrapper; valid only during that call, on the calling
+  // thread (copy what outlives it). The wrapper stores it on the returned Work afterwards.
+  const OpDesc& currentOp() const { return *current_; }
 
   // Called after validation with the timeout already resolved; `seq` is the op's sequence number.
   virtual std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
@@ -258,9 +266,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   }
 
  private:
-  // Validation and bookkeeping shared by every public collective; returns the op's seq.
-  uint64_t beginOp(OpType op);
-  std::shared_ptr<Work> track(std::shared_ptr<Work> work);
+  // Validation and bookkeeping shared by every public collective: fills d.op, d.seq and
+  // d.collSeq, makes `d` the currentOp() and returns the op's seq.
+  uint64_t beginOp(OpType op, OpDesc& d);
+  // Ends the currentOp(), stores `d` on the work and collects it while coalescing.
+  std::shared_ptr<Work> track(std::shared_ptr<Work> work, OpDesc& d);
+  // Ends the currentOp() when do*() threw.
+  struct CurrentOpScope;
   std::shared_ptr<ProcessGroup> makeSubgroup(const std::string& tag,
                                              const std::vector<int>& members, Options options);
 
@@ -269,6 +281,8 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   const int size_;
   const Options options_;
   std::atomic<uint64_t> seq_{0};
+  uint64_t collSeq_ = 0;                // collectives issued so far (see collectiveCount())
+  const OpDesc* current_ = nullptr;     // see currentOp()
   uint64_t subgroupCounter_ = 0;  // number of newGroup/split calls so far
   uint64_t barrierCounter_ = 0;   // number of monitoredBarrier calls so far
 
@@ -283,6 +297,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   mutable std::once_flag diagOnce_;
   mutable std::shared_ptr<GroupDiagnostics> diag_;  // set once under diagOnce_
   std::atomic<bool> diagShutdown_{false};
+  uint64_t pendingRecord_ = ~uint64_t(0);  // flight record id from beginOp() until track()
 
   mutable std::mutex brokenMu_;
   std::exception_ptr broken_;  // guarded by brokenMu_

@@ -98,20 +98,22 @@ bool Work::wait(Milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto done = [this] { return completed_; };
   if (!cv_.wait_for(lock, t, done)) {
-    // The op's own timeout passed. If the backend is already failing the group (its desync
-    // report waits for the other ranks), wait for that error; else report here, with the desync
-    // report and the dump (a backend whose ops have no deadline of their own, e.g. verbs p2p).
+    // The op's own timeout passed: report it through the group's diagnostics (desync report,
+    // dump), which waits for a report the backend may be running for the same stuck op.
     std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diag_ : nullptr;
-    if (diag && diag->failing() && cv_.wait_for(lock, diag->waitGrace(), done)) {
-      if (error_) std::rethrow_exception(error_);
-      return true;
-    }
     lock.unlock();
     auto error = std::make_exception_ptr(TimeoutError(detail::str(
         describe(), " did not complete within ", t.count(),
         " ms (Work::wait timed out; the op itself is still pending) [", __FILE__, ":", __LINE__,
         "]")));
-    if (diag) error = diag->onFailure(error);
+    if (diag) {
+      error = diag->onFailure(error);
+      // Meanwhile the backend may have failed the op itself: its error says more.
+      lock.lock();
+      if (completed_ && error_) error = error_;
+      if (completed_ && !error_) return true;
+      lock.unlock();
+    }
     std::rethrow_exception(error);
   }
   if (error_) std::rethrow_exception(error_);
@@ -162,34 +164,22 @@ std::shared_future<void> Work::future() {
   return future_;
 }
 
+// The flight record is updated under mu_ (the recorder's lock nests inside it and never calls
+// back): a waiter that sees the Work complete also sees its record and stats updated.
 void Work::markStarted() {
-  std::shared_ptr<GroupDiagnostics> diag;
-  int64_t now = 0;
-  uint64_t id = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (startNs_ != 0 || completed_) return;
-    startNs_ = now = FlightRecorder::nowNs();
-    diag = diag_;
-    id = recordId_;
-  }
-  if (diag) diag->recorder().onStart(id, now);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (startNs_ != 0 || completed_) return;
+  startNs_ = FlightRecorder::nowNs();
+  if (diag_) diag_->recorder().onStart(recordId_, startNs_);
 }
 
 void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId) {
   if (!diag || recordId == FlightRecorder::kNoId) return;
-  int64_t start = 0, end = 0;
-  std::exception_ptr error;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    diag_ = diag;
-    recordId_ = recordId;
-    start = startNs_;
-    end = completed_ ? endNs_ : 0;
-    error = error_;
-  }
-  if (start != 0) diag->recorder().onStart(recordId, start);
-  if (end != 0) diag->recorder().onEnd(recordId, end, error);
+  std::lock_guard<std::mutex> lock(mu_);
+  diag_ = std::move(diag);
+  recordId_ = recordId;
+  if (startNs_ != 0) diag_->recorder().onStart(recordId_, startNs_);
+  if (completed_) diag_->recorder().onEnd(recordId_, endNs_, error_);
 }
 
 bool Work::finish(std::exception_ptr error) {
@@ -205,21 +195,13 @@ bool Work::finish(std::exception_ptr error) {
     if (d) error = d->onFailure(std::move(error));
   }
   std::vector<Callback> callbacks;
-  std::shared_ptr<GroupDiagnostics> diag;
-  std::exception_ptr recorded;
-  uint64_t id = 0;
-  int64_t end = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (completed_) return false;
     completed_ = true;
     error_ = std::move(error);
-    endNs_ = end = FlightRecorder::nowNs();
-    if (diag_) {
-      diag = diag_;
-      id = recordId_;
-      recorded = error_;
-    }
+    endNs_ = FlightRecorder::nowNs();
+    if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_);
     callbacks.swap(callbacks_);
     if (promise_) {
       if (error_) {
@@ -231,8 +213,6 @@ bool Work::finish(std::exception_ptr error) {
     // Notified under the lock: a waiter may destroy the Work as soon as it sees completed_.
     cv_.notify_all();
   }
-  // Recorded before the callbacks run: a callback that dumps the record sees this op completed.
-  if (diag) diag->recorder().onEnd(id, end, recorded);
   for (auto& cb : callbacks) runCallback(cb, *this);
   return true;
 }

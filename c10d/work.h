@@ -23,9 +23,9 @@
 //   A Work issued through a ProcessGroup updates its entry in the group's flight recorder when the
 //   backend starts it (markStarted) and when it completes; an error that is a TimeoutError or
 //   CommError goes through the group's GroupDiagnostics::onFailure first (desync report, dump).
-//   wait() with kUnsetTimeout, when the op's timeout passes: if the backend is already reporting
-//   the group's failure, waits up to GroupDiagnostics::waitGrace() more for that error; else
-//   throws its TimeoutError through onFailure (so it carries the desync report).
+//   wait() with kUnsetTimeout, when the op's timeout passes, throws its TimeoutError through
+//   onFailure too (so it carries the desync report; up to C10D_DESYNC_WAIT_MS later), or the
+//   backend's own error if the backend failed the op meanwhile.
 //
 // Callbacks
 //   then(cb) runs cb exactly once after completion: on the completing thread, or at once on the
@@ -44,33 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "c10d/op_desc.h"
 #include "c10d/types.h"
 
 namespace c10d {
 
 class GroupDiagnostics;
-
-enum class OpType : uint8_t {
-  kBroadcast,
-  kAllreduce,
-  kAllreduceCoalesced,
-  kReduce,
-  kAllgather,
-  kAllgatherIntoTensor,
-  kGather,
-  kScatter,
-  kReduceScatter,
-  kReduceScatterTensor,
-  kAlltoall,
-  kAlltoallSingle,
-  kBarrier,
-  kSend,
-  kRecv,
-  kRecvAnySource,
-  kCoalesced,
-  kUnknown,
-};
-const char* toString(OpType op);
 
 class Work : public std::enable_shared_from_this<Work> {
  public:
@@ -119,6 +98,12 @@ class Work : public std::enable_shared_from_this<Work> {
   // A message prefix naming the op: "allreduce #12 in group gloo:world".
   std::string describe() const;
 
+  // What the op looked like on this rank (count, dtype, root, ...). Set by ProcessGroup before the
+  // Work is returned to the caller (a Work made elsewhere has only op and seq); read it from the
+  // caller's side or from callbacks registered after that, never from the backend's threads.
+  const OpDesc& desc() const { return desc_; }
+  void setDesc(OpDesc d) { desc_ = std::move(d); }
+
   // Backends: the op began running (its flight record's start time). Only the first call counts.
   void markStarted();
   // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
@@ -135,6 +120,7 @@ class Work : public std::enable_shared_from_this<Work> {
   const std::string group_;
   const Milliseconds timeout_;
   std::atomic<int> sourceRank_{-1};
+  OpDesc desc_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

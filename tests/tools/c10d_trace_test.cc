@@ -76,6 +76,20 @@ TEST_F(TraceTest, NamesTheRankThatNeverArrived) {
       << r.out;
 }
 
+TEST_F(TraceTest, DumpsWrittenAfterTheFailure) {
+  // Dumped on demand after the error: the stuck op is "failed" on ranks 0 and 1.
+  std::vector<std::string> done = {entry(0, "allreduce", 8, "completed")};
+  auto failed = done;
+  failed.push_back(entry(1, "allreduce", 8, "failed"));
+  write("r0.json", dump(0, 3, failed));
+  write("r1.json", dump(1, 3, failed));
+  write("r2.json", dump(2, 3, done));
+  TraceRun r = run({dir_});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("ranks 0, 1 failed in allreduce #1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 2 never arrived at allreduce #1"), std::string::npos) << r.out;
+}
+
 TEST_F(TraceTest, NamesRanksThatLeftNoDumpAndRanksBehind) {
   std::vector<std::string> a = {entry(0, "allreduce", 8, "completed"),
                                 entry(1, "broadcast", 8, "started")};

@@ -258,7 +258,8 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
     break;
   }
 
-  // 2. Positions: the oldest op each rank has not completed, else its last op.
+  // 2. Positions: the oldest op each rank has not completed successfully (pending, or failed: a
+  // dump written after the failure), else its last op.
   struct Pos {
     const Entry* at = nullptr;
     const Entry* lastDone = nullptr;
@@ -268,8 +269,8 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
   for (const auto& [rank, d] : byRank) {
     Pos p;
     for (const Entry& e : d->entries) {
-      if (!e.pending()) p.lastDone = &e;
-      if (e.pending() && p.at == nullptr) {
+      if (e.state == "completed") p.lastDone = &e;
+      if (e.state != "completed" && p.at == nullptr) {
         p.at = &e;
         p.waiting = true;
       }
@@ -292,7 +293,7 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
       t << std::setw(10) << "empty" << "(no ops recorded)\n";
       continue;
     }
-    t << std::setw(10) << (p.waiting ? "waiting" : p.at->state) << std::setw(50)
+    t << std::setw(10) << (p.at->pending() ? "waiting" : p.at->state) << std::setw(50)
       << p.at->describe() << "  " << (p.lastDone ? "#" + std::to_string(p.lastDone->seq) : "-");
     if (!p.at->error.empty()) t << "  error: " << p.at->error.substr(0, 160);
     t << "\n";
@@ -311,7 +312,7 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
   }
   std::vector<std::string> parts;
   if (!anyWaiting) {
-    parts.push_back("no rank has an op in flight: every recorded op completed or failed");
+    parts.push_back("no rank has an op in flight: every recorded op completed");
   } else {
     std::vector<int> atFront, never;
     std::map<uint64_t, std::vector<int>> behind;
@@ -334,7 +335,10 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
       parts.push_back(str(ranksText(ranks), ranks.size() == 1 ? " is" : " are", " still at ",
                           e->op, " #", seq, " (", e->state, ")"));
     }
-    parts.push_back(str(ranksText(atFront), " wait", atFront.size() == 1 ? "s" : "", " in ",
+    bool allFailed = true;
+    for (int r : atFront) allFailed = allFailed && pos[r].at->state == "failed";
+    parts.push_back(str(ranksText(atFront),
+                        allFailed ? " failed in " : atFront.size() == 1 ? " waits in " : " wait in ",
                         frontEntry->describe()));
     for (int r : never) {
       const Pos& p = pos[r];
