@@ -319,11 +319,12 @@ std::string FlightRecorder::summary(size_t n) const {
   const int64_t now = nowNs();
   for (size_t i = from; i < entries.size(); ++i) {
     const Entry& e = entries[i];
-    os << "  " << e.desc.describeWithOp() << " #" << e.desc.seq << ": " << toString(e.state);
+    os << "  " << c10d::toString(e.desc.op) << " #" << e.desc.seq << " (" << e.desc.describe()
+       << "): " << toString(e.state);
     if (e.endNs != 0) {
       os << " in " << (e.endNs - e.issueNs) / 1000 << " us";
     } else {
-      os << ", issued " << (now - e.issueNs) / 1000000 << " ms ago";
+      os << ", pending for " << (now - e.issueNs) / 1000000 << " ms";
     }
     if (!e.error.empty()) os << " (" << e.error.substr(0, 200) << ")";
     os << "\n";
