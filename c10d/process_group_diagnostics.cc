@@ -34,7 +34,8 @@ std::exception_ptr ProcessGroup::diagnoseFailure(std::exception_ptr error) {
 }
 
 void ProcessGroup::shutdownDiagnostics() {
-  if (diagShutdown_.exchange(true) || !diagConfig_.stragglerReport) return;
+  // A broken group's ranks may be gone: no summary (it would wait for them).
+  if (diagShutdown_.exchange(true) || !diagConfig_.stragglerReport || brokenError()) return;
   const std::string text = stragglerReport();
   if (!text.empty()) std::fprintf(stderr, "%s", text.c_str());
 }

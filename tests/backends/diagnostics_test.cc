@@ -172,9 +172,11 @@ TEST_P(Diagnostics, RendezvousNamesTheRanksThatNeverCame) {
 
 // Stats after a known mix of ops; the straggler summary names the rank that sleeps before each op.
 TEST_P(Diagnostics, StatsAndStragglerSummary) {
-  const BackendParam bp = GetParam();
+  BackendParam bp = GetParam();
+  bp.config["C10D_STRAGGLER_REPORT"] = "1";
   const std::string path = uniqueTempPath("stats");
   expectAllRanksOk(3, [&](int rank, int size) {
+    redirectStderr(path + ".stderr" + std::to_string(rank));
     auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
     std::vector<float> data(1000, 1.0f);
     constexpr int kOps = 10;
@@ -202,10 +204,15 @@ TEST_P(Diagnostics, StatsAndStragglerSummary) {
     }
 
     const std::string report = pg->stragglerReport(Milliseconds(20000));
+    // C10D_STRAGGLER_REPORT=1: shutdown() prints it again on rank 0.
+    pg->shutdown();
+    const std::string err = readFile(path + ".stderr" + std::to_string(rank));
     if (rank != 0) {
       EXPECT_EQ(report, "");
+      EXPECT_EQ(err.find("straggler summary"), std::string::npos) << err;
       return;
     }
+    EXPECT_NE(err.find("c10d: straggler summary of group " + pg->name()), std::string::npos) << err;
     EXPECT_NE(report.find("straggler summary of group " + pg->name() + " (3 ranks, 14 collectives"),
               std::string::npos)
         << report;
