@@ -190,10 +190,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
  protected:
   // Backends mark the group broken with the first asynchronous error.
   void setBroken(std::exception_ptr error);
-  // Backends pass the group's first timeout / communication error through this before delivering
-  // it (and before setBroken): on the first call it runs the desync report (TimeoutError: the
-  // returned error names who is behind) and dumps the flight record; later calls return `error`.
-  // Blocks the calling thread up to C10D_DESYNC_WAIT_MS plus a few store round trips.
+  // Backends pass a timeout / communication error through this before delivering it (and before
+  // setBroken): the group's first one runs the desync report (TimeoutError: the returned error
+  // names who is behind) and dumps the flight record; later TimeoutErrors get the same report
+  // appended, other errors come back as they are. Blocks the calling thread up to
+  // C10D_DESYNC_WAIT_MS plus a few store round trips (GroupDiagnostics::onFailure).
   std::exception_ptr diagnoseFailure(std::exception_ptr error);
   // Backends call this at the start of shutdown(): the straggler summary when opted in.
   // Idempotent.
