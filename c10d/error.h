@@ -5,6 +5,7 @@
 //   InvalidArgument  the caller passed something wrong; raised before any communication
 //   TimeoutError     a blocking call ran past its timeout; names op / key / sequence number
 //   CommError        a peer died or a connection was lost; names the peer where known
+//   CollectiveMismatchError (an InvalidArgument) ranks called collectives that do not match
 //
 // Messages are written for the person reading a log of 8 ranks: they name the rank, the op, the
 // sequence number, the key or the sizes involved. The C10D_CHECK* macros print both values of a
@@ -36,6 +37,14 @@ class TimeoutError : public Error {
 class CommError : public Error {
  public:
   explicit CommError(const std::string& msg) : Error(msg) {}
+};
+
+// Two ranks called collectives that do not match: different ops, counts, dtypes, roots, reduce
+// ops, or one rank is ahead of the other by whole collectives. Raised on every rank of the op
+// (the rank that notices tells the others); the group is broken afterwards.
+class CollectiveMismatchError : public InvalidArgument {
+ public:
+  explicit CollectiveMismatchError(const std::string& msg) : InvalidArgument(msg) {}
 };
 
 namespace detail {

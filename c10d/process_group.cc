@@ -6,18 +6,29 @@
 #include <algorithm>
 #include <chrono>
 
+#include "c10d/flight_recorder.h"
+#include "c10d/group_diagnostics.h"
 #include "store/store.h"
 
 namespace c10d {
 
 ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options)
-    : store_(std::move(store)), rank_(rank), size_(size), options_(std::move(options)) {
+    : store_(std::move(store)),
+      rank_(rank),
+      size_(size),
+      options_(std::move(options)),
+      diagConfig_(DiagnosticsConfig::load(options_.config)) {
   C10D_CHECK_ARG(size_ >= 1, "ProcessGroup: group size ", size_, " (must be >= 1) for group ",
                  options_.groupName);
   C10D_CHECK_ARG(rank_ >= 0 && rank_ < size_, "ProcessGroup: rank ", rank_, " is out of range [0, ",
                  size_, ") for group ", options_.groupName);
   C10D_CHECK_ARG(options_.timeout >= Milliseconds::zero(), "ProcessGroup: timeout ",
                  options_.timeout.count(), " ms is negative for group ", options_.groupName);
+  // Every rank makes its groups over a store in the same order: the count keys this group's
+  // diagnostics entries (desync positions, straggler times) apart from other groups'.
+  if (store_ && size_ > 1 && diagConfig_.flightRecorderSize > 0) {
+    diagInstance_ = store_->add(detail::str("c10d/diag/instance/", rank_), 1);
+  }
 }
 
 ProcessGroup::~ProcessGroup() = default;
@@ -37,17 +48,38 @@ void ProcessGroup::setBroken(std::exception_ptr error) {
   if (!broken_) broken_ = std::move(error);
 }
 
-uint64_t ProcessGroup::beginOp(OpType op) {
+uint64_t ProcessGroup::beginOp(OpType op, OpDesc& d) {
   if (std::exception_ptr e = brokenError()) {
     const std::string prefix = detail::str(toString(op), ": process group ", name(),
                                            " is unusable after an earlier error: ");
     std::rethrow_exception(detail::prefixed(e, prefix));
   }
-  return seq_.fetch_add(1);
+  d.op = op;
+  d.seq = seq_.fetch_add(1);
+  const bool p2p = op == OpType::kSend || op == OpType::kRecv || op == OpType::kRecvAnySource;
+  d.collSeq = p2p ? collSeq_ : collSeq_++;
+  current_ = &d;
+  if (diagConfig_.flightRecorderSize > 0) {
+    FlightRecorder& rec = diagnostics().recorder();
+    const int64_t now = FlightRecorder::nowNs();
+    if (pendingRecord_ != FlightRecorder::kNoId) {
+      // The previous op's do*() threw instead of returning a Work.
+      rec.onEnd(pendingRecord_, now,
+                std::make_exception_ptr(Error("the backend refused the op at issue")));
+    }
+    pendingRecord_ = rec.record(d, now);
+  }
+  return d.seq;
 }
 
-std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work) {
+std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work, OpDesc& d) {
+  current_ = nullptr;
   C10D_CHECK(work != nullptr, "backend ", backendName(), " returned no Work in group ", name());
+  if (pendingRecord_ != FlightRecorder::kNoId) {
+    work->attachDiagnostics(diag_, pendingRecord_);
+    pendingRecord_ = FlightRecorder::kNoId;
+  }
+  work->setDesc(std::move(d));
   if (coalescing_) coalesced_.push_back(work);
   return work;
 }

@@ -19,6 +19,13 @@
 //   pending Work, and the group is then broken: every later call throws that error's type (e.g.
 //   CommError) with a message saying the group is unusable and why.
 //
+// Diagnostics (group_diagnostics.h, README "Diagnostics")
+//   Every op is recorded in the group's flight recorder ring (issue / start / end, state, error);
+//   stats() sums them per op. The first timeout or communication error a backend reports
+//   (diagnoseFailure) adds a desync report to the error (who is behind, who is silent) and dumps
+//   the ring (C10D_FLIGHT_RECORDER_DIR) or prints its tail; dumpFlightRecord() writes it on demand.
+//   Settings: diagnostics_config.h, from Options::config or the environment.
+//
 // Sub-groups
 //   newGroup(ranks) and split(color, key) are collective over this group (every rank calls them,
 //   in the same order with the same arguments for newGroup). Each sub-group gets its own
@@ -36,7 +43,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/diagnostics_config.h"
 #include "c10d/error.h"
+#include "c10d/op_desc.h"
 #include "c10d/options.h"
 #include "c10d/reduce_op.h"
 #include "c10d/types.h"
@@ -45,6 +54,8 @@
 namespace c10d {
 
 class Store;
+class GroupDiagnostics;
+struct OpStats;
 
 class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
  public:
@@ -159,10 +170,40 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   // Number of ops issued so far (the next op's sequence number).
   uint64_t sequenceNumber() const { return seq_.load(); }
+  // Number of collectives (ops other than send/recv) issued so far.
+  uint64_t collectiveCount() const { return collSeq_; }
+
+  // ---- diagnostics (see header comment) ----
+  // Per op: count, failures, bytes, p50/p99/max time from issue to completion (OpStats::table()
+  // prints them). Thread-safe; local to this rank.
+  OpStats stats() const;
+  // Writes this rank's flight record (JSON, read by tools/c10d_trace) to `path`; throws Error
+  // naming the path when it cannot. Thread-safe; local to this rank.
+  void dumpFlightRecord(const std::string& path) const;
+  // Collective: which rank arrived last most often over the collectives in the flight recorders.
+  // Rank 0 waits up to `timeout` for the others and returns the summary; others return "".
+  // Called by shutdown() when C10D_STRAGGLER_REPORT=1 (rank 0 prints it to stderr).
+  std::string stragglerReport(Milliseconds timeout = Milliseconds(10000));
+  // The group's recorder, desync report and settings (made on first use; thread-safe).
+  GroupDiagnostics& diagnostics() const;
 
  protected:
   // Backends mark the group broken with the first asynchronous error.
   void setBroken(std::exception_ptr error);
+  // Backends pass a timeout / communication error through this before delivering it (and before
+  // setBroken): the group's first one runs the desync report (TimeoutError: the returned error
+  // names who is behind) and dumps the flight record; later TimeoutErrors get the same report
+  // appended, other errors come back as they are. Blocks the calling thread up to
+  // C10D_DESYNC_WAIT_MS plus a few store round trips (GroupDiagnostics::onFailure).
+  std::exception_ptr diagnoseFailure(std::exception_ptr error);
+  // Backends call this at the start of shutdown(): the straggler summary when opted in.
+  // Idempotent.
+  void shutdownDiagnostics();
+
+  // The description of the op whose do*() method is running (seq, counts, dtype, root, reduce
+  // op: op_desc.h), computed by the public wrapper; valid only during that call, on the calling
+  // thread (copy what outlives it). The wrapper stores it on the returned Work afterwards.
+  const OpDesc& currentOp() const { return *current_; }
 
   // Called after validation with the timeout already resolved; `seq` is the op's sequence number.
   virtual std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
@@ -226,9 +267,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   }
 
  private:
-  // Validation and bookkeeping shared by every public collective; returns the op's seq.
-  uint64_t beginOp(OpType op);
-  std::shared_ptr<Work> track(std::shared_ptr<Work> work);
+  // Validation and bookkeeping shared by every public collective: fills d.op, d.seq and
+  // d.collSeq, makes `d` the currentOp() and returns the op's seq.
+  uint64_t beginOp(OpType op, OpDesc& d);
+  // Ends the currentOp(), stores `d` on the work and collects it while coalescing.
+  std::shared_ptr<Work> track(std::shared_ptr<Work> work, OpDesc& d);
+  // Ends the currentOp() when do*() threw.
+  struct CurrentOpScope;
   std::shared_ptr<ProcessGroup> makeSubgroup(const std::string& tag,
                                              const std::vector<int>& members, Options options);
 
@@ -237,12 +282,23 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   const int size_;
   const Options options_;
   std::atomic<uint64_t> seq_{0};
+  uint64_t collSeq_ = 0;                // collectives issued so far (see collectiveCount())
+  const OpDesc* current_ = nullptr;     // see currentOp()
   uint64_t subgroupCounter_ = 0;  // number of newGroup/split calls so far
   uint64_t barrierCounter_ = 0;   // number of monitoredBarrier calls so far
 
   bool coalescing_ = false;
   uint64_t coalescingSeq_ = 0;
   std::vector<std::shared_ptr<Work>> coalesced_;
+
+  // Diagnostics: this rank's count of groups over store_ (keys their store entries), the
+  // GroupDiagnostics made on first use, and the flight record id of the op being issued.
+  const DiagnosticsConfig diagConfig_;
+  int64_t diagInstance_ = 0;
+  mutable std::once_flag diagOnce_;
+  mutable std::shared_ptr<GroupDiagnostics> diag_;  // set once under diagOnce_
+  std::atomic<bool> diagShutdown_{false};
+  uint64_t pendingRecord_ = ~uint64_t(0);  // flight record id from beginOp() until track()
 
   mutable std::mutex brokenMu_;
   std::exception_ptr broken_;  // guarded by brokenMu_

@@ -1,6 +1,7 @@
 // The public, non-virtual collectives of ProcessGroup: argument validation on this rank (before
-// any communication), then beginOp() (broken check, sequence number), the timeout resolved, and
-// the backend's do*() method.
+// any communication), the op's description (OpDesc: counts, dtype, root, reduce op), beginOp()
+// (broken check, sequence numbers), the timeout resolved, and the backend's do*() method, which
+// sees the description as currentOp(); the Work it returns carries it (Work::desc()).
 #include <limits>
 
 #include "c10d/process_group.h"
@@ -140,19 +141,35 @@ class Check {
   const OpType op_;
 };
 
+void setReduceOp(OpDesc& d, const ReduceOp& op) {
+  d.reduceOp = op.kind;
+  d.hasReduceOp = true;
+}
+
 std::string at(const char* name, size_t i) {
   return detail::str(name, "[", i, "]");
 }
 
 }  // namespace
 
+// Clears currentOp() when the wrapper returns or do*() throws.
+struct ProcessGroup::CurrentOpScope {
+  const OpDesc*& current;
+  ~CurrentOpScope() { current = nullptr; }
+};
+
 std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOptions& opts) {
   Check c(*this, OpType::kBroadcast);
   c.timeout(opts.timeout);
   c.root(opts.rootRank);
   c.tensor(tensor, "tensor");
-  const uint64_t seq = beginOp(OpType::kBroadcast);
-  return track(doBroadcast(tensor, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  d.root = opts.rootRank;
+  const uint64_t seq = beginOp(OpType::kBroadcast, d);
+  CurrentOpScope scope{current_};
+  return track(doBroadcast(tensor, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOptions& opts) {
@@ -160,8 +177,13 @@ std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOpti
   c.timeout(opts.timeout);
   c.tensor(tensor, "tensor");
   c.reduceOp(opts.reduceOp, tensor);
-  const uint64_t seq = beginOp(OpType::kAllreduce);
-  return track(doAllreduce(tensor, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  setReduceOp(d, opts.reduceOp);
+  const uint64_t seq = beginOp(OpType::kAllreduce, d);
+  CurrentOpScope scope{current_};
+  return track(doAllreduce(tensor, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -174,8 +196,14 @@ std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>
     c.like(tensors[i], at("tensors", i), tensors[0], "tensors[0]");
   }
   c.reduceOp(opts.reduceOp, tensors[0]);
-  const uint64_t seq = beginOp(OpType::kAllreduceCoalesced);
-  return track(doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensors[0].dtype;
+  for (const Tensor& t : tensors) d.count += t.numel;
+  d.tensors = tensors.size();
+  setReduceOp(d, opts.reduceOp);
+  const uint64_t seq = beginOp(OpType::kAllreduceCoalesced, d);
+  CurrentOpScope scope{current_};
+  return track(doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& opts) {
@@ -184,8 +212,14 @@ std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& o
   c.root(opts.rootRank);
   c.tensor(tensor, "tensor");
   c.reduceOp(opts.reduceOp, tensor);
-  const uint64_t seq = beginOp(OpType::kReduce);
-  return track(doReduce(tensor, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  d.root = opts.rootRank;
+  setReduceOp(d, opts.reduceOp);
+  const uint64_t seq = beginOp(OpType::kReduce, d);
+  CurrentOpScope scope{current_};
+  return track(doReduce(tensor, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs, Tensor input,
@@ -199,8 +233,12 @@ std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs
     c.like(outputs[i], at("outputs", i), input, "input");
     c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
   }
-  const uint64_t seq = beginOp(OpType::kAllgather);
-  return track(doAllgather(outputs, input, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.count = input.numel;
+  const uint64_t seq = beginOp(OpType::kAllgather, d);
+  CurrentOpScope scope{current_};
+  return track(doAllgather(outputs, input, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor input,
@@ -211,8 +249,12 @@ std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor in
   c.tensor(output, "output");
   c.like(output, "output", input, "input");
   c.numel(output, "output", c.times(input.numel, "input"), "group size * the input's numel");
-  const uint64_t seq = beginOp(OpType::kAllgatherIntoTensor);
-  return track(doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.count = input.numel;
+  const uint64_t seq = beginOp(OpType::kAllgatherIntoTensor, d);
+  CurrentOpScope scope{current_};
+  return track(doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, Tensor input,
@@ -232,8 +274,13 @@ std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, T
     c.fail(outputs.size(), " outputs given on a non-root rank (root is ", opts.rootRank,
            "; only the root receives)");
   }
-  const uint64_t seq = beginOp(OpType::kGather);
-  return track(doGather(outputs, input, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.count = input.numel;
+  d.root = opts.rootRank;
+  const uint64_t seq = beginOp(OpType::kGather, d);
+  CurrentOpScope scope{current_};
+  return track(doGather(outputs, input, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -253,8 +300,13 @@ std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Ten
     c.fail(inputs.size(), " inputs given on a non-root rank (root is ", opts.rootRank,
            "; only the root sends)");
   }
-  const uint64_t seq = beginOp(OpType::kScatter);
-  return track(doScatter(output, inputs, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = output.dtype;
+  d.count = output.numel;
+  d.root = opts.rootRank;
+  const uint64_t seq = beginOp(OpType::kScatter, d);
+  CurrentOpScope scope{current_};
+  return track(doScatter(output, inputs, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -269,8 +321,13 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vect
     c.numel(inputs[i], at("inputs", i), output.numel, "the output's numel");
   }
   c.reduceOp(opts.reduceOp, output);
-  const uint64_t seq = beginOp(OpType::kReduceScatter);
-  return track(doReduceScatter(output, inputs, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = output.dtype;
+  d.count = output.numel;
+  setReduceOp(d, opts.reduceOp);
+  const uint64_t seq = beginOp(OpType::kReduceScatter, d);
+  CurrentOpScope scope{current_};
+  return track(doReduceScatter(output, inputs, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor input,
@@ -282,8 +339,13 @@ std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor in
   c.like(input, "input", output, "output");
   c.numel(input, "input", c.times(output.numel, "output"), "group size * the output's numel");
   c.reduceOp(opts.reduceOp, output);
-  const uint64_t seq = beginOp(OpType::kReduceScatterTensor);
-  return track(doReduceScatterTensor(output, input, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = output.dtype;
+  d.count = output.numel;
+  setReduceOp(d, opts.reduceOp);
+  const uint64_t seq = beginOp(OpType::kReduceScatterTensor, d);
+  CurrentOpScope scope{current_};
+  return track(doReduceScatterTensor(output, input, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
@@ -303,8 +365,15 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
   }
   const size_t me = static_cast<size_t>(rank());
   c.ownBlock(outputs[me].numel, inputs[me].numel, at("outputs", me), at("inputs", me));
-  const uint64_t seq = beginOp(OpType::kAlltoall);
-  return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = inputs[0].dtype;
+  d.sendCounts.reserve(inputs.size());
+  d.recvCounts.reserve(outputs.size());
+  for (const Tensor& t : inputs) d.sendCounts.push_back(t.numel);
+  for (const Tensor& t : outputs) d.recvCounts.push_back(t.numel);
+  const uint64_t seq = beginOp(OpType::kAlltoall, d);
+  CurrentOpScope scope{current_};
+  return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
@@ -320,15 +389,23 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   std::vector<size_t> out = c.splits(outputSplits, output, "output");
   const size_t me = static_cast<size_t>(rank());
   c.ownBlock(out[me], in[me], at("outputSplits", me), at("inputSplits", me));
-  const uint64_t seq = beginOp(OpType::kAlltoallSingle);
-  return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.sendCounts.assign(in.begin(), in.end());
+  d.recvCounts.assign(out.begin(), out.end());
+  const uint64_t seq = beginOp(OpType::kAlltoallSingle, d);
+  CurrentOpScope scope{current_};
+  return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& opts) {
   Check c(*this, OpType::kBarrier);
   c.timeout(opts.timeout);
-  const uint64_t seq = beginOp(OpType::kBarrier);
-  return track(doBarrier(withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = DataType::kUInt8;
+  const uint64_t seq = beginOp(OpType::kBarrier, d);
+  CurrentOpScope scope{current_};
+  return track(doBarrier(withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendRecvOptions& opts) {
@@ -336,8 +413,13 @@ std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendR
   c.timeout(opts.timeout);
   c.peer(dstRank, "destination");
   c.tensor(tensor, "tensor");
-  const uint64_t seq = beginOp(OpType::kSend);
-  return track(doSend(tensor, dstRank, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  d.peer = dstRank;
+  const uint64_t seq = beginOp(OpType::kSend, d);
+  CurrentOpScope scope{current_};
+  return track(doSend(tensor, dstRank, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendRecvOptions& opts) {
@@ -345,8 +427,13 @@ std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendR
   c.timeout(opts.timeout);
   c.peer(srcRank, "source");
   c.tensor(tensor, "tensor");
-  const uint64_t seq = beginOp(OpType::kRecv);
-  return track(doRecv(tensor, srcRank, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  d.peer = srcRank;
+  const uint64_t seq = beginOp(OpType::kRecv, d);
+  CurrentOpScope scope{current_};
+  return track(doRecv(tensor, srcRank, withResolvedTimeout(opts), seq), d);
 }
 
 std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvOptions& opts) {
@@ -354,8 +441,12 @@ std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvO
   c.timeout(opts.timeout);
   c.tensor(tensor, "tensor");
   if (size() < 2) c.fail("no other rank to receive from");
-  const uint64_t seq = beginOp(OpType::kRecvAnySource);
-  return track(doRecv(tensor, -1, withResolvedTimeout(opts), seq));
+  OpDesc d;
+  d.dtype = tensor.dtype;
+  d.count = tensor.numel;
+  const uint64_t seq = beginOp(OpType::kRecvAnySource, d);
+  CurrentOpScope scope{current_};
+  return track(doRecv(tensor, -1, withResolvedTimeout(opts), seq), d);
 }
 
 }  // namespace c10d

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "c10d/error.h"
+#include "c10d/flight_recorder.h"
+#include "c10d/group_diagnostics.h"
 
 namespace c10d {
 
@@ -94,10 +96,25 @@ bool Work::wait(Milliseconds timeout) {
   if (t < Milliseconds::zero()) t = Milliseconds::zero();
   if (t > kMaxWait) t = kMaxWait;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, t, [this] { return completed_; })) {
+  auto done = [this] { return completed_; };
+  if (!cv_.wait_for(lock, t, done)) {
+    // The op's own timeout passed: report it through the group's diagnostics (desync report,
+    // dump), which waits for a report the backend may be running for the same stuck op.
+    std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diag_ : nullptr;
     lock.unlock();
-    C10D_THROW(TimeoutError, describe(), " did not complete within ", t.count(),
-               " ms (Work::wait timed out; the op itself is still pending)");
+    auto error = std::make_exception_ptr(TimeoutError(detail::str(
+        describe(), " did not complete within ", t.count(),
+        " ms (Work::wait timed out; the op itself is still pending) [", __FILE__, ":", __LINE__,
+        "]")));
+    if (diag) {
+      error = diag->onFailure(error);
+      // Meanwhile the backend may have failed the op itself: its error says more.
+      lock.lock();
+      if (completed_ && error_) error = error_;
+      if (completed_ && !error_) return true;
+      lock.unlock();
+    }
+    std::rethrow_exception(error);
   }
   if (error_) std::rethrow_exception(error_);
   return true;
@@ -147,13 +164,44 @@ std::shared_future<void> Work::future() {
   return future_;
 }
 
+// The flight record is updated under mu_ (the recorder's lock nests inside it and never calls
+// back): a waiter that sees the Work complete also sees its record and stats updated.
+void Work::markStarted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (startNs_ != 0 || completed_) return;
+  startNs_ = FlightRecorder::nowNs();
+  if (diag_) diag_->recorder().onStart(recordId_, startNs_);
+}
+
+void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId) {
+  if (!diag || recordId == FlightRecorder::kNoId) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  diag_ = std::move(diag);
+  recordId_ = recordId;
+  if (startNs_ != 0) diag_->recorder().onStart(recordId_, startNs_);
+  if (completed_) diag_->recorder().onEnd(recordId_, endNs_, error_);
+}
+
 bool Work::finish(std::exception_ptr error) {
+  if (error) {
+    // A backend that fails an op with a timeout or a lost peer without going through
+    // ProcessGroup::diagnoseFailure first (a p2p timeout) still gets the desync report and the dump.
+    std::shared_ptr<GroupDiagnostics> d;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (completed_) return false;
+      d = diag_;
+    }
+    if (d) error = d->onFailure(std::move(error));
+  }
   std::vector<Callback> callbacks;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (completed_) return false;
     completed_ = true;
     error_ = std::move(error);
+    endNs_ = FlightRecorder::nowNs();
+    if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_);
     callbacks.swap(callbacks_);
     if (promise_) {
       if (error_) {

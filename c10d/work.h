@@ -19,6 +19,14 @@
 //     timeout. The Work itself stays pending (the backend may still complete or fail it; its
 //     watchdog is what fails a stuck op for every waiter).
 //
+// Diagnostics
+//   A Work issued through a ProcessGroup updates its entry in the group's flight recorder when the
+//   backend starts it (markStarted) and when it completes; an error that is a TimeoutError or
+//   CommError goes through the group's GroupDiagnostics::onFailure first (desync report, dump).
+//   wait() with kUnsetTimeout, when the op's timeout passes, throws its TimeoutError through
+//   onFailure too (so it carries the desync report; up to C10D_DESYNC_WAIT_MS later), or the
+//   backend's own error if the backend failed the op meanwhile.
+//
 // Callbacks
 //   then(cb) runs cb exactly once after completion: on the completing thread, or at once on the
 //   caller's thread if the Work is already complete. Callbacks must not throw (an exception
@@ -36,31 +44,12 @@
 #include <string>
 #include <vector>
 
+#include "c10d/op_desc.h"
 #include "c10d/types.h"
 
 namespace c10d {
 
-enum class OpType : uint8_t {
-  kBroadcast,
-  kAllreduce,
-  kAllreduceCoalesced,
-  kReduce,
-  kAllgather,
-  kAllgatherIntoTensor,
-  kGather,
-  kScatter,
-  kReduceScatter,
-  kReduceScatterTensor,
-  kAlltoall,
-  kAlltoallSingle,
-  kBarrier,
-  kSend,
-  kRecv,
-  kRecvAnySource,
-  kCoalesced,
-  kUnknown,
-};
-const char* toString(OpType op);
+class GroupDiagnostics;
 
 class Work : public std::enable_shared_from_this<Work> {
  public:
@@ -109,6 +98,18 @@ class Work : public std::enable_shared_from_this<Work> {
   // A message prefix naming the op: "allreduce #12 in group gloo:world".
   std::string describe() const;
 
+  // What the op looked like on this rank (count, dtype, root, ...). Set by ProcessGroup before the
+  // Work is returned to the caller (a Work made elsewhere has only op and seq); read it from the
+  // caller's side or from callbacks registered after that, never from the backend's threads.
+  const OpDesc& desc() const { return desc_; }
+  void setDesc(OpDesc d) { desc_ = std::move(d); }
+
+  // Backends: the op began running (its flight record's start time). Only the first call counts.
+  void markStarted();
+  // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
+  // already started or completed reports that at once.
+  void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId);
+
  protected:
   // Called once by abort() while the Work is still pending; backends override to cancel.
   virtual void onAbort() {}
@@ -119,6 +120,7 @@ class Work : public std::enable_shared_from_this<Work> {
   const std::string group_;
   const Milliseconds timeout_;
   std::atomic<int> sourceRank_{-1};
+  OpDesc desc_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -128,6 +130,10 @@ class Work : public std::enable_shared_from_this<Work> {
   std::vector<Callback> callbacks_;              // guarded by mu_
   std::unique_ptr<std::promise<void>> promise_;  // guarded by mu_
   std::shared_future<void> future_;              // guarded by mu_
+  std::shared_ptr<GroupDiagnostics> diag_;       // guarded by mu_
+  uint64_t recordId_ = ~uint64_t(0);             // guarded by mu_
+  int64_t startNs_ = 0;                          // guarded by mu_; steady clock, 0 = not yet
+  int64_t endNs_ = 0;                            // guarded by mu_
 };
 
 // A Work that completes when all of `parts` complete; its error is the first part's error (in

@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "c10d/diagnostics_config.h"
 #include "c10d/error.h"
 
 namespace c10d {
@@ -91,7 +92,7 @@ std::string routeTo(const std::string& host) {
 
 GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config) {
   for (const auto& kv : config) {
-    if (findEntry(kv.first) == nullptr) {
+    if (findEntry(kv.first) == nullptr && !isDiagnosticsSetting(kv.first)) {
       std::ostringstream known;
       for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
         known << (e == kGlooConfigTable ? "" : ", ") << e->name;

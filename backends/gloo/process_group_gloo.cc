@@ -18,6 +18,8 @@
 #include "backends/gloo/p2p_waiters.h"
 #include "backends/gloo/p2p_work.h"
 #include "backends/gloo/store_adapter.h"
+#include "c10d/group_diagnostics.h"
+#include "c10d/rendezvous_wait.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 
@@ -134,6 +136,20 @@ void ProcessGroupGloo::connect() {
   auto scoped = std::make_shared<PrefixStore>("gloo/" + std::to_string(instance), store());
   try {
     device_ = ::gloo::transport::tcp::CreateDevice(attr);
+    // Join first, through the wait that reports who is missing (gloo's own wait names a key).
+    std::vector<std::string> joinKeys;
+    std::vector<int> ranks;
+    for (int r = 0; r < size(); ++r) {
+      joinKeys.push_back("join/" + std::to_string(r));
+      ranks.push_back(r);
+    }
+    scoped->set(joinKeys[rank()], std::string("1"));
+    RankWait how;
+    how.group = name();
+    how.rank = rank();
+    how.timeout = options().timeout;
+    how.progressMs = diagnostics().config().rendezvousProgressMs;
+    waitForRanks(*scoped, joinKeys, ranks, how);
     GlooStoreAdapter adapter(scoped, options().timeout);
     auto context = std::make_shared<::gloo::rendezvous::Context>(rank(), size());
     context->setTimeout(options().timeout);
@@ -206,6 +222,7 @@ void ProcessGroupGloo::workerLoop() {
       continue;
     }
     try {
+      task.work->markStarted();
       Continuation cont = task.run();
       task.run = nullptr;  // drop captured buffers before completing
       if (!cont) {
@@ -291,6 +308,7 @@ std::exception_ptr ProcessGroupGloo::handleFailure(const Work& work, std::except
         Error(detail::str(work.describe(), " (rank ", rank(), ") failed in gloo")));
   }
   // The transport is now in an unknown state (gloo's docs): break the group and fail what waits.
+  converted = diagnoseFailure(converted);
   setBroken(converted);
   std::deque<Task> queued;
   {
@@ -302,6 +320,7 @@ std::exception_ptr ProcessGroupGloo::handleFailure(const Work& work, std::except
 }
 
 void ProcessGroupGloo::shutdown() {
+  shutdownDiagnostics();  // C10D_STRAGGLER_REPORT: needs only the store; idempotent
   std::deque<Task> queued;
   std::vector<std::shared_ptr<glooimpl::P2pWork>> posted;
   {

@@ -310,6 +310,7 @@ std::shared_ptr<ProcessGroup> ProcessGroupNccl::createSubgroup(std::shared_ptr<S
 }
 
 void ProcessGroupNccl::shutdown() {
+  shutdownDiagnostics();  // C10D_STRAGGLER_REPORT: needs only the store; idempotent
   {
     std::lock_guard<std::mutex> lock(shutdownMu_);
     if (shutDown_) return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "c10d/error.h"
+#include "c10d/rendezvous_wait.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -22,7 +23,12 @@ UniqueIdBytes exchangeUniqueId(Store& store, int rank, const std::string& key, M
     return id;
   }
   try {
-    store.wait({key}, timeout);
+    RankWait how;
+    how.group = groupName;
+    how.rank = rank;
+    how.what = "published the NCCL unique id";
+    how.timeout = timeout;
+    waitForRanks(store, {key}, {0}, how);
   } catch (const TimeoutError& e) {
     C10D_THROW(TimeoutError, "nccl: rank ", rank, " of group ", groupName, " waited ",
                timeout.count(), " ms for the NCCL unique id under store key '", key,

@@ -106,7 +106,8 @@ void ProcessGroupNccl::watchdogLoop() {
                         size(), ") ran past its timeout of ", r.expired->timeout().count(),
                         " ms: the watchdog aborted the NCCL communicator(s) of group ", name(),
                         " (a rank that never joined the op, or a hung peer)");
-        auto cause = std::make_exception_ptr(TimeoutError(msg));
+        // First failure: the desync report (who is behind) joins the message.
+        auto cause = diagnoseFailure(std::make_exception_ptr(TimeoutError(msg)));
         r.expired->finish(cause);
         abortAll(cause, detail::str(r.expired->describe(), " on ", r.expiredWhere, " timed out"));
         continue;

@@ -15,6 +15,8 @@
 #include "backends/verbs/reduce_kernels.h"
 #include "backends/verbs/shm_transport.h"
 #include "backends/verbs/tcp_transport.h"
+#include "c10d/group_diagnostics.h"
+#include "c10d/rendezvous_wait.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 
@@ -47,8 +49,17 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
       (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
   std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back(prefix + "host/" + std::to_string(r));
-  store->wait(keys, options.timeout);
+  std::vector<int> ranks;
+  for (int r = 0; r < size; ++r) {
+    keys.push_back(prefix + "host/" + std::to_string(r));
+    ranks.push_back(r);
+  }
+  RankWait how;
+  how.group = name_;
+  how.rank = rank;
+  how.timeout = options.timeout;
+  how.progressMs = diagnostics().config().rendezvousProgressMs;
+  waitForRanks(*store, keys, ranks, how);
   std::vector<Bytes> ids = store->multiGet(keys);
   const std::string myHost = me.substr(0, me.rfind('|'));
   std::vector<int> pids(size), localRanks;
@@ -111,6 +122,7 @@ ProcessGroupVerbs::~ProcessGroupVerbs() {
 void ProcessGroupVerbs::shutdown() {
   if (shutdown_) return;
   shutdown_ = true;
+  shutdownDiagnostics();  // C10D_STRAGGLER_REPORT: needs only the store
   if (engine_) engine_->stop();
   if (p2p_) p2p_->stop();
 }
@@ -147,7 +159,8 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
   const Clock::time_point now = Clock::now();
   const Clock::time_point deadline = deadlineAfter(now, timeout);
   engine_->submit(work, bytes, now,
-                  [this, op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+                  [this, w = work.get(), op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+                    w->markStarted();  // the engine holds the Work while its body runs
                     return execute(op, seq, deadline, timeout, h, fn);
                   });
   return work;
@@ -178,11 +191,13 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
     std::exception_ptr err = std::current_exception();
     if (std::string(e.what()).find(what) == std::string::npos)
       err = std::make_exception_ptr(CommError(what + ": " + e.what()));
+    err = diagnoseFailure(err);
     setBroken(err);
     return err;
   } catch (const TimeoutError&) {
-    setBroken(std::current_exception());
-    return std::current_exception();
+    std::exception_ptr err = diagnoseFailure(std::current_exception());
+    setBroken(err);
+    return err;
   } catch (...) {
     return std::current_exception();
   }

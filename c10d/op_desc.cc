@@ -1,0 +1,130 @@
+#include "c10d/op_desc.h"
+
+#include <cstring>
+
+namespace c10d {
+
+OpDesc::Wire OpDesc::wire() const {
+  Wire w;
+  std::memset(&w, 0, sizeof(w));  // padding-free, but keep every byte defined for memcmp
+  w.collSeq = collSeq;
+  w.count = count;
+  w.tensors = tensors;
+  w.op = static_cast<uint8_t>(op);
+  w.dtype = static_cast<uint8_t>(dtype);
+  w.reduceOp = hasReduceOp ? static_cast<uint8_t>(reduceOp) : 0xff;
+  w.root = root;
+  return w;
+}
+
+OpDesc OpDesc::fromWire(const Wire& w) {
+  OpDesc d;
+  d.collSeq = w.collSeq;
+  d.seq = w.collSeq;
+  d.count = w.count;
+  d.tensors = w.tensors;
+  d.op = w.op <= static_cast<uint8_t>(OpType::kUnknown) ? static_cast<OpType>(w.op)
+                                                         : OpType::kUnknown;
+  d.dtype = w.dtype < kNumDataTypes ? static_cast<DataType>(w.dtype) : DataType::kUInt8;
+  d.hasReduceOp = w.reduceOp < ReduceOp::kNumKinds;
+  d.reduceOp = d.hasReduceOp ? static_cast<ReduceOp::Kind>(w.reduceOp) : ReduceOp::SUM;
+  d.root = w.root;
+  return d;
+}
+
+bool operator==(const OpDesc::Wire& a, const OpDesc::Wire& b) {
+  return std::memcmp(&a, &b, sizeof(OpDesc::Wire)) == 0;
+}
+
+uint64_t OpDesc::hash(const Wire& w) {
+  uint64_t words[4];
+  std::memcpy(words, &w, sizeof(words));
+  // splitmix64-style mixing of each word into the running state.
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (uint64_t v : words) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+uint64_t OpDesc::hash() const {
+  return hash(wire());
+}
+
+namespace {
+
+std::string list(const std::vector<uint64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(v[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+std::string OpDesc::describe() const {
+  std::string s;
+  switch (op) {
+    case OpType::kBarrier:
+      return "no data";
+    case OpType::kAlltoall:
+    case OpType::kAlltoallSingle:
+      s = toString(dtype);
+      if (!sendCounts.empty()) s += ", sends " + list(sendCounts);
+      if (!recvCounts.empty()) s += ", receives " + list(recvCounts);
+      return s;
+    case OpType::kAllreduceCoalesced:
+      s = detail::str(tensors, " tensors, ", toString(dtype), " x ", count, " in all");
+      break;
+    case OpType::kAllgather:
+    case OpType::kAllgatherIntoTensor:
+    case OpType::kGather:
+    case OpType::kScatter:
+    case OpType::kReduceScatter:
+    case OpType::kReduceScatterTensor:
+      s = detail::str(toString(dtype), " x ", count, " per rank");
+      break;
+    default:
+      s = detail::str(toString(dtype), " x ", count);
+      break;
+  }
+  if (root >= 0) s += detail::str(", root ", root);
+  if (peer >= 0) s += detail::str(", peer ", peer);
+  if (hasReduceOp) s += detail::str(", ", toString(reduceOp));
+  return s;
+}
+
+std::string OpDesc::describeWithOp() const {
+  return detail::str(toString(op), " (", describe(), ")");
+}
+
+std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine,
+                            int theirRank, const OpDesc& theirs) {
+  const bool meFirst = myRank < theirRank;
+  const OpDesc& a = meFirst ? mine : theirs;
+  const OpDesc& b = meFirst ? theirs : mine;
+  const int ra = meFirst ? myRank : theirRank;
+  const int rb = meFirst ? theirRank : myRank;
+  std::string head = detail::str(toString(mine.op), " #", mine.seq, " in group ", group, ": ");
+  if (a.collSeq != b.collSeq) {
+    return head + detail::str("ranks are at different collectives: rank ", ra, " is at its ",
+                              "collective #", a.collSeq, " (", a.describeWithOp(), "), rank ", rb,
+                              " at its collective #", b.collSeq, " (", b.describeWithOp(),
+                              "): a rank skipped or added a collective");
+  }
+  if (a.op != b.op) {
+    return head + detail::str("rank ", ra, " called ", a.describeWithOp(), ", rank ", rb,
+                              " called ", b.describeWithOp());
+  }
+  return head + detail::str("rank ", ra, " has ", a.describe(), ", rank ", rb, " has ",
+                            b.describe());
+}
+
+}  // namespace c10d
