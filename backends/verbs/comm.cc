@@ -51,9 +51,47 @@ void Comm::checkAbort() const {
     C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
 }
 
+void Comm::setOp(const OpDesc* desc, const OpDesc::Wire* wire, bool headers) {
+  desc_ = desc;
+  wire_ = wire;
+  if (headers && size_ > 1) {
+    hdr_[0] = P2POp{true, (rank_ + 1) % size_,
+                    reinterpret_cast<uint8_t*>(const_cast<OpDesc::Wire*>(wire)), sizeof(*wire), 0};
+    hdr_[1] = P2POp{false, (rank_ + size_ - 1) % size_, reinterpret_cast<uint8_t*>(&hdrIn_),
+                    sizeof(hdrIn_), 0};
+  }
+}
+
+void Comm::finishHeaders() {
+  if (!headersPending()) return;
+  std::vector<P2POp> none;
+  run(none);
+}
+
+void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
+  throw CollectiveMismatchError(mismatchMessage(group_, rank_, *desc_, peer,
+                                                OpDesc::fromWire(theirs)) +
+                                detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
+}
+
+void Comm::verifyHeader() {
+  if (hdrIn_ != *wire_) mismatch(hdr_[1].peer, hdrIn_);
+}
+
+void Comm::checkBoard() {
+  if (shm_ == nullptr || wire_ == nullptr) return;
+  for (int q = 0; q < size_; ++q) {
+    OpDesc::Wire w;
+    if (q != rank_ && shm_->peerOp(q, &w) && w.collSeq == wire_->collSeq && w != *wire_)
+      mismatch(q, w);
+  }
+}
+
 void Comm::shmBarrier() {
   try {
-    shm_->barrier(checkFn_);
+    shm_->barrier(checkFn_, wire_);
+  } catch (const ShmTransport::Mismatch& m) {
+    mismatch(m.rank, m.theirs);
   } catch (const ShmTransport::PeerLeft& e) {
     std::string who;
     for (size_t i = 0; i < e.ranks.size(); ++i)
@@ -66,6 +104,7 @@ void Comm::shmBarrier() {
 void Comm::check() {
   checkAbort();
   if (handoff_ != nullptr) handoff_->handOff();  // about to sleep: not on the caller's thread
+  checkBoard();
   checkPeers();
   if (Clock::now() >= deadline_)
     C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
@@ -73,25 +112,34 @@ void Comm::check() {
 }
 
 void Comm::run(std::vector<P2POp>& ops) {
+  auto at = [&](size_t i) -> P2POp& { return i < 2 ? hdr_[i] : ops[i - 2]; };
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing
   for (;;) {
     uint32_t token = t_.progressToken(ch_);
     bool progress = false, all = true;
     interests.clear();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      P2POp& op = ops[i];
+    // The fingerprint headers (hdr_, empty unless exchanged) go first: a later op to the same
+    // peer in the same direction waits for them, so they lead the op's bytes on each stream.
+    const size_t total = ops.size() + 2;
+    for (size_t i = 0; i < total; ++i) {
+      P2POp& op = at(i);
       if (op.done >= op.len) continue;
       all = false;
       bool blocked = false;
-      for (size_t j = 0; j < i && !blocked; ++j)
-        blocked = ops[j].peer == op.peer && ops[j].send == op.send && ops[j].done < ops[j].len;
+      for (size_t j = 0; j < i && !blocked; ++j) {
+        const P2POp& o = at(j);
+        blocked = o.peer == op.peer && o.send == op.send && o.done < o.len;
+      }
       if (blocked) continue;
       size_t n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
                          : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
       op.done += n;
       if (n > 0) progress = true;
-      if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
+      if (op.done < op.len)
+        interests.push_back(Interest{op.peer, op.send, !op.send});
+      else if (i == 1)
+        verifyHeader();  // before anything else from that peer is used
     }
     if (all && t_.sendsComplete(ch_)) return;
     if (progress) {
@@ -115,8 +163,8 @@ void Comm::run(std::vector<P2POp>& ops) {
       // A peer this op still waits on and that is gone (even one that shut down cleanly) fails
       // the op, after one more poll: it may have written what we wait for just before it went.
       const P2POp* gone = nullptr;
-      for (const auto& op : ops)
-        if (!gone && op.done < op.len && t_.peerGone(op.peer)) gone = &op;
+      for (size_t i = 0; i < ops.size() + 2; ++i)
+        if (!gone && at(i).done < at(i).len && t_.peerGone(at(i).peer)) gone = &at(i);
       if (gone && !repolled) {
         repolled = true;
         lastPeerCheck_ = now - std::chrono::milliseconds(21);  // check again right after the poll
@@ -127,13 +175,16 @@ void Comm::run(std::vector<P2POp>& ops) {
                    gone->send ? "send to" : "recv from", " it pending at ", gone->done, "/",
                    gone->len, " bytes); seen by rank ", rank_, " (verbs/", t_.name(), ")");
       }
+      checkBoard();
       checkPeers();
       if (now >= deadline_) {
         std::ostringstream pending;
-        for (const auto& op : ops)
+        for (size_t i = 0; i < ops.size() + 2; ++i) {
+          const P2POp& op = at(i);
           if (op.done < op.len)
             pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
-                    << "/" << op.len << " bytes)";
+                    << "/" << op.len << " bytes" << (i < 2 ? ", op fingerprint" : "") << ")";
+        }
         C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
                    rank_, " (verbs/", t_.name(), "); pending:", pending.str());
       }

@@ -9,6 +9,15 @@
 // liveness between sleeps (CommError naming the dead peer). Ops to the same peer in the same
 // direction complete in order.
 //
+// Mismatch checks (setOp): the op's fingerprint (OpDesc::Wire, 32 bytes) goes to the right
+// neighbour (rank + 1) ahead of the op's first message, and the left neighbour's is read ahead of
+// anything else received in the op and compared with this rank's: different ops, counts, dtypes,
+// roots or reduce ops throw CollectiveMismatchError naming both sides. Every stream-based op
+// exchanges headers (finishHeaders() at its end, for ops that moved nothing); ops on the shm
+// workspace's barrier (allreduce/broadcast/barrier "shm") compare fingerprints in the barrier
+// instead, and a rank waiting long compares the peers' published ops (ShmTransport::peerOp), so
+// a stream op facing a barrier op is caught too.
+//
 // Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
 // one spans the group, and the reduction helpers.
 #pragma once
@@ -21,6 +30,7 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport.h"
+#include "c10d/op_desc.h"
 #include "c10d/work.h"
 
 namespace c10d {
@@ -50,6 +60,12 @@ class Comm {
   // The group's shm workspace, or null when the group does not share one.
   ShmTransport* shm() const { return shm_; }
   void setShm(ShmTransport* s) { shm_ = s; }
+
+  // The op's description and fingerprint (both outlive the Comm); `headers`: exchange
+  // fingerprints over the streams (see the header comment). Without setOp nothing is checked.
+  void setOp(const OpDesc* desc, const OpDesc::Wire* wire, bool headers);
+  // Completes the fingerprint exchange if the op has not (an op that moved no data).
+  void finishHeaders();
 
   void run(std::vector<P2POp>& ops);
   void send(int peer, const void* buf, size_t n);
@@ -81,6 +97,12 @@ class Comm {
   // first and exited may be seen before the rank that died and started it all.
   void checkPeers();
   void checkAbort() const;
+  // The left neighbour's header arrived: compare it with ours.
+  void verifyHeader();
+  // shm: a peer published an op at our collective count that differs from ours.
+  void checkBoard();
+  [[noreturn]] void mismatch(int peer, const OpDesc::Wire& theirs) const;
+  bool headersPending() const { return hdr_[0].done < hdr_[0].len || hdr_[1].done < hdr_[1].len; }
 
   Transport& t_;
   const int ch_;
@@ -98,6 +120,12 @@ class Comm {
   std::vector<uint8_t> ownScratch_[2];
   Clock::time_point lastPeerCheck_;
   CheckFn checkFn_;
+  const OpDesc* desc_ = nullptr;
+  const OpDesc::Wire* wire_ = nullptr;
+  // hdr_[0]: our fingerprint to the right neighbour, hdr_[1]: the left one's into hdrIn_. Both
+  // empty (len 0) unless the op exchanges headers.
+  P2POp hdr_[2];
+  OpDesc::Wire hdrIn_;
 };
 
 }  // namespace verbs

@@ -83,6 +83,11 @@ bool MixedTransport::peerGone(int peer) {
   return l >= 0 ? local_->peerGone(l) : net_->peerGone(peer);
 }
 
+void MixedTransport::abortCollectives() {
+  local_->abortCollectives();
+  net_->abortCollectives();
+}
+
 void MixedTransport::checkPeers() {
   local_->checkPeers();
   net_->checkPeers();

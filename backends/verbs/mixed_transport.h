@@ -40,6 +40,7 @@ class MixedTransport : public Transport {
   bool sendsComplete(int ch) override;
   bool peerGone(int peer) override;
   void checkPeers() override;
+  void abortCollectives() override;
 
   // Global rank -> local rank on this host, or -1 for a remote rank.
   int localIndex(int peer) const { return localIdx_[peer]; }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -43,6 +44,7 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   // Several verbs groups may share one store: every rank numbers its groups the same way.
   const std::string prefix =
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
+  storePrefix_ = prefix;
   const std::string me =
       (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
@@ -141,22 +143,54 @@ size_t totalBytes(const std::vector<Tensor>& ts) {
 
 template <typename Fn>
 std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
-                                                       Milliseconds timeout, size_t bytes, Fn fn) {
+                                                       Milliseconds timeout, size_t bytes, Fn fn,
+                                                       bool shmAlgo) {
   timeout = resolveTimeout(timeout);
   auto work = std::make_shared<Work>(op, seq, name_, timeout);
   const Clock::time_point now = Clock::now();
   const Clock::time_point deadline = deadlineAfter(now, timeout);
+  const OpDesc& desc = currentOp();
+  const OpDesc::Wire wire = desc.wire();
   engine_->submit(work, bytes, now,
-                  [this, op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
-                    return execute(op, seq, deadline, timeout, h, fn);
+                  [this, desc, wire, shmAlgo, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+                    return execute(desc, wire, !shmAlgo, deadline, timeout, h, fn);
                   });
   return work;
 }
 
+bool ProcessGroupVerbs::shmAlgo(Collective c, size_t bytes, size_t count) const {
+  return shm_ != nullptr && size() > 1 && selector_.select(c, bytes, count, size(), true) == Algo::kShm;
+}
+
+void ProcessGroupVerbs::reportMismatch(const std::string& message) {
+  if (mismatchReported_) return;
+  mismatchReported_ = true;
+  try {
+    store()->set(storePrefix_ + "mismatch", message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "c10d: %s: could not record a collective mismatch in the store: %s\n",
+                 name_.c_str(), e.what());
+  }
+  transport_->abortCollectives();
+}
+
+std::string ProcessGroupVerbs::reportedMismatch() {
+  try {
+    const std::string key = storePrefix_ + "mismatch";
+    if (store()->check({key})) return store()->getString(key);
+  } catch (const std::exception&) {
+    // The store is gone too: report the CommError as it is.
+  }
+  return "";
+}
+
 template <typename Fn>
-std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::time_point deadline,
+std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::Wire& wire,
+                                              bool headers, Clock::time_point deadline,
                                               Milliseconds timeout, Handoff* handoff,
                                               const Fn& fn) {
+  const OpType op = desc.op;
+  const uint64_t seq = desc.seq;
   try {
     // Inline, nothing ran since beginOp() checked this at issue (the common small-op case).
     if (std::exception_ptr broken = handoff != nullptr ? nullptr : brokenError()) {
@@ -170,14 +204,29 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
     c.setScratch(&scratch_[0], &scratch_[1]);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());
+    c.setOp(&desc, &wire, headers);
+    if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
+    c.finishHeaders();
     return nullptr;
+  } catch (const CollectiveMismatchError& e) {
+    reportMismatch(e.what());
+    setBroken(std::current_exception());
+    return std::current_exception();
   } catch (const CommError& e) {
     // Transport errors name the peer, not the op: say which op saw it.
     const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name_);
     std::exception_ptr err = std::current_exception();
-    if (std::string(e.what()).find(what) == std::string::npos)
+    // A peer that saw a mismatch gave up on its streams: that, not the hang-up, is the cause.
+    const std::string reported = reportedMismatch();
+    if (!reported.empty()) {
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(reported, "; rank ", rank(), " learned of it from a peer giving up (",
+                      e.what(), ")")));
+      reportMismatch(reported);  // pass it on to the ranks waiting on this one
+    } else if (std::string(e.what()).find(what) == std::string::npos) {
       err = std::make_exception_ptr(CommError(what + ": " + e.what()));
+    }
     setBroken(err);
     return err;
   } catch (const TimeoutError&) {
@@ -191,17 +240,21 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
 std::shared_ptr<Work> ProcessGroupVerbs::doBroadcast(Tensor t, const BroadcastOptions& opts,
                                                      uint64_t seq) {
   const int root = opts.rootRank;
-  return runCollective(OpType::kBroadcast, seq, opts.timeout, t.nbytes(), [this, t, root](Comm& c) {
-    verbs::broadcast(c, selector_, t.data, t.nbytes(), root);
-  });
+  return runCollective(
+      OpType::kBroadcast, seq, opts.timeout, t.nbytes(),
+      [this, t, root](Comm& c) { verbs::broadcast(c, selector_, t.data, t.nbytes(), root); },
+      t.nbytes() > 0 && shmAlgo(Collective::kBroadcast, t.nbytes(), t.nbytes()));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOptions& opts,
                                                      uint64_t seq) {
   const ReduceOp rop = opts.reduceOp;
-  return runCollective(OpType::kAllreduce, seq, opts.timeout, t.nbytes(), [this, t, rop](Comm& c) {
-    verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
-  });
+  return runCollective(
+      OpType::kAllreduce, seq, opts.timeout, t.nbytes(),
+      [this, t, rop](Comm& c) {
+        verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
+      },
+      t.numel > 0 && shmAlgo(Collective::kAllreduce, t.nbytes(), t.numel));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -228,7 +281,10 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
                            if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
                            off += t.nbytes();
                          }
-                       });
+                       },
+                       totalBytes(tensors) > 0 &&
+                           shmAlgo(Collective::kAllreduce, totalBytes(tensors),
+                                   totalBytes(tensors) / elementSize(tensors[0].dtype)));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
@@ -384,7 +440,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, u
       c.shmBarrier();
     else
       barrierDissemination(c);
-  });
+  }, shmAlgo(Collective::kBarrier, 0, 0));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doSend(Tensor t, int dst, const SendRecvOptions& opts,

@@ -32,6 +32,11 @@ struct alignas(64) ShmTransport::RankCtl {
   // Set by the rank's destructor: its process may end now without that being a failure (a rank
   // that finished its last op and exited, while slower ranks finish theirs).
   alignas(64) std::atomic<uint32_t> departed{0};
+  // The op board (publishOp): odd while being written, 0 before the first op.
+  alignas(64) std::atomic<uint32_t> boardVersion{0};
+  OpDesc::Wire board;
+  // Fingerprints per barrier step (mod 3), see barrier().
+  alignas(64) OpDesc::Wire fp[3];
 };
 
 struct alignas(64) ShmTransport::BarrierCtl {
@@ -261,8 +266,47 @@ void ShmTransport::checkPeers() {
   }
 }
 
-void ShmTransport::barrier(const CheckFn& check) {
+void ShmTransport::publishOp(const OpDesc::Wire& w) {
+  RankCtl& c = rankCtl(rank_);
+  const uint32_t v = c.boardVersion.load(std::memory_order_relaxed);
+  c.boardVersion.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(&c.board, &w, sizeof(w));
+  c.boardVersion.store(v + 2, std::memory_order_release);
+}
+
+bool ShmTransport::peerOp(int r, OpDesc::Wire* out) const {
+  const RankCtl& c = rankCtl(r);
+  const uint32_t v = c.boardVersion.load(std::memory_order_acquire);
+  if (v == 0 || (v & 1) != 0) return false;
+  std::memcpy(out, &c.board, sizeof(*out));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return c.boardVersion.load(std::memory_order_relaxed) == v;
+}
+
+void ShmTransport::abortCollectives() {
+  rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
+}
+
+void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
+  if (fp != nullptr) {
+    barrierWait(check, fp);
+    // Released: every rank stored its fingerprint for this step before arriving, and none
+    // overwrites it before every rank has left the next barrier (three sets).
+    const OpDesc::Wire* mine = &rankCtl(rank_).fp[step_ % 3];
+    for (int r = 0; r < size_; ++r) {
+      const OpDesc::Wire& theirs = rankCtl(r).fp[step_ % 3];
+      if (r != rank_ && theirs != *mine)
+        throw Mismatch{groupRanks_.empty() ? r : groupRanks_[r], theirs};
+    }
+    return;
+  }
+  barrierWait(check, nullptr);
+}
+
+void ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
   ++step_;
+  if (fp != nullptr) std::memcpy(&rankCtl(rank_).fp[step_ % 3], fp, sizeof(*fp));
   auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
   uint32_t gen = b.generation.value.load(std::memory_order_acquire);
   if (b.count.fetch_add(1, std::memory_order_acq_rel) == static_cast<uint32_t>(size_ - 1)) {

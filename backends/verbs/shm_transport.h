@@ -69,6 +69,8 @@ class ShmTransport : public Transport {
   void wakeSelf(int ch) override;
   void checkPeers() override;
   bool peerGone(int peer) override;
+  // Marks this rank departed (as its destructor does): peers' barriers and waits on it fail.
+  void abortCollectives() override;
 
   // When this workspace spans a subset of a larger group (MixedTransport), the group's rank of
   // each local rank, so errors name ranks as the user knows them. Default: the identity.
@@ -86,10 +88,22 @@ class ShmTransport : public Transport {
   // Every rank of this host waits for every other: a rank that left (it shut its group down, or
   // exited) before the barrier released makes it throw PeerLeft at once (a barrier it never
   // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
-  void barrier(const CheckFn& check);
+  // With `fp` (the op's fingerprint), every rank stores it for this barrier before arriving and,
+  // once released, compares every other rank's with its own: a difference throws Mismatch (on
+  // every rank, since every rank compares). Fingerprints rotate over three sets like the slots.
+  void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr);
   struct PeerLeft {
     std::vector<int> ranks;  // every rank gone by then, in the group's numbering
   };
+  struct Mismatch {
+    int rank;  // in the group's numbering
+    OpDesc::Wire theirs;
+  };
+  // The op board: each rank publishes the fingerprint of the collective it is running (a 32-byte
+  // store under a sequence lock); a waiter reads its peers' to catch a peer stuck in a different
+  // op. peerOp returns false while rank r writes, or before its first op.
+  void publishOp(const OpDesc::Wire& w);
+  bool peerOp(int r, OpDesc::Wire* out) const;
   int spinUs() const { return spinUs_; }
   // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
   const std::string& shmName() const { return shmName_; }
@@ -101,6 +115,8 @@ class ShmTransport : public Transport {
   RingCtl& ring(int ch, int from, int to) const;
   uint8_t* ringData(int ch, int from, int to) const;
   RankCtl& rankCtl(int r) const;
+  // barrier() without the comparison (stores `fp` first when given).
+  void barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
 
   const int rank_;
   const int size_;

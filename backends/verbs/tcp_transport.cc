@@ -247,6 +247,13 @@ bool TcpTransport::peerGone(int peer) {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+void TcpTransport::abortCollectives() {
+  for (int q = 0; q < size_; ++q) {
+    const int s = fds_[kCollectiveChannel * size_ + q];
+    if (s >= 0) ::shutdown(s, SHUT_RDWR);
+  }
+}
+
 std::string TcpTransport::gonePeers() {
   std::string out;
   for (int q = 0; q < size_; ++q) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/op_desc.h"
 #include "c10d/types.h"
 
 namespace c10d {
@@ -63,6 +64,11 @@ class Transport {
   virtual bool peerGone(int /*peer*/) { return false; }
   // Throws CommError naming the first peer known to be dead or disconnected.
   virtual void checkPeers() = 0;
+  // This rank gives up on the collective channel (its streams are out of step after a mismatched
+  // collective): every peer sees it as gone (peerGone) from now on, so an op waiting on it fails
+  // at its next check instead of at its timeout. Never throws. Default (ibverbs): nothing; peers
+  // then fail when their ops time out.
+  virtual void abortCollectives() {}
 };
 
 }  // namespace verbs
