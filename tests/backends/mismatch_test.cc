@@ -64,8 +64,10 @@ using Issue = std::function<std::shared_ptr<Work>(ProcessGroup& pg, int rank, in
 
 // Every rank: a correct allreduce first (connections up), then `issue`; the Work must fail with
 // CollectiveMismatchError within kFastEnough whose message holds every string of `needles`.
+// `mayComplete` (a rank): that rank's part of the op may finish before it can hear of the
+// mismatch (a broadcast root only sends); then its next op must fail with the mismatch instead.
 void expectMismatch(const BackendParam& bp, int ws, const Issue& issue,
-                    const std::vector<std::string>& needles) {
+                    const std::vector<std::string>& needles, int mayComplete = -1) {
   const std::string path = uniqueTempPath("mismatch");
   expectAllRanksOk(ws, [&](int rank, int size) {
     auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
@@ -75,7 +77,12 @@ void expectMismatch(const BackendParam& bp, int ws, const Issue& issue,
     const auto start = Clock::now();
     try {
       issue(*pg, rank, size)->wait();
-      ADD_FAILURE() << "rank " << rank << ": the mismatched op completed without an error";
+      if (rank != mayComplete) {
+        ADD_FAILURE() << "rank " << rank << ": the mismatched op completed without an error";
+        return;
+      }
+      pg->allreduce(tensorOf(warm, DataType::kFloat32))->wait();
+      ADD_FAILURE() << "rank " << rank << ": the op after a mismatched one completed";
     } catch (const CollectiveMismatchError& e) {
       const auto took = Clock::now() - start;
       EXPECT_LT(took, kFastEnough) << "rank " << rank << " took "
@@ -171,7 +178,7 @@ TEST_P(Mismatch, Root) {
         o.rootRank = rank == 1 ? 1 : 0;
         return pg.broadcast(tensorOf(v, DataType::kFloat32), o);
       },
-      {"rank 1 has float x 100, root 1", "has float x 100, root 0"});
+      {"rank 1 has float x 100, root 1", "has float x 100, root 0"}, /*mayComplete=*/0);
 }
 
 TEST_P(Mismatch, ReduceOp) {
