@@ -8,7 +8,9 @@
 # Exports (cmake/c10d_exports.map): the C ABI (c10d_*) and the c10d:: C++ API, with the typeinfo
 # and vtables of c10d classes (exceptions and dynamic_cast across the library boundary need
 # them). Everything else is local: the std:: and Gloo template instantiations compiled into the
-# library, and anything in another namespace.
+# library, anything in another namespace, and the verbs engine's internals (c10d::verbs:: but
+# ProcessGroupVerbs). The tests of internals link c10d_internals (tests/CMakeLists.txt): the same
+# object files, linked without the list.
 #
 # Binding: -Bsymbolic. The library's references to its own definitions are bound at link time,
 # so another library in the process that defines the same c10d:: names (libtorch does: c10d::Work,

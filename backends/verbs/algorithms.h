@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "backends/verbs/algo_select.h"
@@ -35,6 +36,15 @@ void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::K
 // elements; on return block rank() holds the reduction (other blocks are clobbered). ----
 void reduceScatterRing(Comm& c, void* buf, const std::vector<size_t>& off,
                        const std::vector<size_t>& cnt, DataType dtype, ReduceOp::Kind op);
+// The same ring reading the blocks straight from `inputs` (size() blocks of `count` elements, left
+// untouched) and writing block rank()'s reduction to `out`, through one block-sized accumulator
+// (scratch 1; none at n == 2) and a segment (scratch 0): no copy of the whole input, no per-op
+// allocation. `scaleCopy(dst, src, k)`, when set, loads k input elements scaled (PREMUL_SUM);
+// unset, inputs are read as they are. `out` may be exactly inputs[rank()] (in place); it must not
+// overlap any other input block.
+void reduceScatterRingInputs(Comm& c, const std::vector<const void*>& inputs, void* out,
+                             size_t count, DataType dtype, ReduceOp::Kind op,
+                             const std::function<void(void*, const void*, size_t)>& scaleCopy);
 // Splits `count` into size() near-equal blocks (the first count % size one element longer).
 void splitBlocks(size_t count, int n, std::vector<size_t>* off, std::vector<size_t>* cnt);
 

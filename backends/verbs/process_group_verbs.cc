@@ -266,8 +266,10 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
                          if (tensors.empty()) return;
                          const size_t total = totalBytes(tensors);
                          // Flatten into a buffer of our own (scratch 0/1 are used by the
-                         // algorithms).
-                         std::vector<uint8_t> flat(total);
+                         // algorithms), kept between ops: a fresh one of >= 32 MiB would be
+                         // fresh pages to fault in every time.
+                         std::vector<uint8_t>& flat = coalesced_;
+                         if (flat.size() < total) flat.resize(total);
                          size_t off = 0;
                          for (const auto& t : tensors) {
                            if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
@@ -354,18 +356,31 @@ void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
   const size_t cnt = output.numel, b = output.nbytes();
   const int n = size();
   if (cnt == 0) return;
-  // Work on a copy (inputs stay untouched), scaled on the way in for PREMUL_SUM.
-  std::vector<uint8_t> flat(b * n);
+  // The ring reads the inputs in place (no copy of n blocks per op: at >= 32 MiB glibc hands out
+  // fresh pages for such a copy every time, and faulting them in cost 50x the transfer here).
+  // Only an output overlapping another rank's block (not the in-place chunk) needs a copy first.
+  const auto* out = static_cast<const uint8_t*>(output.data);
+  std::vector<const void*> blocks = inputs;
+  std::vector<uint8_t> copy;
   for (int r = 0; r < n; ++r) {
-    if (op.kind == ReduceOp::PREMUL_SUM)
-      scale(flat.data() + r * b, inputs[r], cnt, output.dtype, op.scale);
-    else
-      std::memcpy(flat.data() + r * b, inputs[r], b);
+    const auto* p = static_cast<const uint8_t*>(inputs[r]);
+    const bool overlaps = p < out + b && out < p + b;
+    if (overlaps && !(r == rank() && p == out)) {
+      copy.resize(b * n);
+      for (int q = 0; q < n; ++q) {
+        std::memcpy(copy.data() + q * b, inputs[q], b);
+        blocks[q] = copy.data() + q * b;
+      }
+      break;
+    }
   }
-  std::vector<size_t> off(n), counts(n, cnt);
-  for (int r = 0; r < n; ++r) off[r] = r * cnt;
-  reduceScatterRing(c, flat.data(), off, counts, output.dtype, baseKind(op.kind));
-  std::memcpy(output.data, flat.data() + rank() * b, b);
+  std::function<void(void*, const void*, size_t)> scaleCopy;
+  if (op.kind == ReduceOp::PREMUL_SUM) {
+    const DataType dt = output.dtype;
+    const double factor = op.scale;
+    scaleCopy = [dt, factor](void* dst, const void* src, size_t k) { scale(dst, src, k, dt, factor); };
+  }
+  reduceScatterRingInputs(c, blocks, output.data, cnt, output.dtype, baseKind(op.kind), scaleCopy);
   if (op.kind == ReduceOp::AVG) divide(output.data, cnt, output.dtype, n);
 }
 

@@ -127,6 +127,7 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
+  std::vector<uint8_t> coalesced_;  // allreduceCoalesced's flat copy (engine thread only)
   bool shutdown_ = false;
 };
 

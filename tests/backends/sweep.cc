@@ -109,6 +109,21 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
           out, [&](size_t i) { return reference(dt, op, s, r * c + i); },
           caseName(pg, "reduceScatterTensor", dt, &op, c), s, ulps);
     }
+    {
+      // In place: the output is this rank's own chunk of the input (what ZeRO-style callers do;
+      // NCCL documents it as supported). The backend must not read that chunk after writing it.
+      Buffer in(p, c * s, dt);
+      fillInput(in, op, r);
+      pg.reduceScatterTensor(in.tensor().slice(static_cast<size_t>(r) * c, c), in.tensor(), rso)
+          ->wait();
+      in.download();
+      Buffer got(p, c, dt);
+      for (size_t i = 0; i < c; ++i) got.set(i, in.get(static_cast<size_t>(r) * c + i));
+      got.upload();  // expectValues() reads the device copy
+      expectValues(
+          got, [&](size_t i) { return reference(dt, op, s, r * c + i); },
+          caseName(pg, "reduceScatterTensor in place", dt, &op, c), s, ulps);
+    }
   }
 }
 

@@ -3,6 +3,8 @@
 //   - every exported definition is a C ABI function (c10d_*) or a c10d:: C++ entity (its
 //     demangled name starts with "c10d::", or it is the typeinfo, typeinfo name, vtable, VTT or
 //     guard variable of one); nothing of std::, gloo::, boost or any other namespace;
+//   - nothing of the verbs engine's internals (c10d::verbs::) is exported but its API,
+//     ProcessGroupVerbs (cmake/c10d_exports.map);
 //   - the exported c10d_* functions are exactly the ones c10d/c_api.h declares;
 //   - no exported data is mutable (the library links with -Bsymbolic: an executable that
 //     copy-relocated a mutable variable would get a copy of its own), vtables and typeinfo aside;
@@ -60,6 +62,17 @@ std::string specialPrefix(const std::string& demangled) {
     if (startsWith(demangled, p)) return p;
   }
   return "";
+}
+
+// c10d::verbs is internal but for its process group class.
+constexpr const char* kVerbsApi = "c10d::verbs::ProcessGroupVerbs";
+
+bool isHiddenInternal(const std::string& entity) {
+  if (!startsWith(entity, "c10d::verbs::")) return false;
+  const std::string api = kVerbsApi;
+  if (!startsWith(entity, api)) return true;
+  const char next = entity.size() > api.size() ? entity[api.size()] : '\0';
+  return !(next == '\0' || next == ':' || next == '(');
 }
 
 // The functions c10d/c_api.h declares: after each "C10D_CAPI", the identifier just before the
@@ -150,6 +163,10 @@ int main(int argc, char** argv) {
       failure("'" + name + "' (" + (d.empty() ? "not a C++ name" : d) +
               ") is exported but is neither c10d_* nor c10d::");
       continue;
+    }
+    if (isHiddenInternal(entity)) {
+      failure("'" + d + "' is exported but is an internal of the verbs engine (only " +
+              kVerbsApi + " of c10d::verbs is API; see cmake/c10d_exports.map)");
     }
     ++(special.empty() ? cxx : specials);
     // Data: read-only after relocation, vtables and typeinfo aside (see the header comment).

@@ -21,11 +21,20 @@ cmake -S "$src_dir/consumer" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$wor
 cmake --build "$work/consumer-build" > "$work/build.log"
 LD_LIBRARY_PATH="$libdir" "$work/consumer-build/consumer"
 
-# 2. pkg-config.
+# 2. pkg-config: with the compiler's default standard, and as a C++20 program (the .pc must not
+# pin a standard: a -std=c++17 in Cflags would come after the consumer's own and win).
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
+cflags=$(pkg-config --cflags c10d)
+case " $cflags " in
+  *" -std="*) echo "install test: c10d.pc Cflags pin a language standard: $cflags" >&2; exit 1 ;;
+esac
 # shellcheck disable=SC2046
 c++ "$src_dir/consumer/main.cc" -o "$work/consumer-pc" $(pkg-config --cflags --libs c10d)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
+# shellcheck disable=SC2046
+c++ -std=c++20 -DC10D_CONSUMER_EXPECT_CXX20 "$src_dir/consumer/main.cc" -o "$work/consumer-pc20" \
+  $(pkg-config --cflags --libs c10d)
+LD_LIBRARY_PATH="$libdir" "$work/consumer-pc20"
 
 # 3. The C ABI from a C program: the installed header compiles as strict C99 and the library
 # reports the ABI version the header was written for (SONAME libc10d.so.<ABI>).
@@ -43,6 +52,6 @@ int main(void) {
 CEOF
 # shellcheck disable=SC2046
 cc -std=c99 -Wall -Wextra -pedantic -Werror "$work/consumer.c" -o "$work/consumer-c" \
-  -I"$(pkg-config --variable=includedir c10d)" $(pkg-config --libs c10d)
+  $(pkg-config --cflags --libs c10d)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-c"
 echo "install test: OK"

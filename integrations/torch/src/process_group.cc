@@ -9,76 +9,12 @@
 #include <atomic>
 #include <numeric>
 
+#include "staging.h"
 #include "torch_store.h"
 #include "work.h"
 
 namespace c10d_torch {
 namespace {
-
-constexpr const char* kSupportedDtypes =
-    "float32, float64, float16, bfloat16, int8, uint8, int32, int64, bool";
-
-// torch dtype -> c10d dtype; false for a dtype libc10d does not have.
-bool toC10dDtype(at::ScalarType type, c10d_dtype_t* out) {
-  switch (type) {
-    case at::kFloat:
-      *out = C10D_FLOAT32;
-      return true;
-    case at::kDouble:
-      *out = C10D_FLOAT64;
-      return true;
-    case at::kHalf:
-      *out = C10D_FLOAT16;
-      return true;
-    case at::kBFloat16:
-      *out = C10D_BFLOAT16;
-      return true;
-    case at::kChar:
-      *out = C10D_INT8;
-      return true;
-    case at::kByte:
-      *out = C10D_UINT8;
-      return true;
-    case at::kInt:
-      *out = C10D_INT32;
-      return true;
-    case at::kLong:
-      *out = C10D_INT64;
-      return true;
-    case at::kBool:
-      *out = C10D_BOOL;
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The view libc10d gets of `t`, after the checks torch's own CPU backends make. `what` names the
-// argument in messages ("tensors[0]", "output_tensors[0][2]").
-c10d_tensor_t viewOf(const std::string& ctx, const at::Tensor& t, const std::string& what) {
-  TORCH_CHECK(t.defined(), ctx, ": ", what, " is an undefined tensor");
-  TORCH_CHECK(t.layout() == at::kStrided, ctx, ": ", what, " has layout ", t.layout(),
-              "; the c10d backend takes dense (strided) tensors");
-  TORCH_CHECK(t.device().is_cpu(), ctx, ": ", what, " is on ", t.device(),
-              "; the c10d backend takes CPU tensors");
-  TORCH_CHECK(t.is_contiguous(), ctx, ": ", what, " is not contiguous (sizes ", t.sizes(),
-              ", strides ", t.strides(), "); pass tensor.contiguous()");
-  c10d_dtype_t dtype;
-  TORCH_CHECK(toC10dDtype(t.scalar_type(), &dtype), ctx, ": ", what, " has dtype ", t.scalar_type(),
-              ", which the c10d backend does not support (it takes ", kSupportedDtypes, ")");
-  return c10d_tensor_cpu(t.numel() > 0 ? t.data_ptr() : nullptr, static_cast<uint64_t>(t.numel()),
-                         dtype);
-}
-
-std::vector<c10d_tensor_t> viewsOf(const std::string& ctx, const std::vector<at::Tensor>& ts,
-                                   const std::string& what) {
-  std::vector<c10d_tensor_t> views;
-  views.reserve(ts.size());
-  for (size_t i = 0; i < ts.size(); ++i) {
-    views.push_back(viewOf(ctx, ts[i], what + "[" + std::to_string(i) + "]"));
-  }
-  return views;
-}
 
 // The one tensor of a single-tensor op (torch passes a list of one per rank on CPU).
 const at::Tensor& single(const std::string& ctx, const std::vector<at::Tensor>& ts,
@@ -241,11 +177,12 @@ std::string ProcessGroupC10d::context(const char* op) const {
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d::OpType type,
                                                           c10d_status_t status, c10d_work_t* work,
                                                           std::vector<at::Tensor> outputs,
-                                                          std::vector<at::Tensor> inputs) {
+                                                          std::vector<at::Tensor> inputs,
+                                                          Staging staging) {
   const std::string ctx = context(op);
   TORCH_CHECK(status == C10D_STATUS_OK, ctx, ": ", capi().c10d_last_error());
   return c10::make_intrusive<WorkC10d>(work, rank_, type, ctx, std::move(outputs),
-                                       std::move(inputs));
+                                       std::move(inputs), std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(std::vector<at::Tensor>& tensors,
@@ -253,37 +190,45 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(std::vector<at::Ten
   const std::string ctx = context("broadcast");
   const at::Tensor& t = single(ctx, tensors, "");
   TORCH_CHECK(opts.rootTensor == 0, ctx, ": rootTensor must be 0, got ", opts.rootTensor);
-  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.inOut(t, "tensors[0]");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_broadcast(pg_, &view, static_cast<int>(opts.rootRank), &o, &work);
-  return finish("broadcast", ::c10d::OpType::BROADCAST, status, work, tensors, {});
+  return finish("broadcast", ::c10d::OpType::BROADCAST, status, work, tensors, {},
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce(std::vector<at::Tensor>& tensors,
                                                              const ::c10d::AllreduceOptions& opts) {
   const std::string ctx = context("allreduce");
   const at::Tensor& t = single(ctx, tensors, "");
-  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.inOut(t, "tensors[0]");
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_allreduce(pg_, &view, op, &o, &work);
-  return finish("allreduce", ::c10d::OpType::ALLREDUCE, status, work, tensors, {});
+  return finish("allreduce", ::c10d::OpType::ALLREDUCE, status, work, tensors, {},
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
   const std::string ctx = context("allreduce_coalesced");
-  const std::vector<c10d_tensor_t> views = viewsOf(ctx, tensors, "tensors");
+  Staging staging(ctx);
+  std::vector<c10d_tensor_t> views;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    views.push_back(staging.inOut(tensors[i], c10::str("tensors[", i, "]")));
+  }
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_allreduce_coalesced(pg_, views.data(), views.size(), op, &o, &work);
   return finish("allreduce_coalesced", ::c10d::OpType::ALLREDUCE_COALESCED, status, work, tensors,
-                {});
+                {}, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce(std::vector<at::Tensor>& tensors,
@@ -291,13 +236,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce(std::vector<at::Tensor
   const std::string ctx = context("reduce");
   const at::Tensor& t = single(ctx, tensors, "");
   TORCH_CHECK(opts.rootTensor == 0, ctx, ": rootTensor must be 0, got ", opts.rootTensor);
-  const c10d_tensor_t view = viewOf(ctx, t, "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.inOut(t, "tensors[0]");
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_reduce(pg_, &view, static_cast<int>(opts.rootRank), op, &o, &work);
-  return finish("reduce", ::c10d::OpType::REDUCE, status, work, tensors, {});
+  return finish("reduce", ::c10d::OpType::REDUCE, status, work, tensors, {}, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather(
@@ -311,20 +257,23 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather(
   for (size_t i = 0; i < outputs[0].size(); ++i) {
     checkSameShape(ctx, outputs[0][i], c10::str("output_tensors[0][", i, "]"), in, "the input");
   }
-  const c10d_tensor_t inView = viewOf(ctx, in, "input_tensors[0]");
-  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outputs[0], "output_tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t inView = staging.in(in, "input_tensors[0]");
+  const std::vector<c10d_tensor_t> outViews = staging.outs(outputs[0], "output_tensors[0]");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_allgather(pg_, outViews.data(), outViews.size(), &inView, &o, &work);
-  return finish("allgather", ::c10d::OpType::ALLGATHER, status, work, outputs[0], inputs);
+  return finish("allgather", ::c10d::OpType::ALLGATHER, status, work, outputs[0], inputs,
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_allgather_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
   const std::string ctx = context("_allgather_base");
-  const c10d_tensor_t inView = viewOf(ctx, input, "input");
-  const c10d_tensor_t outView = viewOf(ctx, output, "output");
+  Staging staging(ctx);
+  const c10d_tensor_t inView = staging.in(input, "input");
+  const c10d_tensor_t outView = staging.out(output, "output");
   TORCH_CHECK(
       output.scalar_type() == input.scalar_type() && output.numel() == input.numel() * size_, ctx,
       ": output (", output.scalar_type(), ", ", output.numel(),
@@ -333,8 +282,62 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_allgather_base(
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
-  return finish("_allgather_base", ::c10d::OpType::_ALLGATHER_BASE, status, work, {output},
-                {input});
+  return finish("_allgather_base", ::c10d::OpType::_ALLGATHER_BASE, status, work, {output}, {input},
+                std::move(staging));
+}
+
+// torch's deprecated list form of _allgather_base: rank r's inputs land in outputLists[r], one
+// output per input. Runs as one allgather of the inputs packed end to end (as torch's gloo does):
+// the inputs are copied into one flat buffer, and on completion each rank's slice of the gathered
+// buffer is copied out into its outputs. Every rank must pass inputs of the same sizes.
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  const std::string ctx = context("allgather_coalesced");
+  TORCH_CHECK(!inputs.empty(), ctx, ": input_tensor_list is empty");
+  checkListSize(ctx, outputLists.size(), size_, "output_tensor_lists");
+  int64_t total = 0;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    checkTensor(ctx, inputs[j], c10::str("input_tensor_list[", j, "]"));
+    TORCH_CHECK(inputs[j].scalar_type() == inputs[0].scalar_type(), ctx, ": input_tensor_list[", j,
+                "] has dtype ", inputs[j].scalar_type(), ", input_tensor_list[0] has ",
+                inputs[0].scalar_type());
+    total += inputs[j].numel();
+  }
+  Staging staging(ctx);
+  std::vector<at::Tensor> outputs;  // the Future's value: every output, rank by rank
+  for (size_t r = 0; r < outputLists.size(); ++r) {
+    TORCH_CHECK(outputLists[r].size() == inputs.size(), ctx, ": output_tensor_lists[", r, "] has ",
+                outputLists[r].size(), " tensors, input_tensor_list has ", inputs.size());
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const std::string what = c10::str("output_tensor_lists[", r, "][", j, "]");
+      checkSameShape(ctx, outputLists[r][j], what, inputs[j],
+                     c10::str("input_tensor_list[", j, "]").c_str());
+      staging.checkOutput(outputLists[r][j], what);
+      outputs.push_back(outputLists[r][j]);
+    }
+  }
+  const at::TensorOptions flat = inputs[0].options().memory_format(at::MemoryFormat::Contiguous);
+  at::Tensor packedIn = at::empty({total}, flat);
+  at::Tensor packedOut = at::empty({total * size_}, flat);
+  int64_t offset = 0;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    const int64_t n = inputs[j].numel();
+    packedIn.narrow(0, offset, n).view(inputs[j].sizes()).copy_(inputs[j].detach());
+    for (size_t r = 0; r < outputLists.size(); ++r) {
+      staging.copyBackLater(outputLists[r][j], packedOut.narrow(0, total * r + offset, n));
+    }
+    offset += n;
+  }
+  const c10d_tensor_t inView = staging.in(packedIn, "the packed inputs");
+  const c10d_tensor_t outView = staging.out(packedOut, "the packed outputs");
+  staging.keep(packedIn);
+  staging.keep(packedOut);
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  c10d_work_t* work = nullptr;
+  const c10d_status_t status = capi().c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
+  return finish("allgather_coalesced", ::c10d::OpType::ALLGATHER_COALESCED, status, work,
+                std::move(outputs), inputs, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::gather(
@@ -357,13 +360,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::gather(
     TORCH_CHECK(outputs.empty() || (outputs.size() == 1 && outputs[0].empty()), ctx,
                 ": only the root (rank ", opts.rootRank, ") takes output tensors");
   }
-  const c10d_tensor_t inView = viewOf(ctx, in, "input_tensors[0]");
-  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outs, "output_tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t inView = staging.in(in, "input_tensors[0]");
+  const std::vector<c10d_tensor_t> outViews = staging.outs(outs, "output_tensors[0]");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_gather(pg_, outViews.data(), outViews.size(), &inView,
                                                   static_cast<int>(opts.rootRank), &o, &work);
-  return finish("gather", ::c10d::OpType::GATHER, status, work, outs, inputs);
+  return finish("gather", ::c10d::OpType::GATHER, status, work, outs, inputs, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::scatter(
@@ -386,13 +390,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::scatter(
     TORCH_CHECK(inputs.empty() || (inputs.size() == 1 && inputs[0].empty()), ctx,
                 ": only the root (rank ", opts.rootRank, ") takes input tensors");
   }
-  const c10d_tensor_t outView = viewOf(ctx, out, "output_tensors[0]");
-  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, ins, "input_tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t outView = staging.out(out, "output_tensors[0]");
+  const std::vector<c10d_tensor_t> inViews = staging.ins(ins, "input_tensors[0]");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_scatter(pg_, &outView, inViews.data(), inViews.size(),
                                                    static_cast<int>(opts.rootRank), &o, &work);
-  return finish("scatter", ::c10d::OpType::SCATTER, status, work, outputs, ins);
+  return finish("scatter", ::c10d::OpType::SCATTER, status, work, outputs, ins, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter(
@@ -406,21 +411,24 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter(
   for (size_t i = 0; i < inputs[0].size(); ++i) {
     checkSameShape(ctx, inputs[0][i], c10::str("input_tensors[0][", i, "]"), out, "the output");
   }
-  const c10d_tensor_t outView = viewOf(ctx, out, "output_tensors[0]");
-  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, inputs[0], "input_tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t outView = staging.out(out, "output_tensors[0]");
+  const std::vector<c10d_tensor_t> inViews = staging.ins(inputs[0], "input_tensors[0]");
   c10d_op_options_t o = opOptions(opts.timeout);
   const c10d_reduce_op_t op = toC10dOp(ctx, opts.reduceOp, &o);
   c10d_work_t* work = nullptr;
   const c10d_status_t status =
       capi().c10d_reduce_scatter(pg_, &outView, inViews.data(), inViews.size(), op, &o, &work);
-  return finish("reduce_scatter", ::c10d::OpType::REDUCE_SCATTER, status, work, outputs, inputs[0]);
+  return finish("reduce_scatter", ::c10d::OpType::REDUCE_SCATTER, status, work, outputs, inputs[0],
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_reduce_scatter_base(
     at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) {
   const std::string ctx = context("_reduce_scatter_base");
-  const c10d_tensor_t outView = viewOf(ctx, output, "output");
-  const c10d_tensor_t inView = viewOf(ctx, input, "input");
+  Staging staging(ctx);
+  const c10d_tensor_t outView = staging.out(output, "output");
+  const c10d_tensor_t inView = staging.in(input, "input");
   TORCH_CHECK(
       output.scalar_type() == input.scalar_type() && input.numel() == output.numel() * size_, ctx,
       ": input (", input.scalar_type(), ", ", input.numel(),
@@ -432,15 +440,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::_reduce_scatter_base(
   const c10d_status_t status =
       capi().c10d_reduce_scatter_tensor(pg_, &outView, &inView, op, &o, &work);
   return finish("_reduce_scatter_base", ::c10d::OpType::_REDUCE_SCATTER_BASE, status, work,
-                {output}, {input});
+                {output}, {input}, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplits,
     std::vector<int64_t>& inputSplits, const ::c10d::AllToAllOptions& opts) {
   const std::string ctx = context("alltoall_base");
-  const c10d_tensor_t outView = viewOf(ctx, output, "output");
-  const c10d_tensor_t inView = viewOf(ctx, input, "input");
+  Staging staging(ctx);
+  const c10d_tensor_t outView = staging.out(output, "output");
+  const c10d_tensor_t inView = staging.in(input, "input");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), ctx, ": output has dtype ",
               output.scalar_type(), ", input has ", input.scalar_type());
   const std::vector<uint64_t> outCounts = elementSplits(ctx, output, outputSplits, size_, "output");
@@ -450,7 +459,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall_base(
   const c10d_status_t status =
       capi().c10d_alltoall_single(pg_, &outView, &inView, outCounts.data(), outCounts.size(),
                                   inCounts.data(), inCounts.size(), &o, &work);
-  return finish("alltoall_base", ::c10d::OpType::ALLTOALL_BASE, status, work, {output}, {input});
+  return finish("alltoall_base", ::c10d::OpType::ALLTOALL_BASE, status, work, {output}, {input},
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall(std::vector<at::Tensor>& outputs,
@@ -459,20 +469,23 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::alltoall(std::vector<at::Tens
   const std::string ctx = context("alltoall");
   checkListSize(ctx, outputs.size(), size_, "output_tensor_list");
   checkListSize(ctx, inputs.size(), size_, "input_tensor_list");
-  const std::vector<c10d_tensor_t> outViews = viewsOf(ctx, outputs, "output_tensor_list");
-  const std::vector<c10d_tensor_t> inViews = viewsOf(ctx, inputs, "input_tensor_list");
+  Staging staging(ctx);
+  const std::vector<c10d_tensor_t> outViews = staging.outs(outputs, "output_tensor_list");
+  const std::vector<c10d_tensor_t> inViews = staging.ins(inputs, "input_tensor_list");
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_alltoall(pg_, outViews.data(), outViews.size(),
                                                     inViews.data(), inViews.size(), &o, &work);
-  return finish("alltoall", ::c10d::OpType::ALLTOALL, status, work, outputs, inputs);
+  return finish("alltoall", ::c10d::OpType::ALLTOALL, status, work, outputs, inputs,
+                std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::barrier(const ::c10d::BarrierOptions& opts) {
   const c10d_op_options_t o = opOptions(opts.timeout);
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_barrier(pg_, &o, &work);
-  return finish("barrier", ::c10d::OpType::BARRIER, status, work, {}, {});
+  return finish("barrier", ::c10d::OpType::BARRIER, status, work, {}, {},
+                Staging(context("barrier")));
 }
 
 void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
@@ -485,28 +498,32 @@ void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::send(std::vector<at::Tensor>& tensors, int dst,
                                                         int tag) {
   const std::string ctx = context("send");
-  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.in(single(ctx, tensors, ""), "tensors[0]");
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_send(pg_, &view, dst, tag, nullptr, &work);
-  return finish("send", ::c10d::OpType::SEND, status, work, {}, tensors);
+  return finish("send", ::c10d::OpType::SEND, status, work, {}, tensors, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::recv(std::vector<at::Tensor>& tensors, int src,
                                                         int tag) {
   const std::string ctx = context("recv");
-  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.out(single(ctx, tensors, ""), "tensors[0]");
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_recv(pg_, &view, src, tag, nullptr, &work);
-  return finish("recv", ::c10d::OpType::RECV, status, work, tensors, {});
+  return finish("recv", ::c10d::OpType::RECV, status, work, tensors, {}, std::move(staging));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::recvAnysource(std::vector<at::Tensor>& tensors,
                                                                  int tag) {
   const std::string ctx = context("recv_anysource");
-  const c10d_tensor_t view = viewOf(ctx, single(ctx, tensors, ""), "tensors[0]");
+  Staging staging(ctx);
+  const c10d_tensor_t view = staging.out(single(ctx, tensors, ""), "tensors[0]");
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_recv_any_source(pg_, &view, tag, nullptr, &work);
-  return finish("recv_anysource", ::c10d::OpType::RECVANYSOURCE, status, work, tensors, {});
+  return finish("recv_anysource", ::c10d::OpType::RECVANYSOURCE, status, work, tensors, {},
+                std::move(staging));
 }
 
 }  // namespace c10d_torch

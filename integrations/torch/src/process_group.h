@@ -5,13 +5,18 @@
 //   Construction is collective: every rank constructs its group over torch's Store (the one
 //   init_process_group / new_group hands a backend), which our engine rendezvouses through
 //   (torch_store.h). Ops: broadcast, allreduce, allreduce_coalesced, reduce, allgather,
-//   _allgather_base, gather, scatter, reduce_scatter, _reduce_scatter_base, alltoall,
-//   alltoall_base (uneven splits, in rows of dim 0 as torch counts them), barrier,
+//   _allgather_base, allgather_coalesced, gather, scatter, reduce_scatter, _reduce_scatter_base,
+//   alltoall, alltoall_base (uneven splits, in rows of dim 0 as torch counts them), barrier,
 //   monitoredBarrier, send, recv, recvAnysource. Each returns a WorkC10d (work.h) at once; the op
-//   runs on the engine's threads.
-//   Tensors: CPU, strided, contiguous, of a dtype both libraries know (float32/64, float16,
-//   bfloat16, int8, uint8, int32, int64, bool). Reductions: SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR,
-//   BXOR, PREMUL_SUM with a scalar factor.
+//   runs on the engine's threads. Left to torch's defaults: startCoalescing/endCoalescing (no-ops:
+//   each op of a _coalescing_manager block runs and completes on its own, as on torch's gloo) and
+//   the sequence numbers (set/getSequenceNumberForGroup raise torch's "does not yet support
+//   sequence numbers"; torch asks them of gloo and nccl groups only).
+//   Tensors: CPU, strided, of a dtype both libraries know (float32/64, float16, bfloat16, int8,
+//   uint8, int32, int64, bool). A non-contiguous tensor runs through a contiguous copy
+//   (staging.h), an output's result copied back before the Work completes; an output whose
+//   elements share memory (expand()) is refused. Reductions: SUM, AVG, PRODUCT, MIN, MAX, BAND,
+//   BOR, BXOR, PREMUL_SUM with a scalar factor.
 //
 // Errors
 //   Every bad input raises c10::Error (Python RuntimeError) before anything is communicated, naming
@@ -37,6 +42,7 @@
 #include <vector>
 
 #include "capi.h"
+#include "staging.h"
 
 namespace c10d_torch {
 
@@ -66,6 +72,9 @@ class ProcessGroupC10d : public ::c10d::ProcessGroup {
                                              const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                    const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputLists, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<::c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                           std::vector<at::Tensor>& inputs,
                                           const ::c10d::GatherOptions& opts) override;
@@ -96,10 +105,11 @@ class ProcessGroupC10d : public ::c10d::ProcessGroup {
  private:
   // "c10d_torch: <op> on rank R of <group> (size N)": the prefix of every message about an op.
   std::string context(const char* op) const;
-  // Wraps a started op's work (or throws the C ABI's error for a failed start).
+  // Wraps a started op's work (or throws the C ABI's error for a failed start); the work keeps
+  // `staging` until the op completes.
   c10::intrusive_ptr<::c10d::Work> finish(const char* op, ::c10d::OpType type, c10d_status_t status,
                                           c10d_work_t* work, std::vector<at::Tensor> outputs,
-                                          std::vector<at::Tensor> inputs);
+                                          std::vector<at::Tensor> inputs, Staging staging);
 
   c10d_pg_t* pg_ = nullptr;
   std::string engine_;

@@ -14,12 +14,20 @@ struct Completion {
   std::vector<at::Tensor> outputs;
   std::vector<at::Tensor> inputs;  // kept alive only
   std::string context;
+  Staging staging;
 };
 
 void onComplete(void* user, c10d_status_t status, const char* message) {
   std::unique_ptr<Completion> done(static_cast<Completion*>(user));
   try {
     if (status == C10D_STATUS_OK) {
+      try {
+        done->staging.copyBack();
+      } catch (const std::exception& e) {
+        done->future->setError(std::make_exception_ptr(std::runtime_error(
+            done->context + ": copying the result into the output tensors failed: " + e.what())));
+        return;
+      }
       done->future->markCompleted(c10::IValue(done->outputs));
     } else {
       done->future->setError(std::make_exception_ptr(
@@ -33,15 +41,15 @@ void onComplete(void* user, c10d_status_t status, const char* message) {
 }  // namespace
 
 WorkC10d::WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::string context,
-                   std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs)
+                   std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs, Staging staging)
     : ::c10d::Work(rank, opType),
       work_(work),
       context_(std::move(context)),
       outputs_(std::move(outputs)),
       future_(
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-  auto done =
-      std::make_unique<Completion>(Completion{future_, outputs_, std::move(inputs), context_});
+  auto done = std::make_unique<Completion>(
+      Completion{future_, outputs_, std::move(inputs), context_, std::move(staging)});
   const CApi& api = capi();
   const c10d_status_t status = api.c10d_work_on_complete(work_, onComplete, done.get());
   if (status != C10D_STATUS_OK) {
@@ -56,21 +64,18 @@ WorkC10d::~WorkC10d() {
   capi().c10d_work_release(work_);  // does not cancel the op (the Completion keeps its tensors)
 }
 
+// The Future completes last (after libc10d's work and the copy back of staged outputs), and holds
+// the op's outcome with its message: it is the Work's state.
 bool WorkC10d::isCompleted() {
-  return capi().c10d_work_test(work_) != C10D_STATUS_PENDING;
+  return future_->completed();
 }
 
 bool WorkC10d::isSuccess() const {
-  return capi().c10d_work_test(work_) == C10D_STATUS_OK;
+  return future_->completed() && !future_->hasError();
 }
 
 std::exception_ptr WorkC10d::exception() const {
-  const CApi& api = capi();
-  const c10d_status_t status = api.c10d_work_test(work_);
-  if (status == C10D_STATUS_OK || status == C10D_STATUS_PENDING) {
-    return nullptr;
-  }
-  return std::make_exception_ptr(std::runtime_error(context_ + ": " + api.c10d_last_error()));
+  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
 }
 
 int WorkC10d::sourceRank() const {
@@ -100,8 +105,9 @@ bool WorkC10d::wait(std::chrono::milliseconds timeout) {
   TORCH_CHECK(status == C10D_STATUS_OK, context_, ": ", api.c10d_last_error());
   // The op is complete; its callback (which completes the Future) runs on the engine thread right
   // after, so the Future is done or about to be: wait for it so that getFuture()->value() works
-  // as soon as wait() returns.
+  // as soon as wait() returns (and the staged outputs have been copied back).
   future_->wait();
+  TORCH_CHECK(!future_->hasError(), future_->tryRetrieveErrorMessage());
   return true;
 }
 

@@ -5,7 +5,9 @@
 // Python RuntimeError, with the op's context ("c10d_torch: allreduce on rank 1 of c10d:world
 // (size 2)") and libc10d's message. getFuture() returns a Future of a list of tensors (the op's
 // outputs; what DDP's comm hooks read), completed from libc10d's completion callback; on failure
-// it carries the same error. isCompleted/isSuccess/exception never block.
+// it carries the same error. Outputs staged through a contiguous buffer (staging.h) are copied
+// back before the Future completes; the Work counts as completed (isCompleted, wait) only then.
+// isCompleted/isSuccess/exception never block.
 //
 // Threads: the completion callback runs on an engine thread; it marks the Future complete (which
 // runs the Future's then() callbacks there) and takes no GIL itself. Every method may be called
@@ -22,15 +24,17 @@
 #include <vector>
 
 #include "capi.h"
+#include "staging.h"
 
 namespace c10d_torch {
 
 class WorkC10d : public ::c10d::Work {
  public:
   // Takes ownership of `work` (released in the destructor). `outputs`: the Future's value and
-  // result(); `inputs`: kept alive until completion. `context` prefixes every error message.
+  // result(); `inputs`: kept alive until completion; `staging`: the op's buffers, kept until
+  // completion and copied back into `outputs` on success. `context` prefixes every error message.
   WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::string context,
-           std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs);
+           std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs, Staging staging);
   ~WorkC10d() override;
 
   bool isCompleted() override;

@@ -8,6 +8,10 @@
 #include <store/hash_store.h>
 
 #include <cstdio>
+
+#ifdef C10D_CONSUMER_EXPECT_CXX20  // built -std=c++20: c10d's flags must not have lowered it
+static_assert(__cplusplus >= 202002L, "c10d's compile flags overrode the consumer's -std=c++20");
+#endif
 #include <memory>
 #include <vector>
 
