@@ -51,21 +51,36 @@ void Comm::checkAbort() const {
     C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
 }
 
-void Comm::setOp(const OpDesc* desc, const OpDesc::Wire* wire, bool headers) {
+void Comm::setOp(const OpDesc* desc, const OpDesc::Wire* wire,
+                 std::vector<PeerFingerprint>* peers) {
   desc_ = desc;
   wire_ = wire;
-  if (headers && size_ > 1) {
-    hdr_[0] = P2POp{true, (rank_ + 1) % size_,
-                    reinterpret_cast<uint8_t*>(const_cast<OpDesc::Wire*>(wire)), sizeof(*wire), 0};
-    hdr_[1] = P2POp{false, (rank_ + size_ - 1) % size_, reinterpret_cast<uint8_t*>(&hdrIn_),
-                    sizeof(hdrIn_), 0};
-  }
+  peerFps_ = size_ > 1 ? peers : nullptr;
+  stamp_ = desc->seq + 1;  // 0 is never an op's
 }
 
 void Comm::finishHeaders() {
-  if (!headersPending()) return;
-  std::vector<P2POp> none;
-  run(none);
+  if (peerFps_ == nullptr) return;
+  constexpr uint8_t kLen = sizeof(OpDesc::Wire);
+  const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+  std::vector<P2POp> ops;
+  PeerFingerprint& r = peerFp(right);
+  if (r.sent < kLen) {
+    ops.push_back(P2POp{true, right,
+                        reinterpret_cast<uint8_t*>(const_cast<OpDesc::Wire*>(wire_)) + r.sent,
+                        static_cast<size_t>(kLen - r.sent), 0});
+    r.sent = kLen;  // claimed: run() moves the rest as plain bytes
+  }
+  PeerFingerprint& l = peerFp(left);
+  const bool readLeft = l.got < kLen;
+  if (readLeft) {
+    ops.push_back(P2POp{false, left, reinterpret_cast<uint8_t*>(&l.in) + l.got,
+                        static_cast<size_t>(kLen - l.got), 0});
+    l.got = kLen;
+  }
+  if (ops.empty()) return;
+  run(ops);
+  if (readLeft) verifyHeader(left, l.in);
 }
 
 void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
@@ -74,8 +89,8 @@ void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
                                 detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
 }
 
-void Comm::verifyHeader() {
-  if (hdrIn_ != *wire_) mismatch(hdr_[1].peer, hdrIn_);
+void Comm::verifyHeader(int peer, const OpDesc::Wire& theirs) {
+  if (theirs != *wire_) mismatch(peer, theirs);
 }
 
 void Comm::checkBoard() {
@@ -112,34 +127,47 @@ void Comm::check() {
 }
 
 void Comm::run(std::vector<P2POp>& ops) {
-  auto at = [&](size_t i) -> P2POp& { return i < 2 ? hdr_[i] : ops[i - 2]; };
+  constexpr uint8_t kFp = sizeof(OpDesc::Wire);
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing
   for (;;) {
     uint32_t token = t_.progressToken(ch_);
     bool progress = false, all = true;
     interests.clear();
-    // The fingerprint headers (hdr_, empty unless exchanged) go first: a later op to the same
-    // peer in the same direction waits for them, so they lead the op's bytes on each stream.
-    const size_t total = ops.size() + 2;
-    for (size_t i = 0; i < total; ++i) {
-      P2POp& op = at(i);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      P2POp& op = ops[i];
       if (op.done >= op.len) continue;
       all = false;
       bool blocked = false;
-      for (size_t j = 0; j < i && !blocked; ++j) {
-        const P2POp& o = at(j);
-        blocked = o.peer == op.peer && o.send == op.send && o.done < o.len;
-      }
+      for (size_t j = 0; j < i && !blocked; ++j)
+        blocked = ops[j].peer == op.peer && ops[j].send == op.send && ops[j].done < ops[j].len;
       if (blocked) continue;
-      size_t n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
-                         : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
-      op.done += n;
+      // The first message of the op on each stream carries the fingerprint ahead of its bytes.
+      PeerFingerprint* fp = peerFps_ != nullptr ? &peerFp(op.peer) : nullptr;
+      size_t n;
+      if (fp != nullptr && op.send && fp->sent < kFp) {
+        const size_t hn = kFp - fp->sent;
+        n = t_.trySendHdr(ch_, op.peer, reinterpret_cast<const uint8_t*>(wire_) + fp->sent, hn,
+                          op.buf + op.done, op.len - op.done);
+        const size_t kh = std::min(n, hn);
+        fp->sent = static_cast<uint8_t>(fp->sent + kh);
+        op.done += n - kh;
+      } else if (fp != nullptr && !op.send && fp->got < kFp) {
+        const size_t hn = kFp - fp->got;
+        n = t_.tryRecvHdr(ch_, op.peer, reinterpret_cast<uint8_t*>(&fp->in) + fp->got, hn,
+                          op.buf + op.done, op.len - op.done);
+        const size_t kh = std::min(n, hn);
+        fp->got = static_cast<uint8_t>(fp->got + kh);
+        op.done += n - kh;
+        // Before run() returns, so before the algorithm uses or forwards what came with it.
+        if (kh > 0 && fp->got == kFp) verifyHeader(op.peer, fp->in);
+      } else {
+        n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
+                    : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
+        op.done += n;
+      }
       if (n > 0) progress = true;
-      if (op.done < op.len)
-        interests.push_back(Interest{op.peer, op.send, !op.send});
-      else if (i == 1)
-        verifyHeader();  // before anything else from that peer is used
+      if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
     }
     if (all && t_.sendsComplete(ch_)) return;
     if (progress) {
@@ -163,8 +191,8 @@ void Comm::run(std::vector<P2POp>& ops) {
       // A peer this op still waits on and that is gone (even one that shut down cleanly) fails
       // the op, after one more poll: it may have written what we wait for just before it went.
       const P2POp* gone = nullptr;
-      for (size_t i = 0; i < ops.size() + 2; ++i)
-        if (!gone && at(i).done < at(i).len && t_.peerGone(at(i).peer)) gone = &at(i);
+      for (const auto& op : ops)
+        if (!gone && op.done < op.len && t_.peerGone(op.peer)) gone = &op;
       if (gone && !repolled) {
         repolled = true;
         lastPeerCheck_ = now - std::chrono::milliseconds(21);  // check again right after the poll
@@ -179,12 +207,10 @@ void Comm::run(std::vector<P2POp>& ops) {
       checkPeers();
       if (now >= deadline_) {
         std::ostringstream pending;
-        for (size_t i = 0; i < ops.size() + 2; ++i) {
-          const P2POp& op = at(i);
+        for (const auto& op : ops)
           if (op.done < op.len)
             pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
-                    << "/" << op.len << " bytes" << (i < 2 ? ", op fingerprint" : "") << ")";
-        }
+                    << "/" << op.len << " bytes)";
         C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
                    rank_, " (verbs/", t_.name(), "); pending:", pending.str());
       }

@@ -9,14 +9,17 @@
 // liveness between sleeps (CommError naming the dead peer). Ops to the same peer in the same
 // direction complete in order.
 //
-// Mismatch checks (setOp): the op's fingerprint (OpDesc::Wire, 32 bytes) goes to the right
-// neighbour (rank + 1) ahead of the op's first message, and the left neighbour's is read ahead of
-// anything else received in the op and compared with this rank's: different ops, counts, dtypes,
-// roots or reduce ops throw CollectiveMismatchError naming both sides. Every stream-based op
-// exchanges headers (finishHeaders() at its end, for ops that moved nothing); ops on the shm
-// workspace's barrier (allreduce/broadcast/barrier "shm") compare fingerprints in the barrier
-// instead, and a rank waiting long compares the peers' published ops (ShmTransport::peerOp), so
-// a stream op facing a barrier op is caught too.
+// Mismatch checks (setOp): the op's fingerprint (OpDesc::Wire, 32 bytes) leads this rank's bytes
+// on every stream the op writes, in the same transport write as the first message (one syscall on
+// tcp), and every stream the op reads starts with the sender's fingerprint, read with the first
+// message and compared with ours before run() returns: different ops, counts, dtypes, roots or
+// reduce ops throw CollectiveMismatchError naming both sides. So a rank completes an op only if
+// every peer it received from issued the same op, and, as those peers check theirs before they
+// forward anything, only if every rank its result depends on did. The ring neighbours exchange
+// fingerprints in every op (finishHeaders() at its end, when no data went that way), so ops that
+// move nothing are checked too. Ops on the shm workspace's barrier (allreduce/broadcast/barrier
+// "shm") compare fingerprint hashes in the barrier instead, and a rank waiting long compares the
+// peers' published ops (ShmTransport::peerOp), so a stream op facing a barrier op is caught too.
 //
 // Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
 // one spans the group, and the reduction helpers.
@@ -61,10 +64,17 @@ class Comm {
   ShmTransport* shm() const { return shm_; }
   void setShm(ShmTransport* s) { shm_ = s; }
 
-  // The op's description and fingerprint (both outlive the Comm); `headers`: exchange
-  // fingerprints over the streams (see the header comment). Without setOp nothing is checked.
-  void setOp(const OpDesc* desc, const OpDesc::Wire* wire, bool headers);
-  // Completes the fingerprint exchange if the op has not (an op that moved no data).
+  // What one op has exchanged of the fingerprints with one peer (valid while stamp is the op's).
+  struct PeerFingerprint {
+    uint64_t stamp = 0;
+    uint8_t sent = 0, got = 0;  // bytes of ours sent to / of theirs received from the peer
+    OpDesc::Wire in;
+  };
+  // The op's description and fingerprint (both outlive the Comm); `peers`: size() entries kept
+  // by the caller across ops (stamped, never cleared); null: no stream fingerprints (an shm
+  // barrier op, checked in the barrier). Without setOp nothing is checked.
+  void setOp(const OpDesc* desc, const OpDesc::Wire* wire, std::vector<PeerFingerprint>* peers);
+  // Sends ours to the right neighbour and reads the left one's if the op's data did not.
   void finishHeaders();
 
   void run(std::vector<P2POp>& ops);
@@ -97,12 +107,16 @@ class Comm {
   // first and exited may be seen before the rank that died and started it all.
   void checkPeers();
   void checkAbort() const;
-  // The left neighbour's header arrived: compare it with ours.
-  void verifyHeader();
+  // `peer`'s fingerprint arrived: compare it with ours.
+  void verifyHeader(int peer, const OpDesc::Wire& theirs);
+  PeerFingerprint& peerFp(int q) {
+    PeerFingerprint& p = (*peerFps_)[q];
+    if (p.stamp != stamp_) p = PeerFingerprint{stamp_, 0, 0, {}};
+    return p;
+  }
   // shm: a peer published an op at our collective count that differs from ours.
   void checkBoard();
   [[noreturn]] void mismatch(int peer, const OpDesc::Wire& theirs) const;
-  bool headersPending() const { return hdr_[0].done < hdr_[0].len || hdr_[1].done < hdr_[1].len; }
 
   Transport& t_;
   const int ch_;
@@ -122,10 +136,8 @@ class Comm {
   CheckFn checkFn_;
   const OpDesc* desc_ = nullptr;
   const OpDesc::Wire* wire_ = nullptr;
-  // hdr_[0]: our fingerprint to the right neighbour, hdr_[1]: the left one's into hdrIn_. Both
-  // empty (len 0) unless the op exchanges headers.
-  P2POp hdr_[2];
-  OpDesc::Wire hdrIn_;
+  std::vector<PeerFingerprint>* peerFps_ = nullptr;  // null: no stream fingerprints
+  uint64_t stamp_ = 0;                               // this op's stamp in peerFps_
 };
 
 }  // namespace verbs

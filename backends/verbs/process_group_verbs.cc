@@ -45,6 +45,7 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   const std::string prefix =
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
   storePrefix_ = prefix;
+  peerFps_.resize(static_cast<size_t>(size));
   const std::string me =
       (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
@@ -174,12 +175,16 @@ void ProcessGroupVerbs::reportMismatch(const std::string& message) {
   transport_->abortCollectives();
 }
 
-std::string ProcessGroupVerbs::reportedMismatch() {
+std::string ProcessGroupVerbs::reportedMismatch(Milliseconds wait) {
   try {
     const std::string key = storePrefix_ + "mismatch";
     if (store()->check({key})) return store()->getString(key);
+    if (wait > Milliseconds::zero()) {
+      store()->wait({key}, wait);
+      return store()->getString(key);
+    }
   } catch (const std::exception&) {
-    // The store is gone too: report the CommError as it is.
+    // Nothing recorded in time, or the store is gone too: report what this rank saw.
   }
   return "";
 }
@@ -204,15 +209,26 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     c.setScratch(&scratch_[0], &scratch_[1]);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());
-    c.setOp(&desc, &wire, headers);
+    c.setOp(&desc, &wire, headers ? &peerFps_ : nullptr);
     if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
     c.finishHeaders();
     return nullptr;
   } catch (const CollectiveMismatchError& e) {
-    reportMismatch(e.what());
-    setBroken(std::current_exception());
-    return std::current_exception();
+    // A peer at another collective count is usually the trace of an earlier mismatched op that
+    // this rank completed (a broadcast root only sends) and a peer is reporting: that report, if
+    // it lands soon, names the cause. Otherwise (or a skipped collective) this rank's own view.
+    const std::string own = e.what();
+    const bool skewed = own.find("ranks are at different collectives") != std::string::npos;
+    const std::string earlier = reportedMismatch(skewed ? Milliseconds(250) : Milliseconds(0));
+    std::exception_ptr err = std::current_exception();
+    if (!earlier.empty() && earlier != own) {
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(earlier, "; rank ", rank(), " then saw: ", own)));
+    }
+    reportMismatch(earlier.empty() ? own : earlier);
+    setBroken(err);
+    return err;
   } catch (const CommError& e) {
     // Transport errors name the peer, not the op: say which op saw it.
     const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name_);

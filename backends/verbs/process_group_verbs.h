@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "backends/verbs/algo_select.h"
+#include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
 #include "c10d/process_group.h"
 
@@ -110,8 +111,9 @@ class ProcessGroupVerbs : public ProcessGroup {
   // A mismatch seen here: recorded in the store for the peers that only see this rank give up,
   // then the collective streams are aborted (Transport::abortCollectives).
   void reportMismatch(const std::string& message);
-  // The message a peer reported, or "" (looked up when an op fails with CommError).
-  std::string reportedMismatch();
+  // The message a peer reported, or "" (looked up when an op fails with CommError or a
+  // mismatch); waits up to `wait` for one to be recorded.
+  std::string reportedMismatch(Milliseconds wait = Milliseconds(0));
   // Whether the op's shm algorithm is the workspace's (barrier-based) one.
   bool shmAlgo(Collective c, size_t bytes, size_t count) const;
   void reduceScatterFlat(Comm& c, Tensor output, const std::vector<const void*>& inputs,
@@ -127,6 +129,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
+  // Per peer: the running op's fingerprint exchange (Comm::setOp; the op's thread only).
+  std::vector<Comm::PeerFingerprint> peerFps_;
   std::vector<uint8_t> coalesced_;  // allreduceCoalesced's flat copy (engine thread only)
   bool shutdown_ = false;
 };

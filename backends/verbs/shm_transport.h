@@ -63,6 +63,9 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                    size_t n) override;
+  size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int ch) override;
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
@@ -88,9 +91,12 @@ class ShmTransport : public Transport {
   // Every rank of this host waits for every other: a rank that left (it shut its group down, or
   // exited) before the barrier released makes it throw PeerLeft at once (a barrier it never
   // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
-  // With `fp` (the op's fingerprint), every rank stores it for this barrier before arriving and,
-  // once released, compares every other rank's with its own: a difference throws Mismatch (on
-  // every rank, since every rank compares). Fingerprints rotate over three sets like the slots.
+  // With `fp` (the op's fingerprint), every rank adds its 64-bit hash to a sum on the barrier's
+  // counter line and the releasing rank compares the sum with size * its own, flagging the step
+  // on the generation line: no cache line beyond the barrier's own on the fast path. When flagged
+  // every rank reads the others' full fingerprints (stored per step in its control block) and
+  // throws Mismatch naming one that differs from its own. Fingerprints rotate over three sets
+  // like the slots.
   void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr);
   struct PeerLeft {
     std::vector<int> ranks;  // every rank gone by then, in the group's numbering
@@ -115,8 +121,10 @@ class ShmTransport : public Transport {
   RingCtl& ring(int ch, int from, int to) const;
   uint8_t* ringData(int ch, int from, int to) const;
   RankCtl& rankCtl(int r) const;
-  // barrier() without the comparison (stores `fp` first when given).
-  void barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
+  // The barrier proper: stores `fp` (all zero when null) for this step, adds its hash to the
+  // barrier's sum, waits; returns whether the ranks' hashes differed.
+  bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
+  static constexpr int kWireWords = sizeof(OpDesc::Wire) / sizeof(uint64_t);
 
   const int rank_;
   const int size_;

@@ -55,6 +55,9 @@ class TcpTransport : public Transport {
   const char* name() const override { return "tcp"; }
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                    size_t n) override;
+  size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int) override { return 0; }
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
