@@ -93,7 +93,7 @@ class ShmTransport : public Transport {
   // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
   // With `fp` (the op's fingerprint), every rank adds its 64-bit hash to a sum on the barrier's
   // counter line and the releasing rank compares the sum with size * its own, flagging the step
-  // on the generation line: no cache line beyond the barrier's own on the fast path. When flagged
+  // in a word written only then: no extra line moves between cores on the fast path. When flagged
   // every rank reads the others' full fingerprints (stored per step in its control block) and
   // throws Mismatch naming one that differs from its own. Fingerprints rotate over three sets
   // like the slots.
