@@ -12,6 +12,8 @@ std::exception_ptr prefixed(const std::exception_ptr& e, const std::string& pref
     return std::make_exception_ptr(TimeoutError(prefix + err.what()));
   } catch (const CommError& err) {
     return std::make_exception_ptr(CommError(prefix + err.what()));
+  } catch (const CollectiveMismatchError& err) {
+    return std::make_exception_ptr(CollectiveMismatchError(prefix + err.what()));
   } catch (const std::exception& err) {
     return std::make_exception_ptr(Error(prefix + err.what()));
   } catch (...) {

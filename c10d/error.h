@@ -60,8 +60,8 @@ std::string str(const Args&... args) {
 // Describes errno `err` as "ENAME (message)"-ish text: strerror plus the number.
 std::string errnoString(int err);
 
-// `e` re-made with `prefix` before its message, keeping its kind (TimeoutError, CommError, else
-// Error): how a later op reports the error that broke its group.
+// `e` re-made with `prefix` before its message, keeping its kind (TimeoutError, CommError,
+// CollectiveMismatchError, else Error): how a later op reports the error that broke its group.
 std::exception_ptr prefixed(const std::exception_ptr& e, const std::string& prefix);
 
 }  // namespace detail

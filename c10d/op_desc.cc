@@ -115,15 +115,15 @@ std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& 
   std::string head = detail::str(toString(mine.op), " #", mine.seq, " in group ", group, ": ");
   if (a.collSeq != b.collSeq) {
     return head + detail::str("ranks are at different collectives: rank ", ra, " is at its ",
-                              "collective #", a.collSeq, " (", a.describeWithOp(), "), rank ", rb,
+                              "collective #", a.collSeq, " (", a.describeWithOp(), "); rank ", rb,
                               " at its collective #", b.collSeq, " (", b.describeWithOp(),
                               "): a rank skipped or added a collective");
   }
   if (a.op != b.op) {
-    return head + detail::str("rank ", ra, " called ", a.describeWithOp(), ", rank ", rb,
+    return head + detail::str("rank ", ra, " called ", a.describeWithOp(), "; rank ", rb,
                               " called ", b.describeWithOp());
   }
-  return head + detail::str("rank ", ra, " has ", a.describe(), ", rank ", rb, " has ",
+  return head + detail::str("rank ", ra, " has ", a.describe(), "; rank ", rb, " has ",
                             b.describe());
 }
 

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,9 @@ const GlooConfigEntry kGlooConfigTable[] = {
     {"hostname", "C10D_GLOO_HOSTNAME", "", "address or host name to bind"},
     {"max_p2p_threads", "C10D_GLOO_P2P_THREADS", "64",
      "most threads waiting on send/recv completions at once"},
+    {"debug", "C10D_DEBUG", "OFF",
+     "OFF | INFO | DETAIL: DETAIL compares every collective's full description (op, dtype, count, "
+     "root, reduce op) across ranks before running it; otherwise only its size in bytes"},
     {nullptr, nullptr, nullptr, nullptr},
 };
 
@@ -107,6 +111,13 @@ GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config) {
   out.hostname = lookup(config, *findEntry("hostname"), &source);
   std::string threads = lookup(config, *findEntry("max_p2p_threads"), &source);
   out.maxP2pThreads = parsePositive(threads, source);
+  std::string debug = lookup(config, *findEntry("debug"), &source);
+  for (auto& ch : debug) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (debug != "OFF" && debug != "INFO" && debug != "DETAIL" && !debug.empty()) {
+    C10D_THROW(InvalidArgument, "gloo setting debug (", source, ") = \"", debug,
+               "\": expected OFF, INFO or DETAIL");
+  }
+  out.detail = debug == "DETAIL";
   return out;
 }
 
@@ -117,6 +128,7 @@ std::string describeGlooConfig(const GlooConfig& config) {
     if (std::strcmp(e->name, "ifname") == 0) value = config.ifname;
     if (std::strcmp(e->name, "hostname") == 0) value = config.hostname;
     if (std::strcmp(e->name, "max_p2p_threads") == 0) value = std::to_string(config.maxP2pThreads);
+    if (std::strcmp(e->name, "debug") == 0) value = config.detail ? "DETAIL" : "OFF";
     ss << "gloo." << e->name << " = \"" << value << "\"  (env " << e->env << ", default \""
        << e->defaultValue << "\"): " << e->description << "\n";
   }

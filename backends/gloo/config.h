@@ -6,6 +6,8 @@
 //   ifname            C10D_SOCKET_IFNAME      ""       network interface to bind (e.g. eth0)
 //   hostname          C10D_GLOO_HOSTNAME      ""       address or host name to bind
 //   max_p2p_threads   C10D_GLOO_P2P_THREADS   64       most threads waiting on send/recv at once
+//   debug             C10D_DEBUG              OFF      DETAIL: compare every collective's full
+//                                                      description across ranks before it runs
 //
 // With neither ifname nor hostname set, the device binds to the local address that routes to
 // MASTER_ADDR (127.0.0.1 for a local master); without MASTER_ADDR, to the address this host's
@@ -31,6 +33,8 @@ struct GlooConfig {
   std::string ifname;
   std::string hostname;
   int maxP2pThreads = 64;
+  // C10D_DEBUG=DETAIL: the pre-op check compares the whole OpDesc, not only the bytes moved.
+  bool detail = false;
 };
 
 // Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws

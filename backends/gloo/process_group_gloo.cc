@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <gloo/allgather.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/address.h>
@@ -15,6 +16,7 @@
 
 #include <sstream>
 
+#include "backends/gloo/helpers.h"
 #include "backends/gloo/p2p_waiters.h"
 #include "backends/gloo/p2p_work.h"
 #include "backends/gloo/store_adapter.h"
@@ -183,7 +185,59 @@ bool ProcessGroupGloo::supports(ReduceOp::Kind op, DataType dtype, Device device
 
 std::shared_ptr<Work> ProcessGroupGloo::enqueue(OpType op, uint64_t seq, Milliseconds timeout,
                                                 TaskFn fn) {
-  return enqueueWork(std::make_shared<Work>(op, seq, name(), timeout), std::move(fn));
+  auto work = std::make_shared<Work>(op, seq, name(), timeout);
+  if (size() == 1) return enqueueWork(std::move(work), std::move(fn));
+  // Collectives only (p2p goes through postP2p): check the ranks agree before moving data.
+  OpDesc desc = currentOp();
+  return enqueueWork(std::move(work),
+                     [this, desc = std::move(desc), timeout, fn = std::move(fn)]() {
+                       checkAgreement(desc, timeout);
+                       return fn();
+                     });
+}
+
+// Why a check before every collective, even by default: Gloo's device thread throws
+// gloo::EnforceNotMet when a peer's message is larger than the buffer this rank posted for it (a
+// rank with a larger count), and an exception escaping that thread terminates the process. The
+// cheapest guard that covers every op is one allgather of a few bytes (one message per pair on
+// Gloo's ring/bruck allgather) before the op; by default it compares the op's collective count
+// and byte size only, with C10D_DEBUG=DETAIL the whole description (op, dtype, count, root,
+// reduce op). Every rank compares every rank's entry, so every rank raises the same error, before
+// any of the op's data moved: the group stays usable. The check uses a tag no collective uses.
+void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) {
+  OpDesc::Wire mine = desc.wire();
+  if (!config_.detail) {
+    // Only what decides message sizes: the dtype's width and the counts (plus collSeq, so a rank
+    // that skipped an op is caught before its messages pair with the wrong op's).
+    mine.op = 0;
+    mine.reduceOp = 0;
+    mine.root = 0;
+    mine.dtype = static_cast<uint8_t>(elementSize(desc.dtype));
+    if (desc.op == OpType::kAlltoall || desc.op == OpType::kAlltoallSingle) mine.count = 0;
+  }
+  std::vector<OpDesc::Wire> all(size());
+  ::gloo::AllgatherOptions o(context_);
+  o.setInput(&mine, 1);
+  o.setOutput(all.data(), all.size());
+  o.setTag(kAgreementTag);
+  o.setTimeout(glooimpl::glooTimeout(timeout));
+  ::gloo::allgather(o);
+  for (int r = 0; r < size(); ++r) {
+    if (all[r] == mine) continue;
+    OpDesc theirs = OpDesc::fromWire(all[r]);
+    if (!config_.detail) {
+      // Only sizes were compared: say so rather than print fields that were not sent.
+      throw CollectiveMismatchError(detail::str(
+          c10d::toString(desc.op), " #", desc.seq, " in group ", name(), ": rank ", rank(),
+          " moves ", desc.count, " elements of ", elementSize(desc.dtype), " bytes (",
+          desc.describe(), ") at its collective #", desc.collSeq, ", rank ", r, " moves ",
+          all[r].count, " elements of ", static_cast<int>(all[r].dtype),
+          " bytes at its collective #", all[r].collSeq,
+          " (set C10D_DEBUG=DETAIL for a full comparison)"));
+    }
+    throw CollectiveMismatchError(mismatchMessage(name(), rank(), desc, r, theirs) +
+                                  detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));
+  }
 }
 
 std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<Work> work, TaskFn fn) {

@@ -17,6 +17,11 @@
 //   - Gloo's own device loop thread (one per group).
 //
 // Errors
+//   Before each collective the ranks allgather the op's fingerprint (OpDesc::Wire): its size by
+//   default, its whole description with C10D_DEBUG=DETAIL. A difference fails the op on every rank
+//   with CollectiveMismatchError before any data moved (the group stays usable); by default that
+//   is what keeps a count mismatch from reaching Gloo's device thread, where it would terminate
+//   the process (an exception escaping a Gloo thread).
 //   Gloo exceptions become CommError (a lost connection; names the peer rank when it can be
 //   matched, and quotes gloo's message) or TimeoutError (gloo's op timeout, which is set from the
 //   op's timeout), prefixed by the op, its sequence number and the group. The first such error
@@ -120,6 +125,10 @@ class ProcessGroupGloo : public ProcessGroup {
   // Creates the op's Work and queues `fn` for the worker; returns the Work.
   std::shared_ptr<Work> enqueue(OpType op, uint64_t seq, Milliseconds timeout, TaskFn fn);
   std::shared_ptr<Work> enqueueWork(std::shared_ptr<Work> work, TaskFn fn);
+  // Before each collective (on the worker): an allgather of the ranks' fingerprints; throws
+  // CollectiveMismatchError on every rank when they differ (see process_group_gloo.cc).
+  void checkAgreement(const OpDesc& desc, Milliseconds timeout);
+  static constexpr uint32_t kAgreementTag = 0xC10DC10Du;
   void workerLoop();
   // Runs a p2p continuation on a waiter thread and completes `work` with its outcome.
   void runContinuation(const std::shared_ptr<Work>& work, Continuation cont);

@@ -61,9 +61,62 @@ void Comm::checkAbort() const {
     C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
 }
 
+void Comm::setOp(const OpDesc* desc, const OpDesc::Wire* wire,
+                 std::vector<PeerFingerprint>* peers) {
+  desc_ = desc;
+  wire_ = wire;
+  peerFps_ = size_ > 1 ? peers : nullptr;
+  stamp_ = desc->seq + 1;  // 0 is never an op's
+}
+
+void Comm::finishHeaders() {
+  if (peerFps_ == nullptr) return;
+  constexpr uint8_t kLen = sizeof(OpDesc::Wire);
+  const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+  std::vector<P2POp> ops;
+  PeerFingerprint& r = peerFp(right);
+  if (r.sent < kLen) {
+    ops.push_back(P2POp{true, right,
+                        reinterpret_cast<uint8_t*>(const_cast<OpDesc::Wire*>(wire_)) + r.sent,
+                        static_cast<size_t>(kLen - r.sent), 0});
+    r.sent = kLen;  // claimed: run() moves the rest as plain bytes
+  }
+  PeerFingerprint& l = peerFp(left);
+  const bool readLeft = l.got < kLen;
+  if (readLeft) {
+    ops.push_back(P2POp{false, left, reinterpret_cast<uint8_t*>(&l.in) + l.got,
+                        static_cast<size_t>(kLen - l.got), 0});
+    l.got = kLen;
+  }
+  if (ops.empty()) return;
+  run(ops);
+  if (readLeft) verifyHeader(left, l.in);
+}
+
+void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
+  throw CollectiveMismatchError(mismatchMessage(group_, rank_, *desc_, peer,
+                                                OpDesc::fromWire(theirs)) +
+                                detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
+}
+
+void Comm::verifyHeader(int peer, const OpDesc::Wire& theirs) {
+  if (theirs != *wire_) mismatch(peer, theirs);
+}
+
+void Comm::checkBoard() {
+  if (shm_ == nullptr || wire_ == nullptr) return;
+  for (int q = 0; q < size_; ++q) {
+    OpDesc::Wire w;
+    if (q != rank_ && shm_->peerOp(q, &w) && w.collSeq == wire_->collSeq && w != *wire_)
+      mismatch(q, w);
+  }
+}
+
 void Comm::shmBarrier() {
   try {
-    shm_->barrier(checkFn_);
+    shm_->barrier(checkFn_, wire_);
+  } catch (const ShmTransport::Mismatch& m) {
+    mismatch(m.rank, m.theirs);
   } catch (const ShmTransport::PeerLeft& e) {
     std::string who;
     for (size_t i = 0; i < e.ranks.size(); ++i)
@@ -76,6 +129,7 @@ void Comm::shmBarrier() {
 void Comm::check() {
   checkAbort();
   if (handoff_ != nullptr) handoff_->handOff();  // about to sleep: not on the caller's thread
+  checkBoard();
   checkPeers();
   if (Clock::now() >= deadline_)
     C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ", rank_,
@@ -83,6 +137,7 @@ void Comm::check() {
 }
 
 void Comm::run(std::vector<P2POp>& ops) {
+  constexpr uint8_t kFp = sizeof(OpDesc::Wire);
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing
   for (;;) {
@@ -97,9 +152,30 @@ void Comm::run(std::vector<P2POp>& ops) {
       for (size_t j = 0; j < i && !blocked; ++j)
         blocked = ops[j].peer == op.peer && ops[j].send == op.send && ops[j].done < ops[j].len;
       if (blocked) continue;
-      size_t n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
-                         : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
-      op.done += n;
+      // The first message of the op on each stream carries the fingerprint ahead of its bytes.
+      PeerFingerprint* fp = peerFps_ != nullptr ? &peerFp(op.peer) : nullptr;
+      size_t n;
+      if (fp != nullptr && op.send && fp->sent < kFp) {
+        const size_t hn = kFp - fp->sent;
+        n = t_.trySendHdr(ch_, op.peer, reinterpret_cast<const uint8_t*>(wire_) + fp->sent, hn,
+                          op.buf + op.done, op.len - op.done);
+        const size_t kh = std::min(n, hn);
+        fp->sent = static_cast<uint8_t>(fp->sent + kh);
+        op.done += n - kh;
+      } else if (fp != nullptr && !op.send && fp->got < kFp) {
+        const size_t hn = kFp - fp->got;
+        n = t_.tryRecvHdr(ch_, op.peer, reinterpret_cast<uint8_t*>(&fp->in) + fp->got, hn,
+                          op.buf + op.done, op.len - op.done);
+        const size_t kh = std::min(n, hn);
+        fp->got = static_cast<uint8_t>(fp->got + kh);
+        op.done += n - kh;
+        // Before run() returns, so before the algorithm uses or forwards what came with it.
+        if (kh > 0 && fp->got == kFp) verifyHeader(op.peer, fp->in);
+      } else {
+        n = op.send ? t_.trySend(ch_, op.peer, op.buf + op.done, op.len - op.done)
+                    : t_.tryRecv(ch_, op.peer, op.buf + op.done, op.len - op.done);
+        op.done += n;
+      }
       if (n > 0) progress = true;
       if (op.done < op.len) interests.push_back(Interest{op.peer, op.send, !op.send});
     }
@@ -137,6 +213,7 @@ void Comm::run(std::vector<P2POp>& ops) {
                    gone->send ? "send to" : "recv from", " it pending at ", gone->done, "/",
                    gone->len, " bytes); seen by rank ", rank_, " (verbs/", t_.name(), ")");
       }
+      checkBoard();
       checkPeers();
       if (now >= deadline_) {
         std::ostringstream pending;

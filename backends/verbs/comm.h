@@ -9,6 +9,18 @@
 // liveness between sleeps (CommError naming the dead peer). Ops to the same peer in the same
 // direction complete in order.
 //
+// Mismatch checks (setOp): the op's fingerprint (OpDesc::Wire, 32 bytes) leads this rank's bytes
+// on every stream the op writes, in the same transport write as the first message (one syscall on
+// tcp), and every stream the op reads starts with the sender's fingerprint, read with the first
+// message and compared with ours before run() returns: different ops, counts, dtypes, roots or
+// reduce ops throw CollectiveMismatchError naming both sides. So a rank completes an op only if
+// every peer it received from issued the same op, and, as those peers check theirs before they
+// forward anything, only if every rank its result depends on did. The ring neighbours exchange
+// fingerprints in every op (finishHeaders() at its end, when no data went that way), so ops that
+// move nothing are checked too. Ops on the shm workspace's barrier (allreduce/broadcast/barrier
+// "shm") compare fingerprint hashes in the barrier instead, and a rank waiting long compares the
+// peers' published ops (ShmTransport::peerOp), so a stream op facing a barrier op is caught too.
+//
 // Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
 // one spans the group, and the reduction helpers.
 #pragma once
@@ -21,6 +33,7 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport.h"
+#include "c10d/op_desc.h"
 #include "c10d/work.h"
 
 namespace c10d {
@@ -50,6 +63,19 @@ class Comm {
   // The group's shm workspace, or null when the group does not share one.
   ShmTransport* shm() const { return shm_; }
   void setShm(ShmTransport* s) { shm_ = s; }
+
+  // What one op has exchanged of the fingerprints with one peer (valid while stamp is the op's).
+  struct PeerFingerprint {
+    uint64_t stamp = 0;
+    uint8_t sent = 0, got = 0;  // bytes of ours sent to / of theirs received from the peer
+    OpDesc::Wire in;
+  };
+  // The op's description and fingerprint (both outlive the Comm); `peers`: size() entries kept
+  // by the caller across ops (stamped, never cleared); null: no stream fingerprints (an shm
+  // barrier op, checked in the barrier). Without setOp nothing is checked.
+  void setOp(const OpDesc* desc, const OpDesc::Wire* wire, std::vector<PeerFingerprint>* peers);
+  // Sends ours to the right neighbour and reads the left one's if the op's data did not.
+  void finishHeaders();
 
   void run(std::vector<P2POp>& ops);
   void send(int peer, const void* buf, size_t n);
@@ -85,6 +111,16 @@ class Comm {
   // else "": a rank timing out on a live peer (which waits on the dead one) still names the dead
   // rank. Only on the timeout path (tcp: one poll() per peer).
   std::string goneNote();
+  // `peer`'s fingerprint arrived: compare it with ours.
+  void verifyHeader(int peer, const OpDesc::Wire& theirs);
+  PeerFingerprint& peerFp(int q) {
+    PeerFingerprint& p = (*peerFps_)[q];
+    if (p.stamp != stamp_) p = PeerFingerprint{stamp_, 0, 0, {}};
+    return p;
+  }
+  // shm: a peer published an op at our collective count that differs from ours.
+  void checkBoard();
+  [[noreturn]] void mismatch(int peer, const OpDesc::Wire& theirs) const;
 
   Transport& t_;
   const int ch_;
@@ -102,6 +138,10 @@ class Comm {
   std::vector<uint8_t> ownScratch_[2];
   Clock::time_point lastPeerCheck_;
   CheckFn checkFn_;
+  const OpDesc* desc_ = nullptr;
+  const OpDesc::Wire* wire_ = nullptr;
+  std::vector<PeerFingerprint>* peerFps_ = nullptr;  // null: no stream fingerprints
+  uint64_t stamp_ = 0;                               // this op's stamp in peerFps_
 };
 
 }  // namespace verbs

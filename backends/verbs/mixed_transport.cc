@@ -29,6 +29,19 @@ size_t MixedTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
   return l >= 0 ? local_->tryRecv(ch, l, buf, n) : net_->tryRecv(ch, peer, buf, n);
 }
 
+size_t MixedTransport::trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                                  size_t n) {
+  const int l = localIdx_[peer];
+  return l >= 0 ? local_->trySendHdr(ch, l, hdr, hn, buf, n)
+                : net_->trySendHdr(ch, peer, hdr, hn, buf, n);
+}
+
+size_t MixedTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
+  const int l = localIdx_[peer];
+  return l >= 0 ? local_->tryRecvHdr(ch, l, hdr, hn, buf, n)
+                : net_->tryRecvHdr(ch, peer, hdr, hn, buf, n);
+}
+
 uint32_t MixedTransport::progressToken(int ch) {
   // The network transports' tokens are constant (they wait on the interests themselves); the shm
   // doorbell is what can change between a poll and a sleep.
@@ -81,6 +94,11 @@ bool MixedTransport::sendsComplete(int ch) {
 bool MixedTransport::peerGone(int peer) {
   const int l = localIdx_[peer];
   return l >= 0 ? local_->peerGone(l) : net_->peerGone(peer);
+}
+
+void MixedTransport::abortCollectives() {
+  local_->abortCollectives();
+  net_->abortCollectives();
 }
 
 void MixedTransport::checkPeers() {

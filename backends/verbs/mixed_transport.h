@@ -33,6 +33,9 @@ class MixedTransport : public Transport {
   const char* name() const override { return name_; }
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                    size_t n) override;
+  size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int ch) override;
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
@@ -40,6 +43,7 @@ class MixedTransport : public Transport {
   bool sendsComplete(int ch) override;
   bool peerGone(int peer) override;
   void checkPeers() override;
+  void abortCollectives() override;
 
   // Global rank -> local rank on this host, or -1 for a remote rank.
   int localIndex(int peer) const { return localIdx_[peer]; }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -45,6 +46,8 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   // Several verbs groups may share one store: every rank numbers its groups the same way.
   const std::string prefix =
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
+  storePrefix_ = prefix;
+  peerFps_.resize(static_cast<size_t>(size));
   const std::string me =
       (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
@@ -153,23 +156,60 @@ size_t totalBytes(const std::vector<Tensor>& ts) {
 
 template <typename Fn>
 std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
-                                                       Milliseconds timeout, size_t bytes, Fn fn) {
+                                                       Milliseconds timeout, size_t bytes, Fn fn,
+                                                       bool shmAlgo) {
   timeout = resolveTimeout(timeout);
   auto work = std::make_shared<Work>(op, seq, name_, timeout);
   const Clock::time_point now = Clock::now();
   const Clock::time_point deadline = deadlineAfter(now, timeout);
+  const OpDesc& desc = currentOp();
+  const OpDesc::Wire wire = desc.wire();
   engine_->submit(work, bytes, now,
-                  [this, w = work.get(), op, seq, deadline, timeout, fn = std::move(fn)](Handoff* h) {
+                  [this, w = work.get(), desc, wire, shmAlgo, deadline, timeout,
+                   fn = std::move(fn)](Handoff* h) {
                     w->markStarted();  // the engine holds the Work while its body runs
-                    return execute(op, seq, deadline, timeout, h, fn);
+                    return execute(desc, wire, !shmAlgo, deadline, timeout, h, fn);
                   });
   return work;
 }
 
+bool ProcessGroupVerbs::shmAlgo(Collective c, size_t bytes, size_t count) const {
+  return shm_ != nullptr && size() > 1 && selector_.select(c, bytes, count, size(), true) == Algo::kShm;
+}
+
+void ProcessGroupVerbs::reportMismatch(const std::string& message) {
+  if (mismatchReported_) return;
+  mismatchReported_ = true;
+  try {
+    store()->set(storePrefix_ + "mismatch", message);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "c10d: %s: could not record a collective mismatch in the store: %s\n",
+                 name_.c_str(), e.what());
+  }
+  transport_->abortCollectives();
+}
+
+std::string ProcessGroupVerbs::reportedMismatch(Milliseconds wait) {
+  try {
+    const std::string key = storePrefix_ + "mismatch";
+    if (store()->check({key})) return store()->getString(key);
+    if (wait > Milliseconds::zero()) {
+      store()->wait({key}, wait);
+      return store()->getString(key);
+    }
+  } catch (const std::exception&) {
+    // Nothing recorded in time, or the store is gone too: report what this rank saw.
+  }
+  return "";
+}
+
 template <typename Fn>
-std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::time_point deadline,
+std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::Wire& wire,
+                                              bool headers, Clock::time_point deadline,
                                               Milliseconds timeout, Handoff* handoff,
                                               const Fn& fn) {
+  const OpType op = desc.op;
+  const uint64_t seq = desc.seq;
   try {
     // Inline, nothing ran since beginOp() checked this at issue (the common small-op case).
     if (std::exception_ptr broken = handoff != nullptr ? nullptr : brokenError()) {
@@ -183,14 +223,40 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
     c.setScratch(&scratch_[0], &scratch_[1]);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());
+    c.setOp(&desc, &wire, headers ? &peerFps_ : nullptr);
+    if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
+    c.finishHeaders();
     return nullptr;
+  } catch (const CollectiveMismatchError& e) {
+    // A peer at another collective count is usually the trace of an earlier mismatched op that
+    // this rank completed (a broadcast root only sends) and a peer is reporting: that report, if
+    // it lands soon, names the cause. Otherwise (or a skipped collective) this rank's own view.
+    const std::string own = e.what();
+    const bool skewed = own.find("ranks are at different collectives") != std::string::npos;
+    const std::string earlier = reportedMismatch(skewed ? Milliseconds(250) : Milliseconds(0));
+    std::exception_ptr err = std::current_exception();
+    if (!earlier.empty() && earlier != own) {
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(earlier, "; rank ", rank(), " then saw: ", own)));
+    }
+    reportMismatch(earlier.empty() ? own : earlier);
+    setBroken(err);
+    return err;
   } catch (const CommError& e) {
     // Transport errors name the peer, not the op: say which op saw it.
     const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name_);
     std::exception_ptr err = std::current_exception();
-    if (std::string(e.what()).find(what) == std::string::npos)
+    // A peer that saw a mismatch gave up on its streams: that, not the hang-up, is the cause.
+    const std::string reported = reportedMismatch();
+    if (!reported.empty()) {
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(reported, "; rank ", rank(), " learned of it from a peer giving up (",
+                      e.what(), ")")));
+      reportMismatch(reported);  // pass it on to the ranks waiting on this one
+    } else if (std::string(e.what()).find(what) == std::string::npos) {
       err = std::make_exception_ptr(CommError(what + ": " + e.what()));
+    }
     err = diagnoseFailure(err);
     setBroken(err);
     return err;
@@ -206,17 +272,21 @@ std::exception_ptr ProcessGroupVerbs::execute(OpType op, uint64_t seq, Clock::ti
 std::shared_ptr<Work> ProcessGroupVerbs::doBroadcast(Tensor t, const BroadcastOptions& opts,
                                                      uint64_t seq) {
   const int root = opts.rootRank;
-  return runCollective(OpType::kBroadcast, seq, opts.timeout, t.nbytes(), [this, t, root](Comm& c) {
-    verbs::broadcast(c, selector_, t.data, t.nbytes(), root);
-  });
+  return runCollective(
+      OpType::kBroadcast, seq, opts.timeout, t.nbytes(),
+      [this, t, root](Comm& c) { verbs::broadcast(c, selector_, t.data, t.nbytes(), root); },
+      t.nbytes() > 0 && shmAlgo(Collective::kBroadcast, t.nbytes(), t.nbytes()));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOptions& opts,
                                                      uint64_t seq) {
   const ReduceOp rop = opts.reduceOp;
-  return runCollective(OpType::kAllreduce, seq, opts.timeout, t.nbytes(), [this, t, rop](Comm& c) {
-    verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
-  });
+  return runCollective(
+      OpType::kAllreduce, seq, opts.timeout, t.nbytes(),
+      [this, t, rop](Comm& c) {
+        verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
+      },
+      t.numel > 0 && shmAlgo(Collective::kAllreduce, t.nbytes(), t.numel));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -245,7 +315,10 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
                            if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
                            off += t.nbytes();
                          }
-                       });
+                       },
+                       totalBytes(tensors) > 0 &&
+                           shmAlgo(Collective::kAllreduce, totalBytes(tensors),
+                                   totalBytes(tensors) / elementSize(tensors[0].dtype)));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
@@ -414,7 +487,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, u
       c.shmBarrier();
     else
       barrierDissemination(c);
-  });
+  }, shmAlgo(Collective::kBarrier, 0, 0));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doSend(Tensor t, int dst, const SendRecvOptions& opts,

@@ -17,6 +17,12 @@
 // Errors: a dead peer becomes CommError (shm: pidfd of each local peer checked between sleeps;
 // tcp: reset/EOF), an op past its timeout TimeoutError; either completes the op's Work with the
 // error and breaks the group (ProcessGroup::setBroken), since the streams are then out of step.
+// Mismatched collectives (ranks calling different ops, counts, dtypes, roots, reduce ops) are
+// caught on every op: fingerprints in the stream headers or the shm barrier (comm.h); the rank
+// that notices fails with CollectiveMismatchError, writes the message to the store
+// ("verbs/<n>/mismatch") and aborts its collective streams; a peer whose op then fails with
+// CommError finds the message and fails with the same CollectiveMismatchError (and aborts in
+// turn, so ranks waiting on it hear of it too). The group is broken afterwards.
 #pragma once
 
 #include <chrono>
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "backends/verbs/algo_select.h"
+#include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
 #include "c10d/process_group.h"
 
@@ -92,26 +99,40 @@ class ProcessGroupVerbs : public ProcessGroup {
   friend void closeConnectionForTesting(ProcessGroup& pg, int peer);  // fault_hooks.h
 
   // Submits `fn(comm)` (an op moving about `bytes` bytes) to the engine; returns its Work.
+  // `shmAlgo`: the op runs on the shm workspace's barrier (its fingerprint is checked there,
+  // not in stream headers).
   template <typename Fn>
   std::shared_ptr<Work> runCollective(OpType op, uint64_t seq, Milliseconds timeout, size_t bytes,
-                                      Fn fn);
+                                      Fn fn, bool shmAlgo = false);
   // Runs one op on whichever thread the engine chose; returns its error (and breaks the group on
-  // CommError / TimeoutError).
+  // CommError / TimeoutError / CollectiveMismatchError).
   template <typename Fn>
-  std::exception_ptr execute(OpType op, uint64_t seq,
+  std::exception_ptr execute(const OpDesc& desc, const OpDesc::Wire& wire, bool headers,
                              std::chrono::steady_clock::time_point deadline, Milliseconds timeout,
                              Handoff* handoff, const Fn& fn);
+  // A mismatch seen here: recorded in the store for the peers that only see this rank give up,
+  // then the collective streams are aborted (Transport::abortCollectives).
+  void reportMismatch(const std::string& message);
+  // The message a peer reported, or "" (looked up when an op fails with CommError or a
+  // mismatch); waits up to `wait` for one to be recorded.
+  std::string reportedMismatch(Milliseconds wait = Milliseconds(0));
+  // Whether the op's shm algorithm is the workspace's (barrier-based) one.
+  bool shmAlgo(Collective c, size_t bytes, size_t count) const;
   void reduceScatterFlat(Comm& c, Tensor output, const std::vector<const void*>& inputs,
                          const ReduceOp& op);
 
   VerbsConfig cfg_;
   AlgoSelector selector_;
   const std::string name_;  // name(), formatted once: it is in every op's Work
+  std::string storePrefix_;  // this group's keys in the store: "verbs/<instance>/"
+  bool mismatchReported_ = false;  // by this rank (engine thread or inline caller: one at a time)
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
+  // Per peer: the running op's fingerprint exchange (Comm::setOp; the op's thread only).
+  std::vector<Comm::PeerFingerprint> peerFps_;
   std::vector<uint8_t> coalesced_;  // allreduceCoalesced's flat copy (engine thread only)
   bool shutdown_ = false;
 };

@@ -32,12 +32,25 @@ struct alignas(64) ShmTransport::RankCtl {
   // Set by the rank's destructor: its process may end now without that being a failure (a rank
   // that finished its last op and exited, while slower ranks finish theirs).
   alignas(64) std::atomic<uint32_t> departed{0};
+  // The op board (publishOp): a sequence lock, odd while being written, 0 before the first op.
+  // The words are atomics (relaxed) so a torn read is a retry, not a data race.
+  alignas(64) std::atomic<uint32_t> boardVersion{0};
+  std::atomic<uint64_t> board[kWireWords];
+  // Full fingerprints per barrier step (mod 3): written by this rank on every barrier (its own
+  // line, so no traffic), read by peers only when the barrier's hash check failed.
+  alignas(64) OpDesc::Wire fp[3];
 };
 
 struct alignas(64) ShmTransport::BarrierCtl {
   std::atomic<uint32_t> count{0};
-  char pad[60];
+  // Sum of the arriving ranks' fingerprint hashes: on the line every arrival writes anyway.
+  std::atomic<uint64_t> hashSum{0};
+  char pad[52];
   WaitWord generation;
+  // The last barrier step whose hashes differed (0: none), written by the releasing rank before
+  // it bumps the generation. Written only on a mismatch, so every waiter's read after the
+  // release hits its own cache's shared copy: no line moves between cores on the fast path.
+  alignas(64) std::atomic<uint64_t> mismatchStep{0};
 };
 
 ShmMapping::~ShmMapping() {
@@ -174,40 +187,68 @@ uint8_t* ShmTransport::slot(int r, uint64_t step) const {
   return map_->base() + slotOff_ + (static_cast<size_t>(r) * 3 + step % 3) * slotBytes_;
 }
 
+namespace {
+
+// Copies k bytes into / out of a ring of `bytes` (a power of two) at stream position `pos`.
+void ringPut(uint8_t* ring, size_t bytes, uint64_t pos, const void* src, size_t k) {
+  const size_t off = pos & (bytes - 1);
+  const size_t first = std::min(k, bytes - off);
+  std::memcpy(ring + off, src, first);
+  if (k > first) std::memcpy(ring, static_cast<const uint8_t*>(src) + first, k - first);
+}
+
+void ringGet(const uint8_t* ring, size_t bytes, uint64_t pos, void* dst, size_t k) {
+  const size_t off = pos & (bytes - 1);
+  const size_t first = std::min(k, bytes - off);
+  std::memcpy(dst, ring + off, first);
+  if (k > first) std::memcpy(static_cast<uint8_t*>(dst) + first, ring, k - first);
+}
+
+}  // namespace
+
 size_t ShmTransport::trySend(int ch, int peer, const void* buf, size_t n) {
+  return trySendHdr(ch, peer, nullptr, 0, buf, n);
+}
+
+size_t ShmTransport::trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                                size_t n) {
   RingCtl& r = ring(ch, rank_, peer);
-  uint64_t head = r.head.load(std::memory_order_relaxed);
-  uint64_t tail = r.tail.load(std::memory_order_acquire);
-  size_t k = std::min<size_t>(n, ringBytes_ - static_cast<size_t>(head - tail));
-  if (k == 0) return 0;
+  const uint64_t head = r.head.load(std::memory_order_relaxed);
+  const uint64_t tail = r.tail.load(std::memory_order_acquire);
+  const size_t space = ringBytes_ - static_cast<size_t>(head - tail);
+  const size_t kh = std::min(hn, space);
+  const size_t kb = std::min(n, space - kh);
+  if (kh + kb == 0) return 0;
   uint8_t* data = ringData(ch, rank_, peer);
-  size_t off = head & (ringBytes_ - 1);
-  size_t first = std::min(k, ringBytes_ - off);
-  std::memcpy(data + off, buf, first);
-  if (k > first) std::memcpy(data, static_cast<const uint8_t*>(buf) + first, k - first);
-  r.head.store(head + k, std::memory_order_release);
+  if (kh) ringPut(data, ringBytes_, head, hdr, kh);
+  if (kb) ringPut(data, ringBytes_, head + kh, buf, kb);
+  r.head.store(head + kh + kb, std::memory_order_release);
   WaitWord& db = rankCtl(peer).doorbell[ch];
   db.value.fetch_add(1, std::memory_order_seq_cst);
   wake(db);
-  return k;
+  return kh + kb;
 }
 
 size_t ShmTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
+  return tryRecvHdr(ch, peer, nullptr, 0, buf, n);
+}
+
+size_t ShmTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
   RingCtl& r = ring(ch, peer, rank_);
-  uint64_t tail = r.tail.load(std::memory_order_relaxed);
-  uint64_t head = r.head.load(std::memory_order_acquire);
-  size_t k = std::min<size_t>(n, static_cast<size_t>(head - tail));
-  if (k == 0) return 0;
+  const uint64_t tail = r.tail.load(std::memory_order_relaxed);
+  const uint64_t head = r.head.load(std::memory_order_acquire);
+  const size_t avail = static_cast<size_t>(head - tail);
+  const size_t kh = std::min(hn, avail);
+  const size_t kb = std::min(n, avail - kh);
+  if (kh + kb == 0) return 0;
   const uint8_t* data = ringData(ch, peer, rank_);
-  size_t off = tail & (ringBytes_ - 1);
-  size_t first = std::min(k, ringBytes_ - off);
-  std::memcpy(buf, data + off, first);
-  if (k > first) std::memcpy(static_cast<uint8_t*>(buf) + first, data, k - first);
-  r.tail.store(tail + k, std::memory_order_release);
+  if (kh) ringGet(data, ringBytes_, tail, hdr, kh);
+  if (kb) ringGet(data, ringBytes_, tail + kh, buf, kb);
+  r.tail.store(tail + kh + kb, std::memory_order_release);
   WaitWord& db = rankCtl(peer).doorbell[ch];
   db.value.fetch_add(1, std::memory_order_seq_cst);
   wake(db);
-  return k;
+  return kh + kb;
 }
 
 uint32_t ShmTransport::progressToken(int ch) {
@@ -268,18 +309,70 @@ void ShmTransport::checkPeers() {
   }
 }
 
-void ShmTransport::barrier(const CheckFn& check) {
+void ShmTransport::publishOp(const OpDesc::Wire& w) {
+  RankCtl& c = rankCtl(rank_);
+  uint64_t words[kWireWords];
+  std::memcpy(words, &w, sizeof(words));
+  const uint32_t v = c.boardVersion.load(std::memory_order_relaxed);
+  c.boardVersion.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < kWireWords; ++i) c.board[i].store(words[i], std::memory_order_relaxed);
+  c.boardVersion.store(v + 2, std::memory_order_release);
+}
+
+bool ShmTransport::peerOp(int r, OpDesc::Wire* out) const {
+  const RankCtl& c = rankCtl(r);
+  const uint32_t v = c.boardVersion.load(std::memory_order_acquire);
+  if (v == 0 || (v & 1) != 0) return false;
+  uint64_t words[kWireWords];
+  for (int i = 0; i < kWireWords; ++i) words[i] = c.board[i].load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (c.boardVersion.load(std::memory_order_relaxed) != v) return false;
+  std::memcpy(out, words, sizeof(words));
+  return true;
+}
+
+void ShmTransport::abortCollectives() {
+  rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
+}
+
+void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
+  if (!barrierWait(check, fp)) return;
+  // The hashes differed: name a rank whose full fingerprint differs from ours. Every rank stored
+  // its fingerprint for this step before arriving, and none overwrites it before every rank has
+  // left the next barrier (three sets).
+  const OpDesc::Wire& mine = rankCtl(rank_).fp[step_ % 3];
+  for (int r = 0; r < size_; ++r) {
+    const OpDesc::Wire& theirs = rankCtl(r).fp[step_ % 3];
+    if (r != rank_ && theirs != mine)
+      throw Mismatch{groupRanks_.empty() ? r : groupRanks_[r], theirs};
+  }
+}
+
+bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
   ++step_;
+  // A barrier without a fingerprint counts as the all-zero one (hash and full form alike).
+  const OpDesc::Wire kNone{};
+  const OpDesc::Wire& w = fp != nullptr ? *fp : kNone;
+  const uint64_t h = OpDesc::hash(w);
+  std::memcpy(&rankCtl(rank_).fp[step_ % 3], &w, sizeof(w));
   auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
   uint32_t gen = b.generation.value.load(std::memory_order_acquire);
+  // Ordered before our arrival (the count's acq_rel chain): the releasing rank sees every add.
+  b.hashSum.fetch_add(h, std::memory_order_relaxed);
   if (b.count.fetch_add(1, std::memory_order_acq_rel) == static_cast<uint32_t>(size_ - 1)) {
+    // Equal fingerprints sum to size * h; differing ones do so only by a 64-bit accident.
+    const bool differ = b.hashSum.load(std::memory_order_relaxed) != h * static_cast<uint64_t>(size_);
+    b.hashSum.store(0, std::memory_order_relaxed);
+    if (differ) b.mismatchStep.store(step_, std::memory_order_relaxed);
     b.count.store(0, std::memory_order_relaxed);
     b.generation.value.store(gen + 1, std::memory_order_seq_cst);
     wake(b.generation);
-    return;
+    return differ;
   }
   auto released = [&] { return b.generation.value.load(std::memory_order_acquire) != gen; };
-  if (released()) return;
+  auto differed = [&] { return b.mismatchStep.load(std::memory_order_relaxed) == step_; };
+  if (released()) return differed();
   const auto start = Clock::now();
   // The direct collectives (and so barriers) run on the collective channel's thread.
   BusyBudget& busy = busy_[kCollectiveChannel];
@@ -295,6 +388,7 @@ void ShmTransport::barrier(const CheckFn& check) {
   };
   waitUntil(b.generation, gen, released, busy.current(), spinUs_, checkAll);
   busy.record(Clock::now() - start);
+  return differed();
 }
 
 }  // namespace verbs

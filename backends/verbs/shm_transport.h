@@ -63,12 +63,17 @@ class ShmTransport : public Transport {
   const char* name() const override { return "shm"; }
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                    size_t n) override;
+  size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int ch) override;
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   void checkPeers() override;
   bool peerGone(int peer) override;
+  // Marks this rank departed (as its destructor does): peers' barriers and waits on it fail.
+  void abortCollectives() override;
 
   // When this workspace spans a subset of a larger group (MixedTransport), the group's rank of
   // each local rank, so errors name ranks as the user knows them. Default: the identity.
@@ -86,10 +91,25 @@ class ShmTransport : public Transport {
   // Every rank of this host waits for every other: a rank that left (it shut its group down, or
   // exited) before the barrier released makes it throw PeerLeft at once (a barrier it never
   // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
-  void barrier(const CheckFn& check);
+  // With `fp` (the op's fingerprint), every rank adds its 64-bit hash to a sum on the barrier's
+  // counter line and the releasing rank compares the sum with size * its own, flagging the step
+  // in a word written only then: no extra line moves between cores on the fast path. When flagged
+  // every rank reads the others' full fingerprints (stored per step in its control block) and
+  // throws Mismatch naming one that differs from its own. Fingerprints rotate over three sets
+  // like the slots.
+  void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr);
   struct PeerLeft {
     std::vector<int> ranks;  // every rank gone by then, in the group's numbering
   };
+  struct Mismatch {
+    int rank;  // in the group's numbering
+    OpDesc::Wire theirs;
+  };
+  // The op board: each rank publishes the fingerprint of the collective it is running (a 32-byte
+  // store under a sequence lock); a waiter reads its peers' to catch a peer stuck in a different
+  // op. peerOp returns false while rank r writes, or before its first op.
+  void publishOp(const OpDesc::Wire& w);
+  bool peerOp(int r, OpDesc::Wire* out) const;
   int spinUs() const { return spinUs_; }
   // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
   const std::string& shmName() const { return shmName_; }
@@ -101,6 +121,10 @@ class ShmTransport : public Transport {
   RingCtl& ring(int ch, int from, int to) const;
   uint8_t* ringData(int ch, int from, int to) const;
   RankCtl& rankCtl(int r) const;
+  // The barrier proper: stores `fp` (all zero when null) for this step, adds its hash to the
+  // barrier's sum, waits; returns whether the ranks' hashes differed.
+  bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
+  static constexpr int kWireWords = sizeof(OpDesc::Wire) / sizeof(uint64_t);
 
   const int rank_;
   const int size_;

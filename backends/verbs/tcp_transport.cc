@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -252,6 +253,13 @@ void TcpTransport::shutdownConnection(int peer) {
   if (s >= 0) ::shutdown(s, SHUT_RDWR);
 }
 
+void TcpTransport::abortCollectives() {
+  for (int q = 0; q < size_; ++q) {
+    const int s = fds_[kCollectiveChannel * size_ + q];
+    if (s >= 0) ::shutdown(s, SHUT_RDWR);
+  }
+}
+
 std::string TcpTransport::gonePeers() {
   std::string out;
   for (int q = 0; q < size_; ++q) {
@@ -273,15 +281,42 @@ void TcpTransport::fail(int peer, const char* what, int err) {
 }
 
 size_t TcpTransport::trySend(int ch, int peer, const void* buf, size_t n) {
-  ssize_t k = ::send(fd(ch, peer), buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return trySendHdr(ch, peer, nullptr, 0, buf, n);
+}
+
+size_t TcpTransport::trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                                size_t n) {
+  ssize_t k;
+  if (hn == 0) {
+    k = ::send(fd(ch, peer), buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } else {
+    iovec iov[2] = {{const_cast<void*>(hdr), hn}, {const_cast<void*>(buf), n}};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = n ? 2 : 1;
+    k = ::sendmsg(fd(ch, peer), &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
   if (k >= 0) return static_cast<size_t>(k);
   if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
   fail(peer, "send to", errno);
 }
 
 size_t TcpTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
+  return tryRecvHdr(ch, peer, nullptr, 0, buf, n);
+}
+
+size_t TcpTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
   if (ch == kP2PChannel && closed_[peer].load(std::memory_order_relaxed)) return 0;
-  ssize_t k = ::recv(fd(ch, peer), buf, n, MSG_DONTWAIT);
+  ssize_t k;
+  if (hn == 0) {
+    k = ::recv(fd(ch, peer), buf, n, MSG_DONTWAIT);
+  } else {
+    iovec iov[2] = {{hdr, hn}, {buf, n}};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = n ? 2 : 1;
+    k = ::recvmsg(fd(ch, peer), &m, MSG_DONTWAIT);
+  }
   if (k > 0) return static_cast<size_t>(k);
   if (k == 0) {
     // On the p2p channel a clean close is a peer that finished and exited: what it sent was

@@ -55,11 +55,16 @@ class TcpTransport : public Transport {
   const char* name() const override { return "tcp"; }
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
+  size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                    size_t n) override;
+  size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int) override { return 0; }
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   void checkPeers() override {}
+  // Shuts the collective sockets down both ways: peers see a hang-up (POLLRDHUP).
+  void abortCollectives() override;
   // The peer closed its connections (exited, died, or destroyed its group): its p2p stream ended
   // or its collective socket reports a hang-up. Any thread.
   bool peerGone(int peer) override;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/op_desc.h"
 #include "c10d/types.h"
 
 namespace c10d {
@@ -44,6 +45,20 @@ class Transport {
   virtual size_t trySend(int ch, int peer, const void* buf, size_t n) = 0;
   // Copies up to `n` available bytes from `peer`'s stream into `buf`; returns how many.
   virtual size_t tryRecv(int ch, int peer, void* buf, size_t n) = 0;
+  // trySend of `hdr` followed by `buf` as one write (tcp: one sendmsg; shm: one ring update), so
+  // a small header rides with the data it leads instead of costing its own syscall. Returns the
+  // bytes taken from both (hdr first). Default: trySend of each while the previous went whole.
+  virtual size_t trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
+                            size_t n) {
+    size_t k = hn ? trySend(ch, peer, hdr, hn) : 0;
+    return k == hn && n ? k + trySend(ch, peer, buf, n) : k;
+  }
+  // tryRecv into `hdr` and then `buf` as one read (tcp: one recvmsg; shm: one ring update).
+  // Returns the bytes stored into both (hdr first).
+  virtual size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
+    size_t k = hn ? tryRecv(ch, peer, hdr, hn) : 0;
+    return k == hn && n ? k + tryRecv(ch, peer, buf, n) : k;
+  }
 
   // A value that changes whenever channel `ch` of this rank may have made progress; read it
   // before polling, pass it to wait() so no event between the poll and the sleep is lost.
@@ -63,6 +78,11 @@ class Transport {
   virtual bool peerGone(int /*peer*/) { return false; }
   // Throws CommError naming the first peer known to be dead or disconnected.
   virtual void checkPeers() = 0;
+  // This rank gives up on the collective channel (its streams are out of step after a mismatched
+  // collective): every peer sees it as gone (peerGone) from now on, so an op waiting on it fails
+  // at its next check instead of at its timeout. Never throws. Default (ibverbs): nothing; peers
+  // then fail when their ops time out.
+  virtual void abortCollectives() {}
 };
 
 }  // namespace verbs
