@@ -144,9 +144,24 @@ TEST_P(Diagnostics, RankBehindInAnEarlierOpIsNamed) {
     }
     auto w = pg->allreduce(tensorOf(data.data(), data.size()),
                            AllreduceOptions{ReduceOp::SUM, opTimeout});
-    expectThrowsWith<TimeoutError>(
-        [&] { w->wait(); },
-        {"allreduce #2", "rank 2 is still at recv #1", "ranks 0, 1 wait in allreduce #2"});
+    try {
+      w->wait();
+      ADD_FAILURE() << "rank " << rank << ": allreduce #2 completed without rank 2";
+    } catch (const TimeoutError& e) {
+      const std::string msg = e.what();
+      for (const char* want :
+           {"allreduce #2", "rank 2 is still at recv #1", "ranks 0, 1 wait in allreduce #2"}) {
+        EXPECT_NE(msg.find(want), std::string::npos) << "rank " << rank << ": message lacks '"
+                                                     << want << "': " << msg;
+      }
+    } catch (const CommError& e) {
+      // gloo: when the other waiting rank times out first (a loaded machine starts the two
+      // allreduces far apart), its broken group closes its pairs and this rank's op ends with the
+      // lost connection before its own timeout (seen in a full-suite run at load 12). It must
+      // still name the op; the desync report is the timed-out rank's.
+      EXPECT_EQ(bp.backend, "gloo") << "rank " << rank << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("allreduce #2"), std::string::npos) << e.what();
+    }
     // Stay connected until rank 2 saw its own timeout (a closed connection would fail its recv
     // with a CommError first).
     pg->store()->wait({"done/2"}, Milliseconds(30000));
