@@ -96,8 +96,8 @@ bool isDiagnosticsSetting(const std::string& key) {
 void printDiagnosticsConfig(std::ostream& os, const DiagnosticsConfig& cfg) {
   const DiagnosticsConfig defaults;
   for (const Setting& s : table()) {
-    os << std::left << std::setw(30) << s.name << std::setw(12) << s.show(cfg)
-       << " (default " << s.show(defaults) << ")  " << s.description << "\n";
+    os << std::left << std::setw(30) << s.name << std::setw(12) << s.show(cfg) << " (default "
+       << s.show(defaults) << ")  " << s.description << "\n";
   }
 }
 

@@ -223,13 +223,13 @@ std::string OpStats::table() const {
   os << "# c10d stats: group " << group << " rank " << rank << "\n";
   os << std::left << std::setw(24) << "# op" << std::right << std::setw(10) << "count"
      << std::setw(8) << "failed" << std::setw(16) << "bytes" << std::setw(12) << "p50 (us)"
-     << std::setw(12) << "p99 (us)" << std::setw(12) << "max (us)" << "\n";
+     << std::setw(12) << "p99 (us)" << std::setw(12) << "max (us)"
+     << "\n";
   os << std::fixed << std::setprecision(1);
   for (const Row& r : rows) {
     os << std::left << std::setw(24) << (std::string("  ") + c10d::toString(r.op)) << std::right
        << std::setw(10) << r.count << std::setw(8) << r.failed << std::setw(16) << r.bytes
-       << std::setw(12) << r.p50Us << std::setw(12) << r.p99Us << std::setw(12) << r.maxUs
-       << "\n";
+       << std::setw(12) << r.p50Us << std::setw(12) << r.p99Us << std::setw(12) << r.maxUs << "\n";
   }
   return os.str();
 }

@@ -211,11 +211,10 @@ std::string GroupDiagnostics::desyncReport() {
   if (silent.empty() && idle.empty() && waiting.size() == 1) {
     parts.push_back("no rank is behind (the op is stuck in the transport)");
   }
-  std::string text = "desync report of group " + group_ + " from rank " + std::to_string(rank_) +
-                     ": ";
+  std::string text =
+      "desync report of group " + group_ + " from rank " + std::to_string(rank_) + ": ";
   for (size_t i = 0; i < parts.size(); ++i) text += (i ? "; " : "") + parts[i];
-  const auto ms =
-      std::chrono::duration_cast<Milliseconds>(Clock::now() - start).count();
+  const auto ms = std::chrono::duration_cast<Milliseconds>(Clock::now() - start).count();
   return text + storeProblem + detail::str(" [", ms, " ms]");
 }
 
@@ -285,8 +284,7 @@ std::string GroupDiagnostics::stragglerReport(Milliseconds timeout) {
          << l[l.size() / 2] << " us after the next-to-last\n";
     }
     if (!missing.empty()) {
-      os << "  " << formatRanks(missing) << " sent no times within " << timeout.count()
-         << " ms\n";
+      os << "  " << formatRanks(missing) << " sent no times within " << timeout.count() << " ms\n";
     }
     return os.str();
   } catch (const std::exception& e) {

@@ -23,8 +23,8 @@ OpDesc OpDesc::fromWire(const Wire& w) {
   d.seq = w.collSeq;
   d.count = w.count;
   d.tensors = w.tensors;
-  d.op = w.op <= static_cast<uint8_t>(OpType::kUnknown) ? static_cast<OpType>(w.op)
-                                                         : OpType::kUnknown;
+  d.op =
+      w.op <= static_cast<uint8_t>(OpType::kUnknown) ? static_cast<OpType>(w.op) : OpType::kUnknown;
   d.dtype = w.dtype < kNumDataTypes ? static_cast<DataType>(w.dtype) : DataType::kUInt8;
   d.hasReduceOp = w.reduceOp < ReduceOp::kNumKinds;
   d.reduceOp = d.hasReduceOp ? static_cast<ReduceOp::Kind>(w.reduceOp) : ReduceOp::SUM;
@@ -105,8 +105,8 @@ std::string OpDesc::describeWithOp() const {
   return detail::str(toString(op), " (", describe(), ")");
 }
 
-std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine,
-                            int theirRank, const OpDesc& theirs) {
+std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine, int theirRank,
+                            const OpDesc& theirs) {
   const bool meFirst = myRank < theirRank;
   const OpDesc& a = meFirst ? mine : theirs;
   const OpDesc& b = meFirst ? theirs : mine;
@@ -123,8 +123,8 @@ std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& 
     return head + detail::str("rank ", ra, " called ", a.describeWithOp(), "; rank ", rb,
                               " called ", b.describeWithOp());
   }
-  return head + detail::str("rank ", ra, " has ", a.describe(), "; rank ", rb, " has ",
-                            b.describe());
+  return head +
+         detail::str("rank ", ra, " has ", a.describe(), "; rank ", rb, " has ", b.describe());
 }
 
 }  // namespace c10d

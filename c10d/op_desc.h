@@ -107,13 +107,12 @@ inline bool operator!=(const OpDesc::Wire& a, const OpDesc::Wire& b) {
   return !(a == b);
 }
 
-
 // The message of a CollectiveMismatchError, e.g.
 //   "allreduce #17 in group verbs:world: rank 0 has float x 100, sum; rank 1 has float x 200, sum"
 //   "allreduce #3 in group verbs:world: rank 0 called allreduce (float x 8, sum); rank 1 called
 //    broadcast (float x 8, root 0)"
 // `mine` is this rank's full description (its seq names the op); `theirs` may come from a Wire.
-std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine,
-                            int theirRank, const OpDesc& theirs);
+std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine, int theirRank,
+                            const OpDesc& theirs);
 
 }  // namespace c10d

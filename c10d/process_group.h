@@ -282,10 +282,10 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   const int size_;
   const Options options_;
   std::atomic<uint64_t> seq_{0};
-  uint64_t collSeq_ = 0;                // collectives issued so far (see collectiveCount())
-  const OpDesc* current_ = nullptr;     // see currentOp()
-  uint64_t subgroupCounter_ = 0;  // number of newGroup/split calls so far
-  uint64_t barrierCounter_ = 0;   // number of monitoredBarrier calls so far
+  uint64_t collSeq_ = 0;             // collectives issued so far (see collectiveCount())
+  const OpDesc* current_ = nullptr;  // see currentOp()
+  uint64_t subgroupCounter_ = 0;     // number of newGroup/split calls so far
+  uint64_t barrierCounter_ = 0;      // number of monitoredBarrier calls so far
 
   bool coalescing_ = false;
   uint64_t coalescingSeq_ = 0;

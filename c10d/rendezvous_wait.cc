@@ -59,7 +59,8 @@ void waitForRanks(Store& store, const std::vector<std::string>& keys, const std:
   for (;;) {
     const auto now = Clock::now();
     const auto until = std::min(deadline, nextProgress);
-    const auto slice = std::max(Milliseconds(0), std::chrono::duration_cast<Milliseconds>(until - now));
+    const auto slice =
+        std::max(Milliseconds(0), std::chrono::duration_cast<Milliseconds>(until - now));
     try {
       store.wait(missingKeys(), slice);
       return;
@@ -73,8 +74,8 @@ void waitForRanks(Store& store, const std::vector<std::string>& keys, const std:
     if (Clock::now() >= deadline) {
       std::string keyList;
       for (size_t i : missing) keyList += (keyList.empty() ? "'" : ", '") + keys[i] + "'";
-      C10D_THROW(TimeoutError, "group ", how.group, " (rank ", how.rank, "): ",
-                 formatRanks(missingRanks()), " of ", total, " never ", how.what, " within ",
+      C10D_THROW(TimeoutError, "group ", how.group, " (rank ", how.rank,
+                 "): ", formatRanks(missingRanks()), " of ", total, " never ", how.what, " within ",
                  how.timeout.count(), " ms (", joined, " of ", total, " did; store key",
                  missing.size() == 1 ? " " : "s ", keyList,
                  " never set: is that process started, with the same MASTER_ADDR/MASTER_PORT "

@@ -23,8 +23,8 @@ namespace c10d {
 class Store;
 
 struct RankWait {
-  std::string group;   // "verbs:world": names the group in messages
-  int rank = 0;        // the waiting rank, for messages
+  std::string group;            // "verbs:world": names the group in messages
+  int rank = 0;                 // the waiting rank, for messages
   std::string what = "joined";  // the verb in messages: "joined", "published the NCCL id"
   Milliseconds timeout = kDefaultTimeout;
   int progressMs = -1;  // first progress line after this; 0 = silent; -1 = from the config/env

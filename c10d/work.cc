@@ -102,10 +102,10 @@ bool Work::wait(Milliseconds timeout) {
     // dump), which waits for a report the backend may be running for the same stuck op.
     std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diag_ : nullptr;
     lock.unlock();
-    auto error = std::make_exception_ptr(TimeoutError(detail::str(
-        describe(), " did not complete within ", t.count(),
-        " ms (Work::wait timed out; the op itself is still pending) [", __FILE__, ":", __LINE__,
-        "]")));
+    auto error = std::make_exception_ptr(
+        TimeoutError(detail::str(describe(), " did not complete within ", t.count(),
+                                 " ms (Work::wait timed out; the op itself is still pending) [",
+                                 __FILE__, ":", __LINE__, "]")));
     if (diag) {
       error = diag->onFailure(error);
       // Meanwhile the backend may have failed the op itself: its error says more.
@@ -185,7 +185,8 @@ void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t re
 bool Work::finish(std::exception_ptr error) {
   if (error) {
     // A backend that fails an op with a timeout or a lost peer without going through
-    // ProcessGroup::diagnoseFailure first (a p2p timeout) still gets the desync report and the dump.
+    // ProcessGroup::diagnoseFailure first (a p2p timeout) still gets the desync report and the
+    // dump.
     std::shared_ptr<GroupDiagnostics> d;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -227,13 +227,13 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
     OpDesc theirs = OpDesc::fromWire(all[r]);
     if (!config_.detail) {
       // Only sizes were compared: say so rather than print fields that were not sent.
-      throw CollectiveMismatchError(detail::str(
-          c10d::toString(desc.op), " #", desc.seq, " in group ", name(), ": rank ", rank(),
-          " moves ", desc.count, " elements of ", elementSize(desc.dtype), " bytes (",
-          desc.describe(), ") at its collective #", desc.collSeq, ", rank ", r, " moves ",
-          all[r].count, " elements of ", static_cast<int>(all[r].dtype),
-          " bytes at its collective #", all[r].collSeq,
-          " (set C10D_DEBUG=DETAIL for a full comparison)"));
+      throw CollectiveMismatchError(
+          detail::str(c10d::toString(desc.op), " #", desc.seq, " in group ", name(), ": rank ",
+                      rank(), " moves ", desc.count, " elements of ", elementSize(desc.dtype),
+                      " bytes (", desc.describe(), ") at its collective #", desc.collSeq, ", rank ",
+                      r, " moves ", all[r].count, " elements of ", static_cast<int>(all[r].dtype),
+                      " bytes at its collective #", all[r].collSeq,
+                      " (set C10D_DEBUG=DETAIL for a full comparison)"));
     }
     throw CollectiveMismatchError(mismatchMessage(name(), rank(), desc, r, theirs) +
                                   detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));

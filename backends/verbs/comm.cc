@@ -94,9 +94,9 @@ void Comm::finishHeaders() {
 }
 
 void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
-  throw CollectiveMismatchError(mismatchMessage(group_, rank_, *desc_, peer,
-                                                OpDesc::fromWire(theirs)) +
-                                detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
+  throw CollectiveMismatchError(
+      mismatchMessage(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs)) +
+      detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
 }
 
 void Comm::verifyHeader(int peer, const OpDesc::Wire& theirs) {

@@ -174,7 +174,8 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
 }
 
 bool ProcessGroupVerbs::shmAlgo(Collective c, size_t bytes, size_t count) const {
-  return shm_ != nullptr && size() > 1 && selector_.select(c, bytes, count, size(), true) == Algo::kShm;
+  return shm_ != nullptr && size() > 1 &&
+         selector_.select(c, bytes, count, size(), true) == Algo::kShm;
 }
 
 void ProcessGroupVerbs::reportMismatch(const std::string& message) {
@@ -237,8 +238,8 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     const std::string earlier = reportedMismatch(skewed ? Milliseconds(250) : Milliseconds(0));
     std::exception_ptr err = std::current_exception();
     if (!earlier.empty() && earlier != own) {
-      err = std::make_exception_ptr(CollectiveMismatchError(
-          detail::str(earlier, "; rank ", rank(), " then saw: ", own)));
+      err = std::make_exception_ptr(
+          CollectiveMismatchError(detail::str(earlier, "; rank ", rank(), " then saw: ", own)));
     }
     reportMismatch(earlier.empty() ? own : earlier);
     setBroken(err);
@@ -250,9 +251,8 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     // A peer that saw a mismatch gave up on its streams: that, not the hang-up, is the cause.
     const std::string reported = reportedMismatch();
     if (!reported.empty()) {
-      err = std::make_exception_ptr(CollectiveMismatchError(
-          detail::str(reported, "; rank ", rank(), " learned of it from a peer giving up (",
-                      e.what(), ")")));
+      err = std::make_exception_ptr(CollectiveMismatchError(detail::str(
+          reported, "; rank ", rank(), " learned of it from a peer giving up (", e.what(), ")")));
       reportMismatch(reported);  // pass it on to the ranks waiting on this one
     } else if (std::string(e.what()).find(what) == std::string::npos) {
       err = std::make_exception_ptr(CommError(what + ": " + e.what()));
@@ -293,32 +293,32 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
                                                               const AllreduceCoalescedOptions& opts,
                                                               uint64_t seq) {
   const ReduceOp rop = opts.reduceOp;
-  return runCollective(OpType::kAllreduceCoalesced, seq, opts.timeout, totalBytes(tensors),
-                       [this, tensors, rop](Comm& c) {
-                         if (tensors.empty()) return;
-                         const size_t total = totalBytes(tensors);
-                         // Flatten into a buffer of our own (scratch 0/1 are used by the
-                         // algorithms), kept between ops: a fresh one of >= 32 MiB would be
-                         // fresh pages to fault in every time.
-                         std::vector<uint8_t>& flat = coalesced_;
-                         if (flat.size() < total) flat.resize(total);
-                         size_t off = 0;
-                         for (const auto& t : tensors) {
-                           if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
-                           off += t.nbytes();
-                         }
-                         const DataType dt = tensors[0].dtype;
-                         verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt,
-                                          rop, cfg_.smallBytes);
-                         off = 0;
-                         for (const auto& t : tensors) {
-                           if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
-                           off += t.nbytes();
-                         }
-                       },
-                       totalBytes(tensors) > 0 &&
-                           shmAlgo(Collective::kAllreduce, totalBytes(tensors),
-                                   totalBytes(tensors) / elementSize(tensors[0].dtype)));
+  return runCollective(
+      OpType::kAllreduceCoalesced, seq, opts.timeout, totalBytes(tensors),
+      [this, tensors, rop](Comm& c) {
+        if (tensors.empty()) return;
+        const size_t total = totalBytes(tensors);
+        // Flatten into a buffer of our own (scratch 0/1 are used by the
+        // algorithms), kept between ops: a fresh one of >= 32 MiB would be
+        // fresh pages to fault in every time.
+        std::vector<uint8_t>& flat = coalesced_;
+        if (flat.size() < total) flat.resize(total);
+        size_t off = 0;
+        for (const auto& t : tensors) {
+          if (t.nbytes()) std::memcpy(flat.data() + off, t.data, t.nbytes());
+          off += t.nbytes();
+        }
+        const DataType dt = tensors[0].dtype;
+        verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt, rop,
+                         cfg_.smallBytes);
+        off = 0;
+        for (const auto& t : tensors) {
+          if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
+          off += t.nbytes();
+        }
+      },
+      totalBytes(tensors) > 0 && shmAlgo(Collective::kAllreduce, totalBytes(tensors),
+                                         totalBytes(tensors) / elementSize(tensors[0].dtype)));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
@@ -410,7 +410,9 @@ void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
   if (op.kind == ReduceOp::PREMUL_SUM) {
     const DataType dt = output.dtype;
     const double factor = op.scale;
-    scaleCopy = [dt, factor](void* dst, const void* src, size_t k) { scale(dst, src, k, dt, factor); };
+    scaleCopy = [dt, factor](void* dst, const void* src, size_t k) {
+      scale(dst, src, k, dt, factor);
+    };
   }
   reduceScatterRingInputs(c, blocks, output.data, cnt, output.dtype, baseKind(op.kind), scaleCopy);
   if (op.kind == ReduceOp::AVG) divide(output.data, cnt, output.dtype, n);
@@ -481,13 +483,16 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor 
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, uint64_t seq) {
-  return runCollective(OpType::kBarrier, seq, opts.timeout, 0, [this](Comm& c) {
-    if (size() == 1) return;
-    if (selector_.select(Collective::kBarrier, 0, 0, size(), shm_ != nullptr) == Algo::kShm)
-      c.shmBarrier();
-    else
-      barrierDissemination(c);
-  }, shmAlgo(Collective::kBarrier, 0, 0));
+  return runCollective(
+      OpType::kBarrier, seq, opts.timeout, 0,
+      [this](Comm& c) {
+        if (size() == 1) return;
+        if (selector_.select(Collective::kBarrier, 0, 0, size(), shm_ != nullptr) == Algo::kShm)
+          c.shmBarrier();
+        else
+          barrierDissemination(c);
+      },
+      shmAlgo(Collective::kBarrier, 0, 0));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doSend(Tensor t, int dst, const SendRecvOptions& opts,

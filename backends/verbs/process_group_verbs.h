@@ -123,8 +123,8 @@ class ProcessGroupVerbs : public ProcessGroup {
 
   VerbsConfig cfg_;
   AlgoSelector selector_;
-  const std::string name_;  // name(), formatted once: it is in every op's Work
-  std::string storePrefix_;  // this group's keys in the store: "verbs/<instance>/"
+  const std::string name_;         // name(), formatted once: it is in every op's Work
+  std::string storePrefix_;        // this group's keys in the store: "verbs/<instance>/"
   bool mismatchReported_ = false;  // by this rank (engine thread or inline caller: one at a time)
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one

@@ -362,7 +362,8 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
   b.hashSum.fetch_add(h, std::memory_order_relaxed);
   if (b.count.fetch_add(1, std::memory_order_acq_rel) == static_cast<uint32_t>(size_ - 1)) {
     // Equal fingerprints sum to size * h; differing ones do so only by a 64-bit accident.
-    const bool differ = b.hashSum.load(std::memory_order_relaxed) != h * static_cast<uint64_t>(size_);
+    const bool differ =
+        b.hashSum.load(std::memory_order_relaxed) != h * static_cast<uint64_t>(size_);
     b.hashSum.store(0, std::memory_order_relaxed);
     if (differ) b.mismatchStep.store(step_, std::memory_order_relaxed);
     b.count.store(0, std::memory_order_relaxed);

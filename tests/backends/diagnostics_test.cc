@@ -61,56 +61,59 @@ TEST_P(Diagnostics, StoppedRankIsATimeoutNamingItAndTheToolNamesIt) {
   bp.config["C10D_FLIGHT_RECORDER_DIR"] = dir;
   bp.config["C10D_DESYNC_WAIT_MS"] = "400";
   const Milliseconds opTimeout(1500);
-  auto results = runRanks(3, [&](int rank, int size) {
-    redirectStderr(path + ".stderr" + std::to_string(rank));
-    auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
-    std::vector<float> data(1024, 1.0f);
-    for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(data.data(), data.size()))->wait();
-    EXPECT_FLOAT_EQ(data[0], 27.0f);  // three in-place sums over 3 ranks
-    Store& store = *pg->store();
-    if (rank == 2) {
-      store.set("stopped-pid", std::to_string(getpid()));
-      ::raise(SIGSTOP);  // ... until rank 0 sends SIGCONT, after ranks 0 and 1 failed
-      pg->dumpFlightRecord(pg->diagnostics().dumpPath());
-      return;
-    }
-    store.wait({"stopped-pid"}, Milliseconds(30000));
-    std::this_thread::sleep_for(Milliseconds(100));  // let rank 2 reach its SIGSTOP
-    const auto start = Clock::now();
-    auto work = pg->allreduce(tensorOf(data.data(), data.size()),
-                              AllreduceOptions{ReduceOp::SUM, opTimeout});
-    const std::string msg = expectThrowsWith<TimeoutError>(
-        [&] { work->wait(); },
-        {"allreduce #3", pg->name(), "rank 2 is silent", "ranks 0, 1 wait in allreduce #3"});
-    const auto took = std::chrono::duration_cast<Milliseconds>(Clock::now() - start);
-    EXPECT_GE(took, opTimeout - Milliseconds(50)) << msg;
-    EXPECT_LE(took, opTimeout + Milliseconds(1000)) << msg;
-    // The group is broken with that error: a later op says why, at issue or (gloo, when the wait
-    // above expired before the worker failed the op) from its Work.
-    expectThrowsWith<TimeoutError>(
-        [&] { pg->allreduce(tensorOf(data.data(), data.size()))->wait(); },
-        {"allreduce #3 in group " + pg->name(), "rank 2 is silent"});
-    store.set("failed/" + std::to_string(rank), std::string("1"));
-    if (rank == 0) {
-      store.wait({"failed/1"}, Milliseconds(30000));
-      ::kill(std::stoi(store.getString("stopped-pid")), SIGCONT);
-    }
-    const std::string err = readFile(path + ".stderr" + std::to_string(rank));
-    EXPECT_NE(err.find("flight record written to " + pg->diagnostics().dumpPath()),
-              std::string::npos)
-        << err;
-  }, {Milliseconds(60000), [](const std::vector<int>&) {}});
+  auto results = runRanks(
+      3,
+      [&](int rank, int size) {
+        redirectStderr(path + ".stderr" + std::to_string(rank));
+        auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
+        std::vector<float> data(1024, 1.0f);
+        for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(data.data(), data.size()))->wait();
+        EXPECT_FLOAT_EQ(data[0], 27.0f);  // three in-place sums over 3 ranks
+        Store& store = *pg->store();
+        if (rank == 2) {
+          store.set("stopped-pid", std::to_string(getpid()));
+          ::raise(SIGSTOP);  // ... until rank 0 sends SIGCONT, after ranks 0 and 1 failed
+          pg->dumpFlightRecord(pg->diagnostics().dumpPath());
+          return;
+        }
+        store.wait({"stopped-pid"}, Milliseconds(30000));
+        std::this_thread::sleep_for(Milliseconds(100));  // let rank 2 reach its SIGSTOP
+        const auto start = Clock::now();
+        auto work = pg->allreduce(tensorOf(data.data(), data.size()),
+                                  AllreduceOptions{ReduceOp::SUM, opTimeout});
+        const std::string msg = expectThrowsWith<TimeoutError>(
+            [&] { work->wait(); },
+            {"allreduce #3", pg->name(), "rank 2 is silent", "ranks 0, 1 wait in allreduce #3"});
+        const auto took = std::chrono::duration_cast<Milliseconds>(Clock::now() - start);
+        EXPECT_GE(took, opTimeout - Milliseconds(50)) << msg;
+        EXPECT_LE(took, opTimeout + Milliseconds(1000)) << msg;
+        // The group is broken with that error: a later op says why, at issue or (gloo, when the
+        // wait above expired before the worker failed the op) from its Work.
+        expectThrowsWith<TimeoutError>(
+            [&] { pg->allreduce(tensorOf(data.data(), data.size()))->wait(); },
+            {"allreduce #3 in group " + pg->name(), "rank 2 is silent"});
+        store.set("failed/" + std::to_string(rank), std::string("1"));
+        if (rank == 0) {
+          store.wait({"failed/1"}, Milliseconds(30000));
+          ::kill(std::stoi(store.getString("stopped-pid")), SIGCONT);
+        }
+        const std::string err = readFile(path + ".stderr" + std::to_string(rank));
+        EXPECT_NE(err.find("flight record written to " + pg->diagnostics().dumpPath()),
+                  std::string::npos)
+            << err;
+      },
+      {Milliseconds(60000), [](const std::vector<int>&) {}});
   for (const auto& r : results) {
     EXPECT_TRUE(r.ok()) << r.describe();
-    if (!r.ok()) std::fprintf(stderr, "%s", readFile(path + ".stderr" + std::to_string(r.rank)).c_str());
+    if (!r.ok())
+      std::fprintf(stderr, "%s", readFile(path + ".stderr" + std::to_string(r.rank)).c_str());
   }
 #ifdef C10D_TRACE_PATH
   // A rank killed by the harness while stopped would leave no dump: then the tool says so.
   TraceRun t = runTrace({dir}, path + ".trace-err");
   ASSERT_EQ(t.exitCode, 0) << t.describe();
   EXPECT_NE(t.out.find("(3 ranks, 3 dumps)"), std::string::npos) << t.out;
-  EXPECT_NE(t.out.find("ranks 0, 1 wait in allreduce #3 (float x 1024, sum)"),
-            std::string::npos)
+  EXPECT_NE(t.out.find("ranks 0, 1 wait in allreduce #3 (float x 1024, sum)"), std::string::npos)
       << t.out;
   EXPECT_NE(t.out.find("rank 2 never arrived at allreduce #3 (its last op: allreduce #2"),
             std::string::npos)
@@ -132,8 +135,7 @@ TEST_P(Diagnostics, RankBehindInAnEarlierOpIsNamed) {
     pg->allreduce(tensorOf(data.data(), data.size()))->wait();  // #0: everyone is up
     if (rank == 2) {
       auto w = pg->recv(tensorOf(data.data(), data.size()), 0, SendRecvOptions{0, opTimeout});
-      expectThrowsWith<TimeoutError>([&] { w->wait(); },
-                                     {"recv #1", "rank 2 is still at recv #1"});
+      expectThrowsWith<TimeoutError>([&] { w->wait(); }, {"recv #1", "rank 2 is still at recv #1"});
       pg->store()->set("done/2", std::string("1"));
       return;
     }
@@ -151,8 +153,8 @@ TEST_P(Diagnostics, RankBehindInAnEarlierOpIsNamed) {
       const std::string msg = e.what();
       for (const char* want :
            {"allreduce #2", "rank 2 is still at recv #1", "ranks 0, 1 wait in allreduce #2"}) {
-        EXPECT_NE(msg.find(want), std::string::npos) << "rank " << rank << ": message lacks '"
-                                                     << want << "': " << msg;
+        EXPECT_NE(msg.find(want), std::string::npos)
+            << "rank " << rank << ": message lacks '" << want << "': " << msg;
       }
     } catch (const CommError& e) {
       // gloo: when the other waiting rank times out first (a loaded machine starts the two
@@ -235,7 +237,8 @@ TEST_P(Diagnostics, StatsAndStragglerSummary) {
     const auto line = report.find("\n  rank 1 arrived last in ");
     EXPECT_NE(line, std::string::npos) << report;
     EXPECT_EQ(line, report.find("\n  rank")) << "rank 1 is listed first:\n" << report;
-    const int lastIn = std::atoi(report.c_str() + line + std::string("\n  rank 1 arrived last in ").size());
+    const int lastIn =
+        std::atoi(report.c_str() + line + std::string("\n  rank 1 arrived last in ").size());
     EXPECT_GE(lastIn, kOps - 1) << report;
   });
 }

@@ -71,32 +71,36 @@ void expectMismatch(const BackendParam& bp, int ws, const Issue& issue,
                     const std::vector<std::string>& needles,
                     const std::vector<int>& mayComplete = {}) {
   const std::string path = uniqueTempPath("mismatch");
-  expectAllRanksOk(ws, [&](int rank, int size) {
-    auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
-    std::vector<float> warm(4, 1.0f);
-    pg->allreduce(tensorOf(warm, DataType::kFloat32))->wait();
-    ASSERT_EQ(warm[0], static_cast<float>(size));
-    const auto start = Clock::now();
-    try {
-      issue(*pg, rank, size)->wait();
-      if (std::find(mayComplete.begin(), mayComplete.end(), rank) == mayComplete.end()) {
-        ADD_FAILURE() << "rank " << rank << ": the mismatched op completed without an error";
-        return;
-      }
-      pg->allreduce(tensorOf(warm, DataType::kFloat32))->wait();
-      ADD_FAILURE() << "rank " << rank << ": the op after a mismatched one completed";
-    } catch (const CollectiveMismatchError& e) {
-      const auto took = Clock::now() - start;
-      EXPECT_LT(took, kFastEnough) << "rank " << rank << " took "
-                                   << std::chrono::duration_cast<Milliseconds>(took).count()
-                                   << " ms: " << e.what();
-      for (const auto& n : needles)
-        EXPECT_TRUE(contains(e.what(), n)) << "rank " << rank << ": no '" << n << "' in: "
-                                           << e.what();
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "rank " << rank << ": expected CollectiveMismatchError, got: " << e.what();
-    }
-  }, MultiProcOptions{Milliseconds(50000), nullptr});
+  expectAllRanksOk(
+      ws,
+      [&](int rank, int size) {
+        auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
+        std::vector<float> warm(4, 1.0f);
+        pg->allreduce(tensorOf(warm, DataType::kFloat32))->wait();
+        ASSERT_EQ(warm[0], static_cast<float>(size));
+        const auto start = Clock::now();
+        try {
+          issue(*pg, rank, size)->wait();
+          if (std::find(mayComplete.begin(), mayComplete.end(), rank) == mayComplete.end()) {
+            ADD_FAILURE() << "rank " << rank << ": the mismatched op completed without an error";
+            return;
+          }
+          pg->allreduce(tensorOf(warm, DataType::kFloat32))->wait();
+          ADD_FAILURE() << "rank " << rank << ": the op after a mismatched one completed";
+        } catch (const CollectiveMismatchError& e) {
+          const auto took = Clock::now() - start;
+          EXPECT_LT(took, kFastEnough)
+              << "rank " << rank << " took "
+              << std::chrono::duration_cast<Milliseconds>(took).count() << " ms: " << e.what();
+          for (const auto& n : needles)
+            EXPECT_TRUE(contains(e.what(), n))
+                << "rank " << rank << ": no '" << n << "' in: " << e.what();
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << "rank " << rank
+                        << ": expected CollectiveMismatchError, got: " << e.what();
+        }
+      },
+      MultiProcOptions{Milliseconds(50000), nullptr});
 }
 
 class Mismatch : public ::testing::TestWithParam<std::tuple<BackendParam, int>> {
@@ -131,15 +135,14 @@ TEST_P(Mismatch, CountLarge) {
 }
 
 TEST_P(Mismatch, Dtype) {
-  expectMismatch(
-      bp(), ws(),
-      [](ProcessGroup& pg, int rank, int) {
-        static std::vector<int32_t> v;
-        v.assign(1000, 1);
-        return pg.allreduce(Tensor(v.data(), v.size(),
-                                   rank == 1 ? DataType::kInt32 : DataType::kFloat32));
-      },
-      {"rank 1 has int32 x 1000", "has float x 1000"});
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int) {
+                   static std::vector<int32_t> v;
+                   v.assign(1000, 1);
+                   return pg.allreduce(Tensor(v.data(), v.size(),
+                                              rank == 1 ? DataType::kInt32 : DataType::kFloat32));
+                 },
+                 {"rank 1 has int32 x 1000", "has float x 1000"});
 }
 
 TEST_P(Mismatch, OpBroadcastVsAllreduce) {
@@ -155,19 +158,18 @@ TEST_P(Mismatch, OpBroadcastVsAllreduce) {
 }
 
 TEST_P(Mismatch, OpBarrierVsAllgather) {
-  expectMismatch(
-      bp(), ws(),
-      [](ProcessGroup& pg, int rank, int size) -> std::shared_ptr<Work> {
-        static std::vector<std::vector<float>> out;
-        static std::vector<float> in;
-        if (rank == size - 1) return pg.barrier();
-        in.assign(8, 1.0f);
-        out.assign(size, std::vector<float>(8, 0.0f));
-        std::vector<Tensor> outs;
-        for (auto& o : out) outs.push_back(tensorOf(o, DataType::kFloat32));
-        return pg.allgather(outs, tensorOf(in, DataType::kFloat32));
-      },
-      {"called barrier (no data)", "called allgather (float x 8 per rank)"});
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) -> std::shared_ptr<Work> {
+                   static std::vector<std::vector<float>> out;
+                   static std::vector<float> in;
+                   if (rank == size - 1) return pg.barrier();
+                   in.assign(8, 1.0f);
+                   out.assign(size, std::vector<float>(8, 0.0f));
+                   std::vector<Tensor> outs;
+                   for (auto& o : out) outs.push_back(tensorOf(o, DataType::kFloat32));
+                   return pg.allgather(outs, tensorOf(in, DataType::kFloat32));
+                 },
+                 {"called barrier (no data)", "called allgather (float x 8 per rank)"});
 }
 
 // Root 0's broadcast reaches a rank through ranks that all agree on root 0 (only the root sends,
@@ -194,44 +196,41 @@ TEST_P(Mismatch, Root) {
 }
 
 TEST_P(Mismatch, ReduceOp) {
-  expectMismatch(
-      bp(), ws(),
-      [](ProcessGroup& pg, int rank, int) {
-        static std::vector<float> v;
-        v.assign(10, 1.0f);
-        AllreduceOptions o;
-        o.reduceOp = rank == 1 ? ReduceOp::MAX : ReduceOp::SUM;
-        return pg.allreduce(tensorOf(v, DataType::kFloat32), o);
-      },
-      {"rank 1 has float x 10, max", "has float x 10, sum"});
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int) {
+                   static std::vector<float> v;
+                   v.assign(10, 1.0f);
+                   AllreduceOptions o;
+                   o.reduceOp = rank == 1 ? ReduceOp::MAX : ReduceOp::SUM;
+                   return pg.allreduce(tensorOf(v, DataType::kFloat32), o);
+                 },
+                 {"rank 1 has float x 10, max", "has float x 10, sum"});
 }
 
 TEST_P(Mismatch, AllgatherPerRankSize) {
-  expectMismatch(
-      bp(), ws(),
-      [](ProcessGroup& pg, int rank, int size) {
-        static std::vector<float> in, out;
-        const size_t n = rank == 1 ? 5 : 4;
-        in.assign(n, 1.0f);
-        out.assign(n * size, 0.0f);
-        return pg.allgatherIntoTensor(tensorOf(out, DataType::kFloat32),
-                                      tensorOf(in, DataType::kFloat32));
-      },
-      {"rank 1 has float x 5 per rank", "has float x 4 per rank"});
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) {
+                   static std::vector<float> in, out;
+                   const size_t n = rank == 1 ? 5 : 4;
+                   in.assign(n, 1.0f);
+                   out.assign(n * size, 0.0f);
+                   return pg.allgatherIntoTensor(tensorOf(out, DataType::kFloat32),
+                                                 tensorOf(in, DataType::kFloat32));
+                 },
+                 {"rank 1 has float x 5 per rank", "has float x 4 per rank"});
 }
 
 TEST_P(Mismatch, AlltoallDtype) {
-  expectMismatch(
-      bp(), ws(),
-      [](ProcessGroup& pg, int rank, int size) {
-        static std::vector<int32_t> in, out;
-        in.assign(2 * size, 1);
-        out.assign(2 * size, 0);
-        const DataType dt = rank == 1 ? DataType::kInt32 : DataType::kFloat32;
-        return pg.alltoallSingle(Tensor(out.data(), out.size(), dt),
-                                 Tensor(in.data(), in.size(), dt), {}, {});
-      },
-      {"alltoall_single", "int32", "float"});
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) {
+                   static std::vector<int32_t> in, out;
+                   in.assign(2 * size, 1);
+                   out.assign(2 * size, 0);
+                   const DataType dt = rank == 1 ? DataType::kInt32 : DataType::kFloat32;
+                   return pg.alltoallSingle(Tensor(out.data(), out.size(), dt),
+                                            Tensor(in.data(), in.size(), dt), {}, {});
+                 },
+                 {"alltoall_single", "int32", "float"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Mismatch, ::testing::ValuesIn(cases({2, 3, 4})), caseName);
@@ -244,46 +243,48 @@ TEST_P(MatchingSequence, ManyOpsStillCorrect) {
   const BackendParam bp = std::get<0>(GetParam());
   const int ws = std::get<1>(GetParam());
   const std::string path = uniqueTempPath("mismatch-ok");
-  expectAllRanksOk(ws, [&](int rank, int size) {
-    auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
-    const int iters = bp.backend == "gloo" ? 40 : 300;
-    for (int it = 0; it < iters; ++it) {
-      const size_t n = (it % 3 == 0) ? 20000 : 1 + it % 7;
-      std::vector<float> v(n);
-      for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(rank + i);
-      auto w = pg->allreduce(tensorOf(v, DataType::kFloat32));
-      const int root = it % size;
-      std::vector<int32_t> b(3, rank == root ? it : -1);
-      auto wb = pg->broadcast(Tensor(b.data(), b.size(), DataType::kInt32), {root});
-      if (it % 5 == 0 && size > 1 && rank < 2) {
-        std::vector<float> p(4, static_cast<float>(it));
-        if (rank == 0)
-          pg->send(tensorOf(p, DataType::kFloat32), 1)->wait();
-        else
-          pg->recv(tensorOf(p, DataType::kFloat32), 0)->wait();
-        ASSERT_EQ(p[3], static_cast<float>(it));
-      }
-      if (it % 10 == 0) pg->barrier()->wait();
-      w->wait();
-      wb->wait();
-      const float sum0 = static_cast<float>(size * (size - 1) / 2);
-      ASSERT_EQ(v[0], sum0) << "iteration " << it;
-      ASSERT_EQ(v[n - 1], sum0 + static_cast<float>(size * (n - 1))) << "iteration " << it;
-      ASSERT_EQ(b[2], it) << "iteration " << it;
-    }
-    // The Work carries the op's description.
-    std::vector<float> v(5, 1.0f);
-    auto w = pg->allreduce(tensorOf(v, DataType::kFloat32), {ReduceOp::MAX});
-    w->wait();
-    EXPECT_EQ(w->desc().op, OpType::kAllreduce);
-    EXPECT_EQ(w->desc().count, 5u);
-    EXPECT_EQ(w->desc().describe(), "float x 5, max");
-    EXPECT_EQ(w->desc().seq, w->sequenceNumber());
-  }, MultiProcOptions{Milliseconds(50000), nullptr});
+  expectAllRanksOk(
+      ws,
+      [&](int rank, int size) {
+        auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
+        const int iters = bp.backend == "gloo" ? 40 : 300;
+        for (int it = 0; it < iters; ++it) {
+          const size_t n = (it % 3 == 0) ? 20000 : 1 + it % 7;
+          std::vector<float> v(n);
+          for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(rank + i);
+          auto w = pg->allreduce(tensorOf(v, DataType::kFloat32));
+          const int root = it % size;
+          std::vector<int32_t> b(3, rank == root ? it : -1);
+          auto wb = pg->broadcast(Tensor(b.data(), b.size(), DataType::kInt32), {root});
+          if (it % 5 == 0 && size > 1 && rank < 2) {
+            std::vector<float> p(4, static_cast<float>(it));
+            if (rank == 0)
+              pg->send(tensorOf(p, DataType::kFloat32), 1)->wait();
+            else
+              pg->recv(tensorOf(p, DataType::kFloat32), 0)->wait();
+            ASSERT_EQ(p[3], static_cast<float>(it));
+          }
+          if (it % 10 == 0) pg->barrier()->wait();
+          w->wait();
+          wb->wait();
+          const float sum0 = static_cast<float>(size * (size - 1) / 2);
+          ASSERT_EQ(v[0], sum0) << "iteration " << it;
+          ASSERT_EQ(v[n - 1], sum0 + static_cast<float>(size * (n - 1))) << "iteration " << it;
+          ASSERT_EQ(b[2], it) << "iteration " << it;
+        }
+        // The Work carries the op's description.
+        std::vector<float> v(5, 1.0f);
+        auto w = pg->allreduce(tensorOf(v, DataType::kFloat32), {ReduceOp::MAX});
+        w->wait();
+        EXPECT_EQ(w->desc().op, OpType::kAllreduce);
+        EXPECT_EQ(w->desc().count, 5u);
+        EXPECT_EQ(w->desc().describe(), "float x 5, max");
+        EXPECT_EQ(w->desc().seq, w->sequenceNumber());
+      },
+      MultiProcOptions{Milliseconds(50000), nullptr});
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, MatchingSequence, ::testing::ValuesIn(cases({2, 3})),
-                         caseName);
+INSTANTIATE_TEST_SUITE_P(Backends, MatchingSequence, ::testing::ValuesIn(cases({2, 3})), caseName);
 
 // gloo without C10D_DEBUG: a count mismatch used to terminate the process (gloo::EnforceNotMet
 // escaping Gloo's device thread). Now every rank's op fails with CollectiveMismatchError naming
@@ -294,21 +295,24 @@ TEST(GlooDefaultMode, CountMismatchDoesNotKillTheProcess) {
   for (const auto& p : conformanceBackends())
     if (p.backend == "gloo") bp = p;
   const std::string path = uniqueTempPath("mismatch-gloo");
-  expectAllRanksOk(3, [&](int rank, int size) {
-    auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
-    std::vector<float> v(rank == 1 ? 2000 : 1000, 1.0f);
-    try {
-      pg->allreduce(tensorOf(v, DataType::kFloat32))->wait();
-      ADD_FAILURE() << "rank " << rank << ": the mismatched allreduce completed";
-    } catch (const CollectiveMismatchError& e) {
-      EXPECT_TRUE(contains(e.what(), "moves 1000 elements") || contains(e.what(), "moves 2000"))
-          << e.what();
-      EXPECT_TRUE(contains(e.what(), "2000 elements")) << e.what();
-    }
-    std::vector<float> ok(7, 1.0f);
-    pg->allreduce(tensorOf(ok, DataType::kFloat32))->wait();
-    EXPECT_EQ(ok[6], static_cast<float>(size));
-  }, MultiProcOptions{Milliseconds(50000), nullptr});
+  expectAllRanksOk(
+      3,
+      [&](int rank, int size) {
+        auto pg = makeGroup(bp, path, rank, size, kOpTimeout);
+        std::vector<float> v(rank == 1 ? 2000 : 1000, 1.0f);
+        try {
+          pg->allreduce(tensorOf(v, DataType::kFloat32))->wait();
+          ADD_FAILURE() << "rank " << rank << ": the mismatched allreduce completed";
+        } catch (const CollectiveMismatchError& e) {
+          EXPECT_TRUE(contains(e.what(), "moves 1000 elements") || contains(e.what(), "moves 2000"))
+              << e.what();
+          EXPECT_TRUE(contains(e.what(), "2000 elements")) << e.what();
+        }
+        std::vector<float> ok(7, 1.0f);
+        pg->allreduce(tensorOf(ok, DataType::kFloat32))->wait();
+        EXPECT_EQ(ok[6], static_cast<float>(size));
+      },
+      MultiProcOptions{Milliseconds(50000), nullptr});
 }
 
 // The value type: descriptions, the wire form and the message.

@@ -165,8 +165,8 @@ int main(int argc, char** argv) {
       continue;
     }
     if (isHiddenInternal(entity)) {
-      failure("'" + d + "' is exported but is an internal of the verbs engine (only " +
-              kVerbsApi + " of c10d::verbs is API; see cmake/c10d_exports.map)");
+      failure("'" + d + "' is exported but is an internal of the verbs engine (only " + kVerbsApi +
+              " of c10d::verbs is API; see cmake/c10d_exports.map)");
     }
     ++(special.empty() ? cxx : specials);
     // Data: read-only after relocation, vtables and typeinfo aside (see the header comment).

@@ -149,8 +149,8 @@ std::string uniqueTempPath(const std::string& tag) {
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (::mkdtemp(buf.data()) == nullptr) {
-      throw std::runtime_error("uniqueTempPath: mkdtemp(" + templ + ") failed: " +
-                               std::strerror(errno));
+      throw std::runtime_error("uniqueTempPath: mkdtemp(" + templ +
+                               ") failed: " + std::strerror(errno));
     }
     const bool first = tempDir == nullptr;
     if (first) tempDir = new std::string();

@@ -186,9 +186,8 @@ TEST(Desync, NamesTheRankBehindAndTheOnesWaiting) {
   // Each rank's op times out (the backend fails it); all report at about the same time.
   std::vector<std::thread> threads;
   for (int r = 0; r < 4; ++r) {
-    threads.emplace_back([&, r] {
-      stuck[r]->finish(std::make_exception_ptr(TimeoutError("op timed out")));
-    });
+    threads.emplace_back(
+        [&, r] { stuck[r]->finish(std::make_exception_ptr(TimeoutError("op timed out"))); });
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < 4; ++r) {
@@ -226,8 +225,8 @@ TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
   const auto again = Clock::now();
   w0b->finish(std::make_exception_ptr(TimeoutError("again")));
   EXPECT_LT(Clock::now() - again, Milliseconds(200));
-  expectThrowsWith<TimeoutError>([&] { w0b->wait(); },
-                                 {"again; desync report of group fake:world from rank 0: ranks 0, 3"});
+  expectThrowsWith<TimeoutError>(
+      [&] { w0b->wait(); }, {"again; desync report of group fake:world from rank 0: ranks 0, 3"});
 }
 
 TEST(Desync, OffWhenDisabled) {
@@ -248,9 +247,11 @@ TEST(RendezvousWait, ProgressLinesThenTimeoutNamingMissingRanks) {
   testing::internal::CaptureStderr();
   const auto start = Clock::now();
   expectThrowsWith<TimeoutError>(
-      [&] { waitForRanks(store, {"k0", "k1", "k2"}, {0, 1, 2}, how); },
-      {"group verbs:world (rank 0): ranks 1, 2 of 3 never joined within 1600 ms",
-       "1 of 3 did", "'k1', 'k2' never set"});
+      [&] {
+        waitForRanks(store, {"k0", "k1", "k2"}, {0, 1, 2}, how);
+      },
+      {"group verbs:world (rank 0): ranks 1, 2 of 3 never joined within 1600 ms", "1 of 3 did",
+       "'k1', 'k2' never set"});
   const auto took = Clock::now() - start;
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_GE(took, Milliseconds(1550));
@@ -294,12 +295,19 @@ TEST(RendezvousWait, LateRanksJoinAndSilentByDefaultWhenFast) {
 
 TEST(DiagnosticsConfig, BadValuesNameTheSetting) {
   expectThrowsWith<InvalidArgument>(
-      [] { DiagnosticsConfig::load({{"C10D_FLIGHT_RECORDER_SIZE", "-3"}}); },
+      [] {
+        DiagnosticsConfig::load({{"C10D_FLIGHT_RECORDER_SIZE", "-3"}});
+      },
       {"C10D_FLIGHT_RECORDER_SIZE='-3'", "not an integer"});
-  expectThrowsWith<InvalidArgument>([] { DiagnosticsConfig::load({{"C10D_DESYNC_WAIT_MS", "x"}}); },
-                                    {"C10D_DESYNC_WAIT_MS='x'"});
   expectThrowsWith<InvalidArgument>(
-      [] { DiagnosticsConfig::load({{"C10D_STRAGGLER_REPORT", "yes"}}); },
+      [] {
+        DiagnosticsConfig::load({{"C10D_DESYNC_WAIT_MS", "x"}});
+      },
+      {"C10D_DESYNC_WAIT_MS='x'"});
+  expectThrowsWith<InvalidArgument>(
+      [] {
+        DiagnosticsConfig::load({{"C10D_STRAGGLER_REPORT", "yes"}});
+      },
       {"C10D_STRAGGLER_REPORT='yes'", "expected 0 or 1"});
   auto c = DiagnosticsConfig::load({{"C10D_FLIGHT_RECORDER_SIZE", "17"}});
   EXPECT_EQ(c.flightRecorderSize, 17u);

@@ -217,7 +217,9 @@ struct Case {
   int ranks;
 };
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.backend << " x" << c.ranks; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.backend << " x" << c.ranks;
+}
 
 class DdpStepRun : public testing::TestWithParam<Case> {
  protected:

@@ -17,8 +17,8 @@ namespace {
 
 std::string entry(uint64_t seq, const std::string& op, uint64_t count, const std::string& state,
                   const std::string& extra = "") {
-  return "{\"seq\":" + std::to_string(seq) + ",\"coll_seq\":" + std::to_string(seq) +
-         ",\"op\":\"" + op + "\",\"dtype\":\"float32\",\"count\":" + std::to_string(count) +
+  return "{\"seq\":" + std::to_string(seq) + ",\"coll_seq\":" + std::to_string(seq) + ",\"op\":\"" +
+         op + "\",\"dtype\":\"float32\",\"count\":" + std::to_string(count) +
          ",\"tensors\":0,\"root\":-1,\"peer\":-1,\"reduce_op\":\"sum\",\"send_counts\":[],"
          "\"recv_counts\":[],\"state\":\"" +
          state + "\",\"issue_us\":1000,\"start_us\":1001,\"end_us\":" +
@@ -148,8 +148,7 @@ TEST_F(TraceTest, CorruptInputGivesClearErrors) {
       {"notjson", "{\"format\": \"c10d-flight-rec", "not valid JSON"},
       {"format", "{\"format\":\"nccl\",\"version\":1}",
        "field 'format' is 'nccl', expected 'c10d-flight-recorder'"},
-      {"noentries",
-       dump(0, 2, {}).replace(dump(0, 2, {}).find(",\"entries\":[]"), 13, ""),
+      {"noentries", dump(0, 2, {}).replace(dump(0, 2, {}).find(",\"entries\":[]"), 13, ""),
        "missing field 'entries'"},
       {"seqtype", dump(0, 2, {badSeq}),
        "entries[0]: field 'seq' is string, expected an unsigned integer"},
@@ -157,8 +156,7 @@ TEST_F(TraceTest, CorruptInputGivesClearErrors) {
       {"order", dump(0, 2, {entry(3, "allreduce", 8, "completed"), good}),
        "entries[1]: seq 0 after seq 3"},
       {"rank", dump(5, 2, {good}), "rank 5 is out of range for size 2"},
-      {"version", dump(0, 2, {}).replace(dump(0, 2, {}).find("\"version\":1"), 11,
-                                         "\"version\":7"),
+      {"version", dump(0, 2, {}).replace(dump(0, 2, {}).find("\"version\":1"), 11, "\"version\":7"),
        "version 7 (this tool reads version 1)"},
   };
   for (const Corrupt& c : cases) {

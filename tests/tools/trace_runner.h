@@ -16,7 +16,9 @@ namespace test {
 struct TraceRun {
   int exitCode = -1;
   std::string out, err;
-  std::string describe() const { return "exit " + std::to_string(exitCode) + "\nstdout:\n" + out + "\nstderr:\n" + err; }
+  std::string describe() const {
+    return "exit " + std::to_string(exitCode) + "\nstdout:\n" + out + "\nstderr:\n" + err;
+  }
 };
 
 inline TraceRun runTrace(const std::vector<std::string>& args, const std::string& errFile) {

@@ -33,10 +33,9 @@ class Reader {
     if (!j_.is_object()) throw TraceError(where_ + ": expected a JSON object");
     auto it = j_.find(name);
     if (it == j_.end()) throw TraceError(str(where_, ": missing field '", name, "'"));
-    const bool ok = t == json::value_t::number_unsigned
-                        ? it->is_number_unsigned()
-                        : t == json::value_t::number_integer ? it->is_number_integer()
-                                                             : it->type() == t;
+    const bool ok = t == json::value_t::number_unsigned  ? it->is_number_unsigned()
+                    : t == json::value_t::number_integer ? it->is_number_integer()
+                                                         : it->type() == t;
     if (!ok) {
       throw TraceError(str(where_, ": field '", name, "' is ", it->type_name(), ", expected ",
                            t == json::value_t::number_unsigned  ? "an unsigned integer"
@@ -47,9 +46,15 @@ class Reader {
     }
     return *it;
   }
-  std::string string(const char* n) const { return field(n, json::value_t::string).get<std::string>(); }
-  uint64_t u64(const char* n) const { return field(n, json::value_t::number_unsigned).get<uint64_t>(); }
-  int64_t i64(const char* n) const { return field(n, json::value_t::number_integer).get<int64_t>(); }
+  std::string string(const char* n) const {
+    return field(n, json::value_t::string).get<std::string>();
+  }
+  uint64_t u64(const char* n) const {
+    return field(n, json::value_t::number_unsigned).get<uint64_t>();
+  }
+  int64_t i64(const char* n) const {
+    return field(n, json::value_t::number_integer).get<int64_t>();
+  }
   std::vector<uint64_t> counts(const char* n) const {
     std::vector<uint64_t> v;
     for (const json& x : field(n, json::value_t::array)) {
@@ -92,7 +97,8 @@ std::string Entry::describe() const {
     s += "no data";
   } else if (!sendCounts.empty() || !recvCounts.empty()) {
     s += dtype + ", sends [";
-    for (size_t i = 0; i < sendCounts.size(); ++i) s += (i ? "," : "") + std::to_string(sendCounts[i]);
+    for (size_t i = 0; i < sendCounts.size(); ++i)
+      s += (i ? "," : "") + std::to_string(sendCounts[i]);
     s += "]";
   } else {
     s += str(dtype, " x ", count);
@@ -281,7 +287,8 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
 
   std::ostringstream t;
   t << std::left << std::setw(6) << "rank" << std::setw(10) << "state" << std::setw(50)
-    << "position (oldest op not completed, else last op)" << "  last completed\n";
+    << "position (oldest op not completed, else last op)"
+    << "  last completed\n";
   for (int r = 0; r < rep.size; ++r) {
     t << std::left << std::setw(6) << r;
     if (!byRank.count(r)) {
@@ -290,7 +297,8 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
     }
     const Pos& p = pos[r];
     if (p.at == nullptr) {
-      t << std::setw(10) << "empty" << "(no ops recorded)\n";
+      t << std::setw(10) << "empty"
+        << "(no ops recorded)\n";
       continue;
     }
     t << std::setw(10) << (p.at->pending() ? "waiting" : p.at->state) << std::setw(50)
@@ -332,19 +340,20 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
     const std::string frontName = str(frontEntry->op, " #", front);
     for (const auto& [seq, ranks] : behind) {
       const Entry* e = pos[ranks[0]].at;
-      parts.push_back(str(ranksText(ranks), ranks.size() == 1 ? " is" : " are", " still at ",
-                          e->op, " #", seq, " (", e->state, ")"));
+      parts.push_back(str(ranksText(ranks), ranks.size() == 1 ? " is" : " are", " still at ", e->op,
+                          " #", seq, " (", e->state, ")"));
     }
     bool allFailed = true;
     for (int r : atFront) allFailed = allFailed && pos[r].at->state == "failed";
     parts.push_back(str(ranksText(atFront),
-                        allFailed ? " failed in " : atFront.size() == 1 ? " waits in " : " wait in ",
+                        allFailed             ? " failed in "
+                        : atFront.size() == 1 ? " waits in "
+                                              : " wait in ",
                         frontEntry->describe()));
     for (int r : never) {
       const Pos& p = pos[r];
       parts.push_back(str("rank ", r, " never arrived at ", frontName, " (its last op: ",
-                          p.at ? p.at->describe() + ", " + p.at->state : std::string("none"),
-                          ")"));
+                          p.at ? p.at->describe() + ", " + p.at->state : std::string("none"), ")"));
     }
     if (!rep.missingRanks.empty()) {
       parts.push_back(str(ranksText(rep.missingRanks),
