@@ -65,9 +65,9 @@ void jsonCounts(std::ostream& os, const std::vector<uint64_t>& v) {
 uint64_t payloadBytes(const OpDesc& d) {
   if (d.op == OpType::kCoalesced || d.op == OpType::kUnknown) return 0;
   uint64_t n = d.count;
-  if (!d.sendCounts.empty()) {
+  if (!d.sendCounts().empty()) {
     n = 0;
-    for (uint64_t c : d.sendCounts) n += c;
+    for (uint64_t c : d.sendCounts()) n += c;
   }
   return n * elementSize(d.dtype);
 }
@@ -104,7 +104,7 @@ FlightRecorder::FlightRecorder(size_t capacity, std::string group, std::string b
 
 FlightRecorder::Id FlightRecorder::record(const OpDesc& desc, int64_t issueNs) {
   if (ring_.empty()) return kNoId;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   const Id id = next_++;
   Entry& e = ring_[id % ring_.size()];
   e.desc = desc;
@@ -118,7 +118,7 @@ FlightRecorder::Id FlightRecorder::record(const OpDesc& desc, int64_t issueNs) {
 
 void FlightRecorder::onStart(Id id, int64_t ns) {
   if (id == kNoId) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;  // overwritten
   Entry& e = ring_[id % ring_.size()];
   if (e.state != State::kIssued) return;
@@ -129,7 +129,7 @@ void FlightRecorder::onStart(Id id, int64_t ns) {
 void FlightRecorder::onEnd(Id id, int64_t ns, const std::exception_ptr& error) {
   if (id == kNoId) return;
   std::string text = error ? errorText(error) : std::string();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;
   Entry& e = ring_[id % ring_.size()];
   if (e.state == State::kCompleted || e.state == State::kFailed) return;
@@ -164,16 +164,16 @@ double FlightRecorder::bucketMidUs(int b) {
 }
 
 std::vector<FlightRecorder::Entry> FlightRecorder::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<Entry> out;
+  out.reserve(ring_.size());  // outside the lock (the ring's size never changes)
+  std::lock_guard<SpinLock> lock(mu_);
   const Id n = std::min<Id>(next_, ring_.size());
-  out.reserve(n);
   for (Id id = next_ - n; id < next_; ++id) out.push_back(ring_[id % ring_.size()]);
   return out;
 }
 
 bool FlightRecorder::position(Entry* out) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (next_ == 0 || ring_.empty()) return false;
   const Id n = std::min<Id>(next_, ring_.size());
   for (Id id = next_ - n; id < next_; ++id) {
@@ -191,7 +191,7 @@ OpStats FlightRecorder::stats() const {
   OpStats s;
   s.group = group_;
   s.rank = rank_;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (size_t k = 0; k < counters_.size(); ++k) {
     const OpCounters& c = counters_[k];
     if (c.count == 0) continue;
@@ -248,7 +248,7 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
   gethostname(host, sizeof(host) - 1);
   uint64_t nextSeq = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<SpinLock> lock(mu_);
     nextSeq = next_;
   }
   std::ostringstream os;
@@ -270,9 +270,9 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
        << "\",\"count\":" << d.count << ",\"tensors\":" << d.tensors << ",\"root\":" << d.root
        << ",\"peer\":" << d.peer << ",\"reduce_op\":\""
        << (d.hasReduceOp ? c10d::toString(d.reduceOp) : "") << "\",\"send_counts\":";
-    jsonCounts(os, d.sendCounts);
+    jsonCounts(os, d.sendCounts());
     os << ",\"recv_counts\":";
-    jsonCounts(os, d.recvCounts);
+    jsonCounts(os, d.recvCounts());
     os << ",\"state\":\"" << toString(e.state) << "\",\"issue_us\":" << wallUs(e.issueNs)
        << ",\"start_us\":" << wallUs(e.startNs) << ",\"end_us\":" << wallUs(e.endNs)
        << ",\"error\":";

@@ -10,13 +10,15 @@
 // quantities (alltoall splits, the peer of a send) are described but not in the fingerprint: they
 // legitimately differ between ranks, and the backends compare them pairwise as they move data.
 //
-// Cost: a plain value type; no heap allocation except for alltoall's splits. Wire is 32 bytes and
-// hash() a few multiplies, so a backend can send or compare one per op.
+// Cost: a plain value type of fixed size: copying one is a few word stores (the alltoall splits,
+// the only variable-size part, are shared and immutable; copying them is one reference count).
+// Wire is 32 bytes and hash() a few multiplies, so a backend can send or compare one per op.
 //
 // Threads: none; a value, not shared.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,7 +73,9 @@ struct OpDesc {
   // send/recv: the peer (-1: any source); else -1.
   int32_t peer = -1;
   // alltoall*: elements sent to / received from each rank (empty for every other op).
-  std::vector<uint64_t> sendCounts, recvCounts;
+  const std::vector<uint64_t>& sendCounts() const;
+  const std::vector<uint64_t>& recvCounts() const;
+  void setSplits(std::vector<uint64_t> send, std::vector<uint64_t> recv);
 
   // The fixed-size encoding of the compared fields (host byte order: a group's ranks share one
   // ABI). Two ranks issued matching collectives iff their Wires are equal bytewise.
@@ -100,6 +104,12 @@ struct OpDesc {
   std::string describe() const;
   // "allreduce (float x 100, sum)".
   std::string describeWithOp() const;
+
+ private:
+  struct Splits {
+    std::vector<uint64_t> send, recv;
+  };
+  std::shared_ptr<const Splits> splits_;  // null unless alltoall*
 };
 
 bool operator==(const OpDesc::Wire& a, const OpDesc::Wire& b);

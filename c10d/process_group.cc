@@ -38,6 +38,7 @@ std::string ProcessGroup::name() const {
 }
 
 std::exception_ptr ProcessGroup::brokenError() const {
+  if (!brokenSet_.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard<std::mutex> lock(brokenMu_);
   return broken_;
 }
@@ -46,6 +47,7 @@ void ProcessGroup::setBroken(std::exception_ptr error) {
   if (!error) return;
   std::lock_guard<std::mutex> lock(brokenMu_);
   if (!broken_) broken_ = std::move(error);
+  brokenSet_.store(true, std::memory_order_release);
 }
 
 uint64_t ProcessGroup::beginOp(OpType op, OpDesc& d) {
@@ -59,25 +61,45 @@ uint64_t ProcessGroup::beginOp(OpType op, OpDesc& d) {
   const bool p2p = op == OpType::kSend || op == OpType::kRecv || op == OpType::kRecvAnySource;
   d.collSeq = p2p ? collSeq_ : collSeq_++;
   current_ = &d;
+  pendingIssueNs_ = 0;
   if (diagConfig_.flightRecorderSize > 0) {
     FlightRecorder& rec = diagnostics().recorder();
     const int64_t now = FlightRecorder::nowNs();
-    if (pendingRecord_ != FlightRecorder::kNoId) {
+    if (pendingRecord_ != FlightRecorder::kNoId && !pendingLinked_) {
       // The previous op's do*() threw instead of returning a Work.
       rec.onEnd(pendingRecord_, now,
                 std::make_exception_ptr(Error("the backend refused the op at issue")));
     }
     pendingRecord_ = rec.record(d, now);
+    pendingIssueNs_ = now;
   }
+  pendingLinked_ = false;
   return d.seq;
+}
+
+int64_t ProcessGroup::currentIssueNs() const {
+  return pendingIssueNs_ != 0 ? pendingIssueNs_ : FlightRecorder::nowNs();
+}
+
+void ProcessGroup::linkWork(Work& work) {
+  if (current_ == nullptr || pendingRecord_ == FlightRecorder::kNoId || pendingLinked_) return;
+  work.linkDiagnostics(diag_.get(), pendingRecord_);
+  pendingLinked_ = true;
 }
 
 std::shared_ptr<Work> ProcessGroup::track(std::shared_ptr<Work> work, OpDesc& d) {
   current_ = nullptr;
   C10D_CHECK(work != nullptr, "backend ", backendName(), " returned no Work in group ", name());
   if (pendingRecord_ != FlightRecorder::kNoId) {
-    work->attachDiagnostics(diag_, pendingRecord_);
+    // Unless the backend linked the Work itself (linkWork()); then only a Work still pending
+    // takes a reference (one completed inline never touches the diagnostics again).
+    if (pendingLinked_) {
+      work->retainDiagnostics(diag_);
+    } else {
+      work->attachDiagnostics(diag_, pendingRecord_);
+    }
     pendingRecord_ = FlightRecorder::kNoId;
+    pendingLinked_ = false;
   }
   work->setDesc(std::move(d));
   if (coalescing_) coalesced_.push_back(work);

@@ -204,6 +204,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // op: op_desc.h), computed by the public wrapper; valid only during that call, on the calling
   // thread (copy what outlives it). The wrapper stores it on the returned Work afterwards.
   const OpDesc& currentOp() const { return *current_; }
+  // During do*(): when the op was issued (steady clock, ns; the flight record's issue time), so a
+  // backend computes its deadline and an inline start time without reading the clock again.
+  int64_t currentIssueNs() const;
+  // During do*(): links a Work the backend just made (not yet shared with another thread) to the
+  // op's flight record, so its start and end are recorded as they happen without the lock and
+  // reference count track() would otherwise take. Optional: track() links Works made without it.
+  void linkWork(Work& work);
 
   // Called after validation with the timeout already resolved; `seq` is the op's sequence number.
   virtual std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
@@ -299,9 +306,14 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   mutable std::shared_ptr<GroupDiagnostics> diag_;  // set once under diagOnce_
   std::atomic<bool> diagShutdown_{false};
   uint64_t pendingRecord_ = ~uint64_t(0);  // flight record id from beginOp() until track()
+  int64_t pendingIssueNs_ = 0;             // issue time of the op in do*() (0 = not read)
+  bool pendingLinked_ = false;             // linkWork() took pendingRecord_
+  // diag_.get() once made: the lock-free fast path of diagnostics().
+  mutable std::atomic<GroupDiagnostics*> diagPtr_{nullptr};
 
   mutable std::mutex brokenMu_;
-  std::exception_ptr broken_;  // guarded by brokenMu_
+  std::exception_ptr broken_;           // guarded by brokenMu_
+  std::atomic<bool> brokenSet_{false};  // broken_ != nullptr; read without the lock on every op
 };
 
 }  // namespace c10d

@@ -3,12 +3,29 @@
 // (broken check, sequence numbers), the timeout resolved, and the backend's do*() method, which
 // sees the description as currentOp(); the Work it returns carries it (Work::desc()).
 #include <limits>
+#include <ostream>
 
 #include "c10d/process_group.h"
 
 namespace c10d {
 
 namespace {
+
+// What an argument is called in messages ("tensor", "outputs[3]"): made on every op, so it is
+// built without allocating; only a failure formats it.
+struct Name {
+  Name(const char* base) : base(base) {}  // NOLINT(google-explicit-constructor): literals
+  Name(const char* base, size_t index) : base(base), index(index), indexed(true) {}
+  const char* base;
+  size_t index = 0;
+  bool indexed = false;
+};
+
+std::ostream& operator<<(std::ostream& os, const Name& n) {
+  os << n.base;
+  if (n.indexed) os << '[' << n.index << ']';
+  return os;
+}
 
 // Validates the arguments of one op; every failure is an InvalidArgument prefixed with the op,
 // the rank, the group and its size.
@@ -28,7 +45,7 @@ class Check {
     }
   }
 
-  void tensor(const Tensor& t, const std::string& what) const {
+  void tensor(const Tensor& t, Name what) const {
     if (static_cast<int>(t.dtype) >= kNumDataTypes) {
       fail(what, " has an invalid dtype ", static_cast<int>(t.dtype));
     }
@@ -42,8 +59,7 @@ class Check {
   }
 
   // `t` must have the dtype and device of `ref` (named `refWhat`).
-  void like(const Tensor& t, const std::string& what, const Tensor& ref,
-            const std::string& refWhat) const {
+  void like(const Tensor& t, Name what, const Tensor& ref, Name refWhat) const {
     if (t.dtype != ref.dtype) {
       fail(what, " has dtype ", toString(t.dtype), " but ", refWhat, " has dtype ",
            toString(ref.dtype));
@@ -54,15 +70,14 @@ class Check {
     }
   }
 
-  void numel(const Tensor& t, const std::string& what, size_t expected,
-             const std::string& why) const {
+  void numel(const Tensor& t, Name what, size_t expected, const char* why) const {
     if (t.numel != expected) {
       fail(what, " has ", t.numel, " elements, expected ", expected, " (", why, ")");
     }
   }
 
   // n * size(), or a failure if that overflows.
-  size_t times(size_t n, const std::string& what) const {
+  size_t times(size_t n, Name what) const {
     const size_t s = static_cast<size_t>(pg_.size());
     if (n > std::numeric_limits<size_t>::max() / s) {
       fail(what, " has ", n, " elements; ", n, " * group size ", s, " overflows");
@@ -72,8 +87,7 @@ class Check {
 
   // alltoall: the block this rank receives from itself is the block it sends itself. (Blocks
   // exchanged with other ranks are checked by the backends, which see both sides.)
-  void ownBlock(size_t received, size_t sent, const std::string& outWhat,
-                const std::string& inWhat) const {
+  void ownBlock(size_t received, size_t sent, Name outWhat, Name inWhat) const {
     if (received != sent) {
       fail("rank ", pg_.rank(), " receives ", received, " elements from itself (", outWhat,
            ") but sends itself ", sent, " (", inWhat, ")");
@@ -91,7 +105,7 @@ class Check {
     if (r == pg_.rank()) fail(what, " rank ", r, " is this rank itself");
   }
 
-  void count(size_t got, const std::string& what) const {
+  void count(size_t got, Name what) const {
     if (got != static_cast<size_t>(pg_.size())) {
       fail(what, " has ", got, " tensors, expected ", pg_.size(), " (one per rank)");
     }
@@ -112,8 +126,7 @@ class Check {
   }
 
   // Validates (or, when empty, builds equal) splits of `t` into size() chunks.
-  std::vector<size_t> splits(const std::vector<size_t>& given, const Tensor& t,
-                             const std::string& what) const {
+  std::vector<size_t> splits(const std::vector<size_t>& given, const Tensor& t, Name what) const {
     const size_t s = static_cast<size_t>(pg_.size());
     if (given.empty()) {
       if (t.numel % s != 0) {
@@ -146,8 +159,8 @@ void setReduceOp(OpDesc& d, const ReduceOp& op) {
   d.hasReduceOp = true;
 }
 
-std::string at(const char* name, size_t i) {
-  return detail::str(name, "[", i, "]");
+Name at(const char* name, size_t i) {
+  return Name(name, i);
 }
 
 }  // namespace
@@ -367,10 +380,12 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
   c.ownBlock(outputs[me].numel, inputs[me].numel, at("outputs", me), at("inputs", me));
   OpDesc d;
   d.dtype = inputs[0].dtype;
-  d.sendCounts.reserve(inputs.size());
-  d.recvCounts.reserve(outputs.size());
-  for (const Tensor& t : inputs) d.sendCounts.push_back(t.numel);
-  for (const Tensor& t : outputs) d.recvCounts.push_back(t.numel);
+  std::vector<uint64_t> send, recv;
+  send.reserve(inputs.size());
+  recv.reserve(outputs.size());
+  for (const Tensor& t : inputs) send.push_back(t.numel);
+  for (const Tensor& t : outputs) recv.push_back(t.numel);
+  d.setSplits(std::move(send), std::move(recv));
   const uint64_t seq = beginOp(OpType::kAlltoall, d);
   CurrentOpScope scope{current_};
   return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq), d);
@@ -391,8 +406,8 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   c.ownBlock(out[me], in[me], at("outputSplits", me), at("inputSplits", me));
   OpDesc d;
   d.dtype = input.dtype;
-  d.sendCounts.assign(in.begin(), in.end());
-  d.recvCounts.assign(out.begin(), out.end());
+  d.setSplits(std::vector<uint64_t>(in.begin(), in.end()),
+              std::vector<uint64_t>(out.begin(), out.end()));
   const uint64_t seq = beginOp(OpType::kAlltoallSingle, d);
   CurrentOpScope scope{current_};
   return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq), d);

@@ -10,9 +10,11 @@
 namespace c10d {
 
 GroupDiagnostics& ProcessGroup::diagnostics() const {
+  if (GroupDiagnostics* d = diagPtr_.load(std::memory_order_acquire)) return *d;
   std::call_once(diagOnce_, [this] {
     diag_ = std::make_shared<GroupDiagnostics>(store_, diagInstance_, name(), backendName(), rank_,
                                                size_, diagConfig_);
+    diagPtr_.store(diag_.get(), std::memory_order_release);
   });
   return *diag_;
 }

@@ -95,12 +95,18 @@ bool Work::wait(Milliseconds timeout) {
   Milliseconds t = timeout == kUnsetTimeout ? timeout_ : timeout;
   if (t < Milliseconds::zero()) t = Milliseconds::zero();
   if (t > kMaxWait) t = kMaxWait;
+  if (done_.load(std::memory_order_acquire)) {
+    // error_ is final once done_ is set.
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
   std::unique_lock<std::mutex> lock(mu_);
   auto done = [this] { return completed_; };
   if (!cv_.wait_for(lock, t, done)) {
     // The op's own timeout passed: report it through the group's diagnostics (desync report,
     // dump), which waits for a report the backend may be running for the same stuck op.
-    std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diag_ : nullptr;
+    // Pending, so diagOwner_ is set if diag_ is (see retainDiagnostics()).
+    std::shared_ptr<GroupDiagnostics> diag = timeout == kUnsetTimeout ? diagOwner_ : nullptr;
     lock.unlock();
     auto error = std::make_exception_ptr(
         TimeoutError(detail::str(describe(), " did not complete within ", t.count(),
@@ -166,20 +172,49 @@ std::shared_future<void> Work::future() {
 
 // The flight record is updated under mu_ (the recorder's lock nests inside it and never calls
 // back): a waiter that sees the Work complete also sees its record and stats updated.
-void Work::markStarted() {
+void Work::markStarted(int64_t ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (startNs_ != 0 || completed_) return;
-  startNs_ = FlightRecorder::nowNs();
+  startNs_ = ns != 0 ? ns : FlightRecorder::nowNs();
   if (diag_) diag_->recorder().onStart(recordId_, startNs_);
+}
+
+void Work::markStartedUnshared(int64_t ns) {
+  if (startNs_ != 0 || completed_) return;
+  startNs_ = ns != 0 ? ns : FlightRecorder::nowNs();
+  if (diag_) diag_->recorder().onStart(recordId_, startNs_);
+}
+
+void Work::finishUnshared(std::exception_ptr error) {
+  if (completed_) return;
+  if (error && diag_) error = diag_->onFailure(std::move(error));
+  completed_ = true;
+  error_ = std::move(error);
+  endNs_ = FlightRecorder::nowNs();
+  if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_);
+  // Nobody could register a callback, ask for a future or wait yet: nothing to run or wake.
+  done_.store(true, std::memory_order_release);
 }
 
 void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId) {
   if (!diag || recordId == FlightRecorder::kNoId) return;
   std::lock_guard<std::mutex> lock(mu_);
-  diag_ = std::move(diag);
+  diagOwner_ = std::move(diag);
+  diag_ = diagOwner_.get();
   recordId_ = recordId;
   if (startNs_ != 0) diag_->recorder().onStart(recordId_, startNs_);
   if (completed_) diag_->recorder().onEnd(recordId_, endNs_, error_);
+}
+
+void Work::linkDiagnostics(GroupDiagnostics* diag, uint64_t recordId) {
+  diag_ = diag;
+  recordId_ = recordId;
+}
+
+void Work::retainDiagnostics(const std::shared_ptr<GroupDiagnostics>& diag) {
+  if (done_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!completed_) diagOwner_ = diag;
 }
 
 bool Work::finish(std::exception_ptr error) {
@@ -187,11 +222,13 @@ bool Work::finish(std::exception_ptr error) {
     // A backend that fails an op with a timeout or a lost peer without going through
     // ProcessGroup::diagnoseFailure first (a p2p timeout) still gets the desync report and the
     // dump.
-    std::shared_ptr<GroupDiagnostics> d;
+    GroupDiagnostics* d = nullptr;
+    std::shared_ptr<GroupDiagnostics> keep;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (completed_) return false;
       d = diag_;
+      keep = diagOwner_;
     }
     if (d) error = d->onFailure(std::move(error));
   }
@@ -215,6 +252,8 @@ bool Work::finish(std::exception_ptr error) {
     cv_.notify_all();
   }
   for (auto& cb : callbacks) runCallback(cb, *this);
+  // The last touch of *this: a wait() that sees it may return and let the Work be destroyed.
+  done_.store(true, std::memory_order_release);
   return true;
 }
 

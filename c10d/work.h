@@ -105,7 +105,13 @@ class Work : public std::enable_shared_from_this<Work> {
   void setDesc(OpDesc d) { desc_ = std::move(d); }
 
   // Backends: the op began running (its flight record's start time). Only the first call counts.
-  void markStarted();
+  // `ns`: when (steady clock ns, e.g. the issue time of an op run inline at issue); 0 = now.
+  void markStarted(int64_t ns = 0);
+  // markStarted() and finish() for a Work that no other thread can reach yet: a backend running
+  // the op inline, on the issuing thread, before its do*() returns the Work (no callbacks, future
+  // or waiters can exist). The same effects without the lock or the wake-up.
+  void markStartedUnshared(int64_t ns);
+  void finishUnshared(std::exception_ptr error = nullptr);
   // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
   // already started or completed reports that at once.
   void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId);
@@ -113,6 +119,15 @@ class Work : public std::enable_shared_from_this<Work> {
  protected:
   // Called once by abort() while the Work is still pending; backends override to cancel.
   virtual void onAbort() {}
+
+ private:
+  friend class ProcessGroup;
+  // attachDiagnostics() for a Work no other thread can see yet (ProcessGroup::linkWork), without
+  // the lock and without owning `diag`: valid while the group lives, which covers every use by a
+  // Work completed before the group returns it. retainDiagnostics() (track()) makes a Work still
+  // pending own it, since it may complete or time out in wait() after the group is gone.
+  void linkDiagnostics(GroupDiagnostics* diag, uint64_t recordId);
+  void retainDiagnostics(const std::shared_ptr<GroupDiagnostics>& diag);
 
  private:
   const OpType op_;
@@ -124,13 +139,17 @@ class Work : public std::enable_shared_from_this<Work> {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool completed_ = false;                       // guarded by mu_
+  bool completed_ = false;  // guarded by mu_
+  // completed_, readable without mu_ (wait()'s fast path): set (release) as finish()'s last
+  // access to the Work, after error_ is final and the callbacks ran.
+  std::atomic<bool> done_{false};
   bool aborting_ = false;                        // guarded by mu_; abort() calls onAbort() once
   std::exception_ptr error_;                     // guarded by mu_
   std::vector<Callback> callbacks_;              // guarded by mu_
   std::unique_ptr<std::promise<void>> promise_;  // guarded by mu_
   std::shared_future<void> future_;              // guarded by mu_
-  std::shared_ptr<GroupDiagnostics> diag_;       // guarded by mu_
+  GroupDiagnostics* diag_ = nullptr;             // guarded by mu_ (see linkDiagnostics)
+  std::shared_ptr<GroupDiagnostics> diagOwner_;  // guarded by mu_; keeps diag_ alive if set
   uint64_t recordId_ = ~uint64_t(0);             // guarded by mu_
   int64_t startNs_ = 0;                          // guarded by mu_; steady clock, 0 = not yet
   int64_t endNs_ = 0;                            // guarded by mu_

@@ -120,7 +120,9 @@ void CollectiveEngine::finishInline() {
   bool destroyed = false;  // set by our destructor if a completion callback runs it
   destroyedFlag_ = &destroyed;
   destroyedFlagOwner_ = std::this_thread::get_id();
-  w->finish(e);
+  // Completed inline without a handoff: the caller has not got the Work yet and no other thread
+  // ever had it, so it completes without its lock and wake-up (and runs no callbacks).
+  w->finishUnshared(e);
   if (destroyed) return;  // a completion callback destroyed the group (and us)
   destroyedFlag_ = nullptr;
   // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:

@@ -76,7 +76,9 @@ class CollectiveEngine {
 
   // Queues (or runs, see the fast path) `body` for `work`, which moves `bytes` bytes; `now` is
   // the issue time. `body` is any callable like Body; it is type-erased (allocated) only when
-  // queued: the inline fast path moves it onto the fiber's stack instead.
+  // queued: the inline fast path moves it onto the fiber's stack instead. `work` must be new (no
+  // other thread can reach it): an op that completes inline finishes it with
+  // Work::finishUnshared().
   template <typename F>
   void submit(std::shared_ptr<Work> work, size_t bytes, Clock::time_point now, F&& body);
   // Fails what is queued, interrupts what runs, joins the thread. Idempotent.

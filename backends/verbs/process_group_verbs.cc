@@ -160,14 +160,23 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                                                        bool shmAlgo) {
   timeout = resolveTimeout(timeout);
   auto work = std::make_shared<Work>(op, seq, name_, timeout);
-  const Clock::time_point now = Clock::now();
+  linkWork(*work);
+  // One clock read per op: the issue time is the deadline's base and an inline op's start time.
+  const int64_t issueNs = currentIssueNs();
+  const Clock::time_point now{std::chrono::nanoseconds(issueNs)};
   const Clock::time_point deadline = deadlineAfter(now, timeout);
   const OpDesc& desc = currentOp();
   const OpDesc::Wire wire = desc.wire();
   engine_->submit(work, bytes, now,
-                  [this, w = work.get(), desc, wire, shmAlgo, deadline, timeout,
+                  [this, w = work.get(), desc, wire, shmAlgo, deadline, timeout, issueNs,
                    fn = std::move(fn)](Handoff* h) {
-                    w->markStarted();  // the engine holds the Work while its body runs
+                    // The engine holds the Work while its body runs. Inline (h set), the op
+                    // starts as it is issued, before any other thread can see the Work.
+                    if (h != nullptr) {
+                      w->markStartedUnshared(issueNs);
+                    } else {
+                      w->markStarted();
+                    }
                     return execute(desc, wire, !shmAlgo, deadline, timeout, h, fn);
                   });
   return work;

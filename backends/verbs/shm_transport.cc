@@ -42,10 +42,12 @@ struct alignas(64) ShmTransport::RankCtl {
 };
 
 struct alignas(64) ShmTransport::BarrierCtl {
-  std::atomic<uint32_t> count{0};
-  // Sum of the arriving ranks' fingerprint hashes: on the line every arrival writes anyway.
-  std::atomic<uint64_t> hashSum{0};
-  char pad[52];
+  // One word per barrier, so arriving is one atomic add: the low kArrivalBits count the ranks
+  // that arrived, the bits above sum (mod 2^44) the top 44 bits of their fingerprint hashes.
+  static constexpr int kArrivalBits = 20;
+  static constexpr uint64_t kArrivalMask = (uint64_t(1) << kArrivalBits) - 1;
+  std::atomic<uint64_t> arrivals{0};
+  char pad[56];
   WaitWord generation;
   // The last barrier step whose hashes differed (0: none), written by the releasing rank before
   // it bumps the generation. Written only on a mismatch, so every waiter's read after the
@@ -105,6 +107,9 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
             BusyBudget(resolveBusyUs(cfg.busyUs, size))},
       pids_(pids) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
+  C10D_CHECK_ARG(static_cast<uint64_t>(size) <= BarrierCtl::kArrivalMask, "shm transport: ", size,
+                 " ranks on one host is more than the barrier counts (", BarrierCtl::kArrivalMask,
+                 ")");
   size_t off = 4096;
   rankCtlOff_ = off;
   off = alignUp(off + sizeof(RankCtl) * size, 4096);
@@ -352,21 +357,21 @@ void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
 bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
   ++step_;
   // A barrier without a fingerprint counts as the all-zero one (hash and full form alike).
-  const OpDesc::Wire kNone{};
+  static const OpDesc::Wire kNone{};
+  static const uint64_t kNoneHash = OpDesc::hash(kNone);
   const OpDesc::Wire& w = fp != nullptr ? *fp : kNone;
-  const uint64_t h = OpDesc::hash(w);
+  // The hash's top bits, shifted above the arrival count (overflow past bit 63 is the mod).
+  const uint64_t h = (fp != nullptr ? OpDesc::hash(w) : kNoneHash) & ~BarrierCtl::kArrivalMask;
   std::memcpy(&rankCtl(rank_).fp[step_ % 3], &w, sizeof(w));
   auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
   uint32_t gen = b.generation.value.load(std::memory_order_acquire);
-  // Ordered before our arrival (the count's acq_rel chain): the releasing rank sees every add.
-  b.hashSum.fetch_add(h, std::memory_order_relaxed);
-  if (b.count.fetch_add(1, std::memory_order_acq_rel) == static_cast<uint32_t>(size_ - 1)) {
-    // Equal fingerprints sum to size * h; differing ones do so only by a 64-bit accident.
-    const bool differ =
-        b.hashSum.load(std::memory_order_relaxed) != h * static_cast<uint64_t>(size_);
-    b.hashSum.store(0, std::memory_order_relaxed);
+  const uint64_t before = b.arrivals.fetch_add(h + 1, std::memory_order_acq_rel);
+  if ((before & BarrierCtl::kArrivalMask) == static_cast<uint64_t>(size_ - 1)) {
+    // Equal fingerprints sum to size * h; differing ones do so only by a 44-bit accident.
+    const uint64_t all = before + h + 1;
+    const bool differ = (all & ~BarrierCtl::kArrivalMask) != h * static_cast<uint64_t>(size_);
     if (differ) b.mismatchStep.store(step_, std::memory_order_relaxed);
-    b.count.store(0, std::memory_order_relaxed);
+    b.arrivals.store(0, std::memory_order_relaxed);
     b.generation.value.store(gen + 1, std::memory_order_seq_cst);
     wake(b.generation);
     return differ;

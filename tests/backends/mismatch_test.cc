@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -313,6 +314,61 @@ TEST(GlooDefaultMode, CountMismatchDoesNotKillTheProcess) {
         EXPECT_EQ(ok[6], static_cast<float>(size));
       },
       MultiProcOptions{Milliseconds(50000), nullptr});
+}
+
+// The shm barrier compares the top 44 bits of the hash summed over ranks: descriptions that
+// differ in one field by a little (the usual bug: a neighbouring count, the next collective) must
+// differ there, and no two of these thousands may share them.
+TEST(OpDesc, HashTopBitsSeparateNearbyDescriptions) {
+  OpDesc base;
+  base.collSeq = 1000;
+  base.op = OpType::kAllreduce;
+  base.dtype = DataType::kFloat32;
+  base.count = 4096;
+  base.hasReduceOp = true;
+  auto top = [](const OpDesc& d) { return d.hash() >> 20; };
+  std::unordered_set<uint64_t> seen{top(base)};
+  size_t made = 1;
+  auto add = [&](const OpDesc& d) {
+    ++made;
+    EXPECT_TRUE(seen.insert(top(d)).second) << d.describeWithOp() << " #" << d.collSeq;
+  };
+  for (uint64_t k = 1; k <= 1000; ++k) {
+    OpDesc d = base;
+    d.collSeq = base.collSeq + k;
+    add(d);
+    d = base;
+    d.count = base.count + k;
+    add(d);
+    d = base;
+    d.count = base.count - k;
+    add(d);
+    d = base;
+    d.tensors = k;
+    add(d);
+    d = base;
+    d.collSeq = base.collSeq + k;
+    d.count = base.count + k;
+    add(d);
+  }
+  for (int r = 0; r < 64; ++r) {
+    OpDesc d = base;
+    d.root = r;
+    add(d);
+  }
+  for (int op = 0; op < static_cast<int>(OpType::kUnknown); ++op) {
+    if (op == static_cast<int>(OpType::kAllreduce)) continue;
+    OpDesc d = base;
+    d.op = static_cast<OpType>(op);
+    add(d);
+  }
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    if (t == static_cast<int>(DataType::kFloat32)) continue;
+    OpDesc d = base;
+    d.dtype = static_cast<DataType>(t);
+    add(d);
+  }
+  EXPECT_EQ(seen.size(), made);
 }
 
 // The value type: descriptions, the wire form and the message.

@@ -117,8 +117,7 @@ TEST(FlightRecorder, JsonDumpHasEveryField) {
   OpDesc alltoall;
   alltoall.seq = 1;
   alltoall.op = OpType::kAlltoallSingle;
-  alltoall.sendCounts = {1, 2, 3};
-  alltoall.recvCounts = {3, 2, 1};
+  alltoall.setSplits({1, 2, 3}, {3, 2, 1});
   rec.record(alltoall, FlightRecorder::nowNs());
   const std::string path = uniqueTempPath("dump.json");
   rec.dump(path, "on demand");
