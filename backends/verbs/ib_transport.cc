@@ -42,6 +42,8 @@ namespace {
 constexpr int kSqDepth = 256;
 constexpr int kRqDepth = 256;
 constexpr size_t kMaxPiece = 1 << 20;
+// A credit word no ring can reach: "this peer abandoned the collective channel".
+constexpr uint64_t kAbortedCredit = ~uint64_t(0);
 
 class IbTransport : public Transport {
  public:
@@ -55,7 +57,24 @@ class IbTransport : public Transport {
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
-  void checkPeers() override {}
+  // A peer that gave up on the collective streams (abortCollectives) wrote kAbortedCredit into
+  // its credit word for us: it is gone for collectives, as a closed socket is on tcp.
+  bool peerGone(int peer) override {
+    return peer != rank_ && __atomic_load_n(&ep(kCollectiveChannel, peer).creditWord,
+                                            __ATOMIC_ACQUIRE) == kAbortedCredit;
+  }
+  void checkPeers() override {
+    for (int q = 0; q < size_; ++q) {
+      if (peerGone(q)) {
+        C10D_THROW(CommError, "verbs/ibverbs: rank ", rank_, ": rank ", q,
+                   " abandoned the collective streams (it saw a mismatched collective or an "
+                   "error); its collectives will not continue");
+      }
+    }
+  }
+  // Writes kAbortedCredit into every peer's credit word for this rank (an inline RDMA WRITE on
+  // the collective channel), so their waits fail at the next check instead of at the timeout.
+  void abortCollectives() override;
   bool sendsComplete(int ch) override {
     pollCq(ch);
     return inflight_[ch] == 0;
@@ -301,6 +320,7 @@ size_t IbTransport::trySend(int ch, int peer, const void* buf, size_t n) {
   pollCq(ch);
   Endpoint& e = ep(ch, peer);
   const uint64_t credit = __atomic_load_n(&e.creditWord, __ATOMIC_ACQUIRE);
+  if (credit == kAbortedCredit) return 0;  // the peer left (peerGone): the caller's check throws
   size_t k = std::min<size_t>(n, e.remote.ringBytes - static_cast<size_t>(e.sendHead - credit));
   if (k == 0 || e.sqInflight >= kSqDepth - 4) return 0;
   // Pinned until the completion of every write posted below (counted in the FIFO entry as they
@@ -382,6 +402,26 @@ void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseco
       ssize_t ignored = read(eventFds_[ch], &v, sizeof(v));
       (void)ignored;
     }
+  }
+}
+
+void IbTransport::abortCollectives() {
+  for (int q = 0; q < size_; ++q) {
+    Endpoint& e = ep(kCollectiveChannel, q);
+    if (q == rank_ || e.qp == nullptr || e.sqInflight >= kSqDepth - 1) continue;
+    uint64_t word = kAbortedCredit;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(&word), sizeof(word), 0};
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = reinterpret_cast<uintptr_t>(&e);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;  // inline: `word` may go out of scope
+    wr.wr.rdma.remote_addr = e.remote.creditAddr;
+    wr.wr.rdma.rkey = e.remote.creditRkey;
+    // Best effort (never throws): a peer we cannot tell still fails at its timeout.
+    if (ibv_post_send(e.qp, &wr, &bad) == 0) ++e.sqInflight;
   }
 }
 

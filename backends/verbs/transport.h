@@ -80,8 +80,8 @@ class Transport {
   virtual void checkPeers() = 0;
   // This rank gives up on the collective channel (its streams are out of step after a mismatched
   // collective): every peer sees it as gone (peerGone) from now on, so an op waiting on it fails
-  // at its next check instead of at its timeout. Never throws. Default (ibverbs): nothing; peers
-  // then fail when their ops time out.
+  // at its next check instead of at its timeout. Never throws. shm: a departed flag; tcp: the
+  // sockets shut down; ibverbs: a sentinel RDMA-written into each peer's credit word.
   virtual void abortCollectives() {}
 };
 

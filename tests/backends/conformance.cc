@@ -1,6 +1,9 @@
 #include "tests/backends/conformance.h"
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -37,6 +40,22 @@ BackendParam cpuParam(const std::string& backend, const std::string& variant = "
   return p;
 }
 
+// Whether an RDMA device is present, asked of libibverbs directly (dlopen, as the backend does):
+// the ibverbs transport then joins the suite. Here (no RDMA) it is absent and says nothing.
+bool rdmaDevicePresent() {
+  void* lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return false;
+  using GetList = void** (*)(int*);
+  using FreeList = void (*)(void**);
+  auto get = reinterpret_cast<GetList>(dlsym(lib, "ibv_get_device_list"));
+  auto release = reinterpret_cast<FreeList>(dlsym(lib, "ibv_free_device_list"));
+  int n = 0;
+  void** list = get != nullptr ? get(&n) : nullptr;
+  if (list != nullptr && release != nullptr) release(list);
+  dlclose(lib);
+  return list != nullptr && n > 0;
+}
+
 }  // namespace
 
 std::vector<BackendParam> conformanceBackends() {
@@ -47,6 +66,12 @@ std::vector<BackendParam> conformanceBackends() {
   add(cpuParam("gloo"));
   add(cpuParam("verbs"));  // default transport: shm (every rank on this host)
   add(cpuParam("verbs", "tcp", {{"C10D_TRANSPORT", "tcp"}}));
+  // Every conformance, semantics and mismatch case over RDMA where a device exists
+  // (C10D_TEST_IBVERBS=0 leaves it out, e.g. on a shared fabric).
+  const char* ib = std::getenv("C10D_TEST_IBVERBS");
+  if ((ib == nullptr || std::string(ib) != "0") && rdmaDevicePresent()) {
+    add(cpuParam("verbs", "ib", {{"C10D_TRANSPORT", "ibverbs"}}));
+  }
 #if C10D_HAVE_NCCL
   // nccl on cuda:0 where a GPU is present (probed without initialising CUDA in this process).
   if (isBackendRegistered("nccl") && cudaDevicesForked() > 0) {
