@@ -1,5 +1,6 @@
 #include "backends/nccl/config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,10 @@ const ConfigEntry kConfigTable[] = {
      "how long shutdown() lets ops in flight finish before aborting the communicator"},
     {"split", "C10D_NCCL_SPLIT", "1", 0, 1,
      "sub-groups spanning the whole parent are made with ncclCommSplit"},
+    {"debug", "C10D_DEBUG", "OFF", 0, 0,
+     "OFF | INFO | DETAIL: DETAIL allgathers every collective's description (op, dtype, count, "
+     "root, reduce op; 32 bytes per rank) on the op stream and compares it before the op runs, "
+     "blocking the caller until then"},
     {nullptr, nullptr, nullptr, 0, 0, nullptr},
 };
 
@@ -38,18 +43,36 @@ const ConfigEntry* findEntry(const std::string& name) {
   return nullptr;
 }
 
-long lookup(const std::map<std::string, std::string>& config, const char* name) {
-  const ConfigEntry& e = *findEntry(name);
-  std::string value = e.defaultValue;
-  std::string source = "default";
+// The setting's text and where it came from (options.config, the environment, the default).
+std::string lookupText(const std::map<std::string, std::string>& config, const ConfigEntry& e,
+                       std::string* source) {
   auto it = config.find(e.name);
   if (it != config.end()) {
-    value = it->second;
-    source = detail::str("options.config[\"", e.name, "\"]");
-  } else if (const char* v = std::getenv(e.env); v != nullptr && *v != '\0') {
-    value = v;
-    source = e.env;
+    *source = detail::str("options.config[\"", e.name, "\"]");
+    return it->second;
   }
+  if (const char* v = std::getenv(e.env); v != nullptr && *v != '\0') {
+    *source = e.env;
+    return v;
+  }
+  *source = "default";
+  return e.defaultValue;
+}
+
+bool lookupDetail(const std::map<std::string, std::string>& config) {
+  std::string source;
+  const std::string given = lookupText(config, *findEntry("debug"), &source);
+  std::string v = given;
+  for (auto& ch : v) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  C10D_CHECK_ARG(v == "OFF" || v == "INFO" || v == "DETAIL" || v.empty(), "nccl: ", source, "=\"",
+                 given, "\": expected OFF, INFO or DETAIL");
+  return v == "DETAIL";
+}
+
+long lookup(const std::map<std::string, std::string>& config, const char* name) {
+  const ConfigEntry& e = *findEntry(name);
+  std::string source;
+  const std::string value = lookupText(config, e, &source);
   char* end = nullptr;
   errno = 0;
   const long v = std::strtol(value.c_str(), &end, 10);
@@ -80,6 +103,7 @@ Config parseConfig(const std::map<std::string, std::string>& config) {
   c.watchdogPollUs = static_cast<int>(lookup(config, "watchdog_poll_us"));
   c.shutdownGraceMs = static_cast<int>(lookup(config, "shutdown_grace_ms"));
   c.split = lookup(config, "split") != 0;
+  c.detail = lookupDetail(config);
   return c;
 }
 
@@ -94,6 +118,11 @@ std::string describeConfig(const Config& c) {
     if (std::strcmp(e->name, "watchdog_poll_us") == 0) v = c.watchdogPollUs;
     if (std::strcmp(e->name, "shutdown_grace_ms") == 0) v = c.shutdownGraceMs;
     if (std::strcmp(e->name, "split") == 0) v = c.split;
+    if (std::strcmp(e->name, "debug") == 0) {
+      ss << "nccl.debug = " << (c.detail ? "DETAIL" : "OFF") << "  (env " << e->env << ", default "
+         << e->defaultValue << "): " << e->description << "\n";
+      continue;
+    }
     ss << "nccl." << e->name << " = " << v << "  (env " << e->env << ", default " << e->defaultValue
        << "): " << e->description << "\n";
   }

@@ -50,6 +50,8 @@ struct Config {
   int watchdogPollUs = 1000;
   int shutdownGraceMs = 2000;
   bool split = true;
+  // C10D_DEBUG=DETAIL: every collective's description is compared across ranks before it runs.
+  bool detail = false;
 };
 
 // Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws

@@ -84,6 +84,7 @@ DeviceState::~DeviceState() {
   // Errors below are ignored: destructors never throw, and after an abort or a device error the
   // context may refuse everything.
   if (scratch != nullptr) cudaFree(scratch);
+  if (fingerprints != nullptr) cudaFree(fingerprints);
   if (syncEvent != nullptr) cudaEventDestroy(syncEvent);
   if (stream != nullptr) cudaStreamDestroy(stream);
   if (previous >= 0 && previous != device) cudaSetDevice(previous);

@@ -84,6 +84,7 @@ struct DeviceState {
   cudaStream_t stream = nullptr;    // the group's op stream on this device
   cudaEvent_t syncEvent = nullptr;  // recorded on the caller's stream before each op
   void* scratch = nullptr;          // 16 bytes of device memory (barrier)
+  void* fingerprints = nullptr;     // C10D_DEBUG=DETAIL: (size + 1) OpDesc::Wires, made on use
 };
 
 class DeviceGuard {

@@ -189,6 +189,18 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Millisec
     return work;
   }
 
+  if (config_.detail && op != OpType::kSend && op != OpType::kRecv) {
+    try {
+      checkAgreement(*ds, l.what(), timeout);
+    } catch (const CollectiveMismatchError&) {
+      throw;  // the check itself completed on every rank: the communicator is fine
+    } catch (...) {
+      std::exception_ptr e = std::current_exception();
+      lock.unlock();
+      abortAll(e, detail::str("the C10D_DEBUG=DETAIL check of ", l.what(), " failed"));
+      throw;
+    }
+  }
   C10D_NCCL_CHECK(ncclGroupStart(), ds->comm, l.what());
   try {
     body(l);
@@ -221,6 +233,55 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Millisec
   pending_->add({work, deadline, [raw] { return raw->eventFired(); }, work->where()});
   notifyWatchdog();
   return work;
+}
+
+void ProcessGroupNccl::checkAgreement(DeviceState& ds, const std::string& what,
+                                      Milliseconds timeout) {
+  const OpDesc& desc = currentOp();
+  const OpDesc::Wire mine = desc.wire();
+  constexpr size_t kBytes = sizeof(OpDesc::Wire);
+  const size_t n = static_cast<size_t>(size());
+  if (ds.fingerprints == nullptr) {
+    C10D_CUDA_CHECK(cudaMalloc(&ds.fingerprints, kBytes * (n + 1)), what,
+                    ": C10D_DEBUG=DETAIL fingerprint buffer");
+  }
+  auto* base = static_cast<uint8_t*>(ds.fingerprints);
+  std::vector<OpDesc::Wire> all(n);
+  // Bounded: a rank that never issues this op leaves the allgather pending.
+  const auto deadline = Clock::now() + timeout;
+  C10D_CUDA_CHECK(cudaMemcpyAsync(base, &mine, kBytes, cudaMemcpyHostToDevice, ds.stream), what);
+  // In a group of its own, launched as launch() launches ops (a nonblocking communicator may
+  // answer ncclInProgress).
+  C10D_NCCL_CHECK(ncclGroupStart(), ds.comm, what);
+  C10D_NCCL_CHECK(ncclAllGather(base, base + kBytes, kBytes, ncclUint8, ds.comm, ds.stream),
+                  ds.comm, what, " (C10D_DEBUG=DETAIL check)");
+  const ncclResult_t res = ncclGroupEnd();
+  if (res == ncclInProgress) {
+    waitReady(ds.comm, deadline, what);
+  } else {
+    C10D_NCCL_CHECK(res, ds.comm, what, " (C10D_DEBUG=DETAIL check)");
+  }
+  C10D_CUDA_CHECK(
+      cudaMemcpyAsync(all.data(), base + kBytes, kBytes * n, cudaMemcpyDeviceToHost, ds.stream),
+      what);
+  for (;;) {
+    const cudaError_t q = cudaStreamQuery(ds.stream);
+    if (q == cudaSuccess) break;
+    if (q != cudaErrorNotReady) C10D_CUDA_CHECK(q, what, " (C10D_DEBUG=DETAIL check)");
+    if (Clock::now() >= deadline) {
+      C10D_THROW(TimeoutError, what,
+                 ": the C10D_DEBUG=DETAIL check (an allgather of every "
+                 "rank's op description) did not complete within ",
+                 timeout.count(), " ms: a rank did not issue this collective");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  for (int r = 0; r < size(); ++r) {
+    if (all[r] == mine) continue;
+    throw CollectiveMismatchError(
+        mismatchMessage(name(), rank(), desc, r, OpDesc::fromWire(all[r])) +
+        detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));
+  }
 }
 
 void ProcessGroupNccl::doStartCoalescing() {

@@ -138,6 +138,10 @@ class ProcessGroupNccl : public ProcessGroup {
   int defaultDevice() const;  // last used, else config device_id, else the current device
   std::string describeOp(OpType op, uint64_t seq, int device) const;
   void checkOpen(OpType op) const;
+  // C10D_DEBUG=DETAIL: allgathers this op's OpDesc::Wire on the op stream (the caller holds
+  // ds.mu) and compares every rank's with ours; throws CollectiveMismatchError naming both sides
+  // before any of the op's data moved, or TimeoutError after `timeout`.
+  void checkAgreement(DeviceState& ds, const std::string& what, Milliseconds timeout);
 
   // Watchdog (watchdog.cc).
   void startWatchdog();

@@ -117,6 +117,23 @@ TEST(NcclConfig, DefaultsEnvironmentOptionsAndErrors) {
   }
   EXPECT_THROW(parseConfig({{"watchdog_poll_us", "0"}}), InvalidArgument);
   EXPECT_THROW(parseConfig({{"device_id", "-2"}}), InvalidArgument);
+  // C10D_DEBUG: DETAIL turns the cross-rank description check on (any case); others off.
+  ::unsetenv("C10D_DEBUG");
+  EXPECT_FALSE(parseConfig({}).detail);
+  EXPECT_TRUE(parseConfig({{"debug", "detail"}}).detail);
+  EXPECT_FALSE(parseConfig({{"debug", "INFO"}}).detail);
+  ::setenv("C10D_DEBUG", "DETAIL", 1);
+  EXPECT_TRUE(parseConfig({}).detail);
+  EXPECT_FALSE(parseConfig({{"debug", "OFF"}}).detail);
+  ::unsetenv("C10D_DEBUG");
+  try {
+    parseConfig({{"debug", "loud"}});
+    ADD_FAILURE() << "bad debug level accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_TRUE(contains(e.what(), "loud")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "OFF, INFO or DETAIL")) << e.what();
+  }
+  EXPECT_TRUE(contains(describeConfig(parseConfig({{"debug", "DETAIL"}})), "nccl.debug = DETAIL"));
   const std::string table = describeConfig(parseConfig({}));
   for (const ConfigEntry* e = kConfigTable; e->name != nullptr; ++e) {
     EXPECT_TRUE(contains(table, std::string("nccl.") + e->name)) << table;
