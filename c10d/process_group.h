@@ -281,6 +281,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   std::shared_ptr<Work> track(std::shared_ptr<Work> work, OpDesc& d);
   // Ends the currentOp() when do*() threw.
   struct CurrentOpScope;
+  // beginOp, then `run(seq)` (the backend's do*() call) with the op current, then track().
+  template <typename Run>
+  std::shared_ptr<Work> issue(OpType op, OpDesc& d, Run&& run);
   std::shared_ptr<ProcessGroup> makeSubgroup(const std::string& tag,
                                              const std::vector<int>& members, Options options);
 

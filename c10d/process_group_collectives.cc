@@ -171,6 +171,15 @@ struct ProcessGroup::CurrentOpScope {
   ~CurrentOpScope() { current = nullptr; }
 };
 
+// The tail every wrapper shares: sequence numbers and flight record (beginOp), currentOp() for
+// the duration of the backend's do*() call (`run(seq)`), and the Work's bookkeeping (track).
+template <typename Run>
+std::shared_ptr<Work> ProcessGroup::issue(OpType op, OpDesc& d, Run&& run) {
+  const uint64_t seq = beginOp(op, d);
+  CurrentOpScope scope{current_};
+  return track(run(seq), d);
+}
+
 std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOptions& opts) {
   Check c(*this, OpType::kBroadcast);
   c.timeout(opts.timeout);
@@ -180,9 +189,8 @@ std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOpti
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   d.root = opts.rootRank;
-  const uint64_t seq = beginOp(OpType::kBroadcast, d);
-  CurrentOpScope scope{current_};
-  return track(doBroadcast(tensor, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kBroadcast, d,
+               [&](uint64_t seq) { return doBroadcast(tensor, withResolvedTimeout(opts), seq); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOptions& opts) {
@@ -194,9 +202,8 @@ std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOpti
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   setReduceOp(d, opts.reduceOp);
-  const uint64_t seq = beginOp(OpType::kAllreduce, d);
-  CurrentOpScope scope{current_};
-  return track(doAllreduce(tensor, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAllreduce, d,
+               [&](uint64_t seq) { return doAllreduce(tensor, withResolvedTimeout(opts), seq); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -214,9 +221,9 @@ std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>
   for (const Tensor& t : tensors) d.count += t.numel;
   d.tensors = tensors.size();
   setReduceOp(d, opts.reduceOp);
-  const uint64_t seq = beginOp(OpType::kAllreduceCoalesced, d);
-  CurrentOpScope scope{current_};
-  return track(doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAllreduceCoalesced, d, [&](uint64_t seq) {
+    return doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& opts) {
@@ -230,9 +237,8 @@ std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& o
   d.count = tensor.numel;
   d.root = opts.rootRank;
   setReduceOp(d, opts.reduceOp);
-  const uint64_t seq = beginOp(OpType::kReduce, d);
-  CurrentOpScope scope{current_};
-  return track(doReduce(tensor, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kReduce, d,
+               [&](uint64_t seq) { return doReduce(tensor, withResolvedTimeout(opts), seq); });
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs, Tensor input,
@@ -249,9 +255,9 @@ std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs
   OpDesc d;
   d.dtype = input.dtype;
   d.count = input.numel;
-  const uint64_t seq = beginOp(OpType::kAllgather, d);
-  CurrentOpScope scope{current_};
-  return track(doAllgather(outputs, input, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAllgather, d, [&](uint64_t seq) {
+    return doAllgather(outputs, input, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor input,
@@ -265,9 +271,9 @@ std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor in
   OpDesc d;
   d.dtype = input.dtype;
   d.count = input.numel;
-  const uint64_t seq = beginOp(OpType::kAllgatherIntoTensor, d);
-  CurrentOpScope scope{current_};
-  return track(doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAllgatherIntoTensor, d, [&](uint64_t seq) {
+    return doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, Tensor input,
@@ -291,9 +297,9 @@ std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, T
   d.dtype = input.dtype;
   d.count = input.numel;
   d.root = opts.rootRank;
-  const uint64_t seq = beginOp(OpType::kGather, d);
-  CurrentOpScope scope{current_};
-  return track(doGather(outputs, input, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kGather, d, [&](uint64_t seq) {
+    return doGather(outputs, input, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -317,9 +323,9 @@ std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Ten
   d.dtype = output.dtype;
   d.count = output.numel;
   d.root = opts.rootRank;
-  const uint64_t seq = beginOp(OpType::kScatter, d);
-  CurrentOpScope scope{current_};
-  return track(doScatter(output, inputs, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kScatter, d, [&](uint64_t seq) {
+    return doScatter(output, inputs, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vector<Tensor>& inputs,
@@ -338,9 +344,9 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vect
   d.dtype = output.dtype;
   d.count = output.numel;
   setReduceOp(d, opts.reduceOp);
-  const uint64_t seq = beginOp(OpType::kReduceScatter, d);
-  CurrentOpScope scope{current_};
-  return track(doReduceScatter(output, inputs, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kReduceScatter, d, [&](uint64_t seq) {
+    return doReduceScatter(output, inputs, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor input,
@@ -356,9 +362,9 @@ std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor in
   d.dtype = output.dtype;
   d.count = output.numel;
   setReduceOp(d, opts.reduceOp);
-  const uint64_t seq = beginOp(OpType::kReduceScatterTensor, d);
-  CurrentOpScope scope{current_};
-  return track(doReduceScatterTensor(output, input, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kReduceScatterTensor, d, [&](uint64_t seq) {
+    return doReduceScatterTensor(output, input, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
@@ -386,9 +392,9 @@ std::shared_ptr<Work> ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
   for (const Tensor& t : inputs) send.push_back(t.numel);
   for (const Tensor& t : outputs) recv.push_back(t.numel);
   d.setSplits(std::move(send), std::move(recv));
-  const uint64_t seq = beginOp(OpType::kAlltoall, d);
-  CurrentOpScope scope{current_};
-  return track(doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAlltoall, d, [&](uint64_t seq) {
+    return doAlltoall(outputs, inputs, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
@@ -408,9 +414,9 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   d.dtype = input.dtype;
   d.setSplits(std::vector<uint64_t>(in.begin(), in.end()),
               std::vector<uint64_t>(out.begin(), out.end()));
-  const uint64_t seq = beginOp(OpType::kAlltoallSingle, d);
-  CurrentOpScope scope{current_};
-  return track(doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kAlltoallSingle, d, [&](uint64_t seq) {
+    return doAlltoallSingle(output, input, out, in, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& opts) {
@@ -418,9 +424,8 @@ std::shared_ptr<Work> ProcessGroup::barrier(const BarrierOptions& opts) {
   c.timeout(opts.timeout);
   OpDesc d;
   d.dtype = DataType::kUInt8;
-  const uint64_t seq = beginOp(OpType::kBarrier, d);
-  CurrentOpScope scope{current_};
-  return track(doBarrier(withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kBarrier, d,
+               [&](uint64_t seq) { return doBarrier(withResolvedTimeout(opts), seq); });
 }
 
 std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendRecvOptions& opts) {
@@ -432,9 +437,9 @@ std::shared_ptr<Work> ProcessGroup::send(Tensor tensor, int dstRank, const SendR
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   d.peer = dstRank;
-  const uint64_t seq = beginOp(OpType::kSend, d);
-  CurrentOpScope scope{current_};
-  return track(doSend(tensor, dstRank, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kSend, d, [&](uint64_t seq) {
+    return doSend(tensor, dstRank, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendRecvOptions& opts) {
@@ -446,9 +451,9 @@ std::shared_ptr<Work> ProcessGroup::recv(Tensor tensor, int srcRank, const SendR
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   d.peer = srcRank;
-  const uint64_t seq = beginOp(OpType::kRecv, d);
-  CurrentOpScope scope{current_};
-  return track(doRecv(tensor, srcRank, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kRecv, d, [&](uint64_t seq) {
+    return doRecv(tensor, srcRank, withResolvedTimeout(opts), seq);
+  });
 }
 
 std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvOptions& opts) {
@@ -459,9 +464,8 @@ std::shared_ptr<Work> ProcessGroup::recvAnySource(Tensor tensor, const SendRecvO
   OpDesc d;
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
-  const uint64_t seq = beginOp(OpType::kRecvAnySource, d);
-  CurrentOpScope scope{current_};
-  return track(doRecv(tensor, -1, withResolvedTimeout(opts), seq), d);
+  return issue(OpType::kRecvAnySource, d,
+               [&](uint64_t seq) { return doRecv(tensor, -1, withResolvedTimeout(opts), seq); });
 }
 
 }  // namespace c10d

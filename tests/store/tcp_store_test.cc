@@ -24,23 +24,18 @@
 #include "store/tcp_store_auth.h"
 #include "store/tcp_store_protocol.h"
 #include "tests/common/multiproc.h"
+#include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::duration_cast;
+using test::clientOptions;
+using test::expectThrows;
 
 int64_t msSince(Clock::time_point t) {
   return duration_cast<Milliseconds>(Clock::now() - t).count();
-}
-
-TCPStoreOptions clientOptions(uint16_t port, Milliseconds timeout = Milliseconds(30000)) {
-  TCPStoreOptions o;
-  o.host = "127.0.0.1";
-  o.port = port;
-  o.timeout = timeout;
-  return o;
 }
 
 // A port nobody listens on right now (bound then released).
@@ -51,20 +46,6 @@ uint16_t freePort() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
   return net::localPort(fd.get());
-}
-
-template <typename Exc, typename Fn>
-std::string expectThrows(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Exc& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return "";
 }
 
 TEST(TCPStoreTest, PortZeroPicksAFreePort) {
