@@ -10,6 +10,7 @@ packages=(
   libibverbs-dev                               # verbs backend's ibverbs transport (compile only)
   libboost-context-dev                         # verbs backend's engine fibers (fcontext)
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
+  openmpi-bin libopenmpi-dev                   # perf/compare --mpi baselines (mpi_<op>_perf)
   python3 python3-matplotlib                   # perf/plot
   python3-torch python3-dev pybind11-dev       # integrations/torch (the c10d_torch plugin)
   clang-format

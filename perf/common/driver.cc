@@ -8,8 +8,9 @@
 // computes itself, wrong elements summed over ranks. Timed ops shift through the buffers as
 // nccl-tests does so that back-to-back ops touch different memory where the size allows.
 //
-// Rank 0 prints; the other ranks only compute. Ranks exchange times, counts and their "# Rank"
-// lines through the group's Store (world.h), never through the backend under test.
+// Rank 0 prints; the other ranks only compute. The c10d binaries' ranks exchange times, counts
+// and their "# Rank" lines through the group's Store (world.h), never through the backend under
+// test; the MPI baselines' through MPI (mpi_driver.cc).
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "perf/common/buffer.h"
 #include "perf/common/collective.h"
 #include "perf/common/data.h"
+#include "perf/common/driver.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
 
@@ -42,16 +44,15 @@ namespace {
 // Everything about one run that the row loops share.
 class Driver {
  public:
-  Driver(const Collective& coll, const PerfOptions& o, std::shared_ptr<ProcessGroup> pg,
-         Device device, JsonReport* json)
+  Driver(const Collective& coll, const PerfOptions& o, PerfRanks& ranks, Device device,
+         JsonReport* json)
       : coll_(coll),
         o_(o),
-        pg_(std::move(pg)),
-        rank_(pg_->rank()),
-        n_(pg_->size()),
+        ranks_(ranks),
+        rank_(ranks.rank()),
+        n_(ranks.size()),
         device_(device),
-        json_(json),
-        ex_(pg_->store(), rank_, n_) {
+        json_(json) {
     C10D_CHECK_ARG(!coll_.rooted || o_.root < n_, "root ", o_.root,
                    " (-r) is not a rank of a group of ", n_);
     const char* inject = std::getenv("C10D_PERF_INJECT_ERROR");
@@ -60,7 +61,6 @@ class Driver {
     minBw_ = minBw ? std::atof(minBw) : -1;
   }
 
-  RankExchange& exchange() { return ex_; }
   bool isMain() const { return rank_ == 0; }
 
   void print(const std::string& s) const {
@@ -103,18 +103,19 @@ class Driver {
     }
     for (DataType t : o_.dtypes) {
       for (const auto& [op, opName] : ops) {
-        if (coll_.reduces && !pg_->supports(op, t, device_)) {
-          print(detail::str("# Skipping ", toString(t), " ", opName, ": backend ",
-                            pg_->backendName(), " does not support it on ", toString(device_),
-                            "\n"));
-          continue;
+        if (coll_.reduces) {
+          const std::string why = ranks_.unsupported(op, t, device_);
+          if (!why.empty()) {
+            print(detail::str("# Skipping ", toString(t), " ", opName, ": ", why, "\n"));
+            continue;
+          }
         }
         for (int root : roots) timeTest(t, op, opName, root);
       }
     }
   }
 
-  int errors() { return static_cast<int>(ex_.sum(errors_)); }
+  int errors() { return static_cast<int>(ranks_.sum(errors_)); }
   double avgBusBw() const { return bwCount_ ? bwSum_ / bwCount_ : 0.0; }
   double minBw() const { return minBw_; }
 
@@ -136,7 +137,7 @@ class Driver {
     char* recv = static_cast<char*>(recv_.data()) + shift;
     char* send = static_cast<char*>(send_.data()) + shift;
     RunArgs a;
-    a.pg = pg_.get();
+    a.pg = ranks_.group();
     a.send = inPlace ? recv + counts_.sendInplaceOffset * es_ * rank_ : send;
     a.recv = inPlace ? recv + counts_.recvInplaceOffset * es_ * rank_ : recv;
     a.count = counts_.paramCount;
@@ -173,7 +174,7 @@ class Driver {
     inFlight_.clear();
   }
 
-  void barrier() { pg_->barrier()->wait(); }
+  void barrier() { ranks_.barrier(); }
 
   // Fills inputs and the reference for one validation pass (nccl-tests' initData).
   void initData(DataType t, ReduceOp::Kind op, int root, int seed, bool inPlace) {
@@ -230,15 +231,15 @@ class Driver {
       // -m: one coalesced group per iteration. Groups run one after the other (the ops of one
       // group may share buffers when m * size exceeds -e: their results are not checked).
       drain();
-      pg_->startCoalescing();
+      ranks_.startCoalescing();
       for (int a = 0; a < o_.aggIters; ++a) startColl(t, op, root, inPlace, iter * o_.aggIters + a);
-      inFlight_.push_back(pg_->endCoalescing());
+      inFlight_.push_back(ranks_.endCoalescing());
       if (o_.blocking) drain();
     }
     drain();
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double deltaSec = sec / (static_cast<double>(o_.iters) * o_.aggIters);
-    deltaSec = ex_.combine(deltaSec, o_.average);
+    deltaSec = ranks_.combine(deltaSec, o_.average);
 
     double algBw = 0, busBw = 0;
     coll_.bandwidth(counts_.paramCount, es_, deltaSec, n_, &algBw, &busBw);
@@ -251,7 +252,7 @@ class Driver {
       startColl(t, op, root, inPlace, 0)->wait();
       int64_t local = reportErrors ? checkData(t, inPlace) : 0;
       if (local != 0) ++errors_;
-      wrong = ex_.sum(local);
+      wrong = ranks_.sum(local);
       if (wrong) break;
     }
     print(rowBody(deltaSec * 1e6, algBw, busBw, reportErrors, wrong));
@@ -288,12 +289,11 @@ class Driver {
 
   const Collective& coll_;
   const PerfOptions& o_;
-  std::shared_ptr<ProcessGroup> pg_;
+  PerfRanks& ranks_;
   const int rank_;
   const int n_;
   const Device device_;
   JsonReport* json_;
-  RankExchange ex_;
   bool inject_ = false;
   double minBw_ = -1;
 
@@ -308,6 +308,35 @@ class Driver {
   int bwCount_ = 0;
 };
 
+// PerfRanks over a c10d ProcessGroup: barriers and coalescing through the group, numbers and
+// strings through its Store (RankExchange), not through the backend under test.
+class GroupRanks : public PerfRanks {
+ public:
+  explicit GroupRanks(std::shared_ptr<ProcessGroup> pg)
+      : pg_(std::move(pg)), ex_(pg_->store(), pg_->rank(), pg_->size()) {}
+  int rank() const override { return pg_->rank(); }
+  int size() const override { return pg_->size(); }
+  ProcessGroup* group() override { return pg_.get(); }
+  std::string unsupported(ReduceOp::Kind op, DataType type, Device device) override {
+    if (pg_->supports(op, type, device)) return "";
+    return detail::str("backend ", pg_->backendName(), " does not support it on ",
+                       toString(device));
+  }
+  void barrier() override { pg_->barrier()->wait(); }
+  void startCoalescing() override { pg_->startCoalescing(); }
+  std::shared_ptr<Work> endCoalescing() override { return pg_->endCoalescing(); }
+  double combine(double value, TimeCombine how) override { return ex_.combine(value, how); }
+  int64_t sum(int64_t value) override { return ex_.sum(value); }
+  std::vector<std::string> allgather(const std::string& value) override {
+    return ex_.allgather(value);
+  }
+  RankExchange& exchange() { return ex_; }
+
+ private:
+  std::shared_ptr<ProcessGroup> pg_;
+  RankExchange ex_;
+};
+
 int run(int argc, char** argv, const Collective& coll, const std::string& program,
         const PerfOptions& o) {
   const LaunchInfo launch = detectLaunch();
@@ -316,26 +345,43 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
   std::shared_ptr<ProcessGroup> pg = createWorld(launch, o);
   C10D_CHECK_ARG(pg->supportsDevice(device), "backend ", pg->backendName(), " cannot use device ",
                  toString(device), " (--device)");
+  PerfSetup setup;
+  setup.backendName = pg->backendName();
+  setup.backendDesc = pg->describe();
+  setup.versionLine = detail::str("# c10d version ", C10D_VERSION, " backend ", pg->backendName(),
+                                  " device ", toString(device), " world size ", pg->size(),
+                                  " launcher ", launch.launcher, "\n");
+  setup.device = device;
+  GroupRanks ranks(pg);
+  const int rc = runPerfTable(argc, argv, coll, program, o, setup, ranks);
+  pg->shutdown();
+  // Rank 0 serves the store: it leaves last.
+  ranks.exchange().finish(Milliseconds(static_cast<int64_t>(o.timeoutSec) * 1000));
+  return rc;
+}
 
+}  // namespace
+
+int runPerfTable(int argc, char** argv, const Collective& coll, const std::string& program,
+                 const PerfOptions& o, const PerfSetup& setup, PerfRanks& ranks) {
+  const Device device = setup.device;
   std::unique_ptr<JsonReport> json;
-  if (pg->rank() == 0 && !o.jsonPath.empty()) {
+  if (ranks.rank() == 0 && !o.jsonPath.empty()) {
     json = std::make_unique<JsonReport>(argc, argv, program, o);
-    json->setWorld(pg->backendName(), toString(device), pg->size());
+    json->setWorld(setup.backendName, toString(device), ranks.size());
   }
-  Driver d(coll, o, pg, device, json.get());
+  Driver d(coll, o, ranks, device, json.get());
 
   d.print(detail::str("# Collective test starting: ", program, "\n"));
-  d.print(detail::str("# c10d version ", C10D_VERSION, " backend ", pg->backendName(), " device ",
-                      toString(device), " world size ", pg->size(), " launcher ", launch.launcher,
-                      "\n"));
+  d.print(setup.versionLine);
   d.print(optionLine(o));
   d.print(blockingLine(o.blocking));
   d.print("#\n# Using devices\n");
   const std::string host = hostName();
   const std::string desc = describeDevice(device);
   const int devIndex = device.isCPU() ? 0 : device.index;
-  std::vector<std::string> lines = d.exchange().allgather(
-      rankLine(pg->rank(), 0, static_cast<int>(getpid()), host, devIndex, desc, pg->describe()));
+  std::vector<std::string> lines = ranks.allgather(rankLine(
+      ranks.rank(), 0, static_cast<int>(getpid()), host, devIndex, desc, setup.backendDesc));
   for (const auto& l : lines) d.print(l);
   if (json) {
     // Each line parses back the way nccl-tests' parseRankInfo reads it.
@@ -357,14 +403,9 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
     json->finish(errors, d.avgBusBw(), d.minBw());
     json->write(o.jsonPath);
   }
-  pg->shutdown();
-  // Rank 0 serves the store: it leaves last.
-  d.exchange().finish(Milliseconds(static_cast<int64_t>(o.timeoutSec) * 1000));
   const bool bwFailed = d.minBw() >= 0 && d.avgBusBw() < d.minBw() * 0.9;
   return errors != 0 || bwFailed ? 1 : 0;
 }
-
-}  // namespace
 
 int perfMain(int argc, char** argv, const Collective& coll) {
   PerfOptions o;

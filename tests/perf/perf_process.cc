@@ -105,5 +105,59 @@ RunResult runPerf(const std::string& binary, int n, const std::vector<std::strin
   return res;
 }
 
+std::string findMpirun() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    const std::string p = (d.empty() ? "." : d) + "/mpirun";
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+RunResult runMpiPerf(const std::string& binary, int n, const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+  const std::string dir = test::uniqueTempPath("mpiperf");
+  const std::string path = std::string(C10D_PERF_BIN_DIR) + "/" + binary;
+  const std::string mpirun = findMpirun();
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::milliseconds(90000);  // past timeout's 60 + 5 s
+  RunResult res;
+  res.ranks = test::runRanks(
+      1,
+      [&](int, int) {
+        // Open MPI refuses root without these.
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        unsetenv("C10D_PERF_INJECT_ERROR");
+        // Open MPI leaks by design: no LeakSanitizer for the ranks in sanitizer builds.
+        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        std::vector<std::string> words{
+            "timeout", "-k", "5", "60", mpirun, "--oversubscribe", "-np", std::to_string(n)};
+        for (const auto& [k, v] : env) {
+          setenv(k.c_str(), v.c_str(), 1);
+          words.push_back("-x");
+          words.push_back(k);
+        }
+        words.push_back(path);
+        words.insert(words.end(), args.begin(), args.end());
+        if (!freopen((dir + ".out").c_str(), "w", stdout) ||
+            !freopen((dir + ".err").c_str(), "w", stderr)) {
+          _exit(3);
+        }
+        std::vector<char*> argv;
+        for (auto& w : words) argv.push_back(w.data());
+        argv.push_back(nullptr);
+        execvp("timeout", argv.data());
+        _exit(127);
+      },
+      mp);
+  res.out0 = readFile(dir + ".out");
+  res.err = readFile(dir + ".err");
+  std::remove((dir + ".out").c_str());
+  std::remove((dir + ".err").c_str());
+  return res;
+}
+
 }  // namespace perf
 }  // namespace c10d

@@ -28,6 +28,16 @@ struct RunResult {
 RunResult runPerf(const std::string& binary, int n, const std::vector<std::string>& args,
                   const std::vector<std::pair<std::string, std::string>>& env = {});
 
+// The mpirun on PATH ("" when there is none).
+std::string findMpirun();
+
+// Runs `mpirun --oversubscribe -np n <binary of C10D_PERF_BIN_DIR> args` (as root where need be)
+// under `timeout` (SIGTERM after 60 s, so that mpirun takes its ranks down, SIGKILL 5 s later);
+// `env` is set and exported to the ranks (-x). RunResult::ranks has the one mpirun process;
+// out0 is the ranks' stdout (rank 0 prints), err their stderr.
+RunResult runMpiPerf(const std::string& binary, int n, const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env = {});
+
 // The whole contents of a file ("" if it cannot be read).
 std::string readFile(const std::string& path);
 
