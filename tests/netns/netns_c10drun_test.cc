@@ -31,9 +31,10 @@ std::vector<HostCommand> launchers(int nodes, int nproc, const std::vector<std::
     HostCommand c;
     c.host = i;
     c.tag = "c10drun";
-    c.argv = {C10DRUN_PATH,    "--nnodes",      std::to_string(nodes), "--node-rank",
-              std::to_string(i), "--nproc-per-node", std::to_string(nproc), "--master-addr",
-              VirtualHosts::hostname(0), "--master-port", kMasterPort};
+    c.argv = {C10DRUN_PATH,          "--nnodes",        std::to_string(nodes),
+              "--node-rank",         std::to_string(i), "--nproc-per-node",
+              std::to_string(nproc), "--master-addr",   VirtualHosts::hostname(0),
+              "--master-port",       kMasterPort};
     c.argv.insert(c.argv.end(), program.begin(), program.end());
     c.env = env;
     // Multi-node jobs share the store's secret (c10drun --help).
@@ -47,10 +48,11 @@ std::vector<HostCommand> launchers(int nodes, int nproc, const std::vector<std::
 TEST(NetnsC10drun, TwoNodesRunAllReducePerfWithChecks) {
   C10D_SKIP_WITHOUT_NETNS();
   VirtualHosts vh(2);
-  auto results = vh.runAll(
-      launchers(2, 2, {ALL_REDUCE_PERF_PATH, "-b", "8", "-e", "1M", "-f", "32", "-c", "1",
-                       "-n", "3", "-w", "1", "--backend", "verbs"}, {}),
-      std::chrono::seconds(60));
+  auto results = vh.runAll(launchers(2, 2,
+                                     {ALL_REDUCE_PERF_PATH, "-b", "8", "-e", "1M", "-f", "32", "-c",
+                                      "1", "-n", "3", "-w", "1", "--backend", "verbs"},
+                                     {}),
+                           std::chrono::seconds(60));
   expectAllOk(results);
   // Rank 0 prints the table: 4 sizes (8 B .. 1 MiB), each checked ("#wrong" 0, never N/A).
   const std::string& out = results[0].output;
@@ -101,7 +103,8 @@ TEST(NetnsC10drun, LauncherKilledOnOneHostFailsTheOtherWithoutHanging) {
   // Well before the group's 30 s timeout: the dead host's connections were reset.
   EXPECT_LT(s, 15.0) << survivor.describe();
   // The worker's error names a rank of host1; the launcher names the worker that failed.
-  EXPECT_TRUE(std::regex_search(survivor.output, std::regex("NETNS-ERROR CommError .*rank [23]\\b")))
+  EXPECT_TRUE(
+      std::regex_search(survivor.output, std::regex("NETNS-ERROR CommError .*rank [23]\\b")))
       << survivor.describe();
   EXPECT_TRUE(std::regex_search(survivor.output,
                                 std::regex("c10drun: .*rank [01]\\b.*exit(ed)? (with )?(code )?7")))

@@ -31,7 +31,7 @@ void sweep(int hosts, const std::vector<int>& hostOf, const std::string& backend
 }
 
 TEST(NetnsCollectives, VerbsTwoHostsOfTwoRanksMixShmAndTcp) {
-  sweep(2, {0, 0, 1, 1}, "verbs", "verbs/shm+tcp", "0,1,7,70001");
+  sweep(2, {0, 0, 1, 1}, "verbs", "verbs/shm+tcp", "0,7,4099");
 }
 
 TEST(NetnsCollectives, VerbsInterleavedRanksOnTwoHosts) {
@@ -39,15 +39,11 @@ TEST(NetnsCollectives, VerbsInterleavedRanksOnTwoHosts) {
 }
 
 TEST(NetnsCollectives, VerbsThreeHostsOfOneRankUseTcp) {
-  sweep(3, {0, 1, 2}, "verbs", "verbs/tcp", "0,1,7,70001");
+  sweep(3, {0, 1, 2}, "verbs", "verbs/tcp", "1,70001");
 }
 
 TEST(NetnsCollectives, GlooTwoHostsOfTwoRanks) {
-  sweep(2, {0, 0, 1, 1}, "gloo", "gloo", "0,1,7,4099");
-}
-
-TEST(NetnsCollectives, GlooTwoHostsOfOneRank) {
-  sweep(2, {0, 1}, "gloo", "gloo", "0,1,7,70001");
+  sweep(2, {0, 0, 1, 1}, "gloo", "gloo", "1,4099");
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ TEST(NetnsWorker, fail) {
   close(open(ready.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
   const auto start = std::chrono::steady_clock::now();
   auto report = [&](const char* kind, const std::exception& e) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("NETNS-ERROR %s %.2f: %s\n", kind, s, e.what());
     std::fflush(stdout);
     // The group is broken: leave without waiting for its threads in destructors.

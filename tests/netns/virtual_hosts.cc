@@ -56,7 +56,8 @@ void closeFdsExcept(std::vector<int> keep) {
   unsigned lo = 3;
   for (int k : keep) {
     if (k < static_cast<int>(lo)) continue;
-    if (static_cast<unsigned>(k) > lo) syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0);
+    if (static_cast<unsigned>(k) > lo)
+      syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0);
     lo = static_cast<unsigned>(k) + 1;
   }
   if (syscall(SYS_close_range, lo, ~0U, 0) != 0) {
@@ -437,8 +438,8 @@ HostResult VirtualHosts::wait(Process& p, Clock::time_point deadline) {
   for (;;) {
     const pid_t got = waitpid(p.pid, &status, WNOHANG);
     if (got == p.pid) break;
-    if (got < 0 && errno != EINTR) fail("waitpid(" + std::to_string(p.pid) + "): " +
-                                        errnoText(errno));
+    if (got < 0 && errno != EINTR)
+      fail("waitpid(" + std::to_string(p.pid) + "): " + errnoText(errno));
     if (Clock::now() > deadline) {
       ::kill(p.pid, SIGKILL);
       waitpid(p.pid, &status, 0);

@@ -44,18 +44,18 @@ namespace test {
 std::string netnsUnavailableReason();
 
 // In a gtest body: skips the test, printing the reason, where virtual hosts cannot be made.
-#define C10D_SKIP_WITHOUT_NETNS()                                          \
-  do {                                                                     \
+#define C10D_SKIP_WITHOUT_NETNS()                                              \
+  do {                                                                         \
     const std::string c10d_netns_why = ::c10d::test::netnsUnavailableReason(); \
-    if (!c10d_netns_why.empty()) GTEST_SKIP() << c10d_netns_why;           \
+    if (!c10d_netns_why.empty()) GTEST_SKIP() << c10d_netns_why;               \
   } while (0)
 
 // One command on one host.
 struct HostCommand {
   int host = 0;
-  std::vector<std::string> argv;              // argv[0] is looked up in PATH
-  std::map<std::string, std::string> env;     // added to (overriding) the caller's environment
-  std::string tag;                            // names it in describe() ("rank 3"); default argv[0]
+  std::vector<std::string> argv;           // argv[0] is looked up in PATH
+  std::map<std::string, std::string> env;  // added to (overriding) the caller's environment
+  std::string tag;                         // names it in describe() ("rank 3"); default argv[0]
 };
 
 // How a command ended, with everything it wrote to stdout and stderr (merged, in order).
