@@ -39,11 +39,11 @@ TEST(NetnsCollectives, VerbsInterleavedRanksOnTwoHosts) {
 }
 
 TEST(NetnsCollectives, VerbsThreeHostsOfOneRankUseTcp) {
-  sweep(3, {0, 1, 2}, "verbs", "verbs/tcp", "1,70001");
+  sweep(3, {0, 1, 2}, "verbs", "verbs/tcp", "1,4099");
 }
 
 TEST(NetnsCollectives, GlooTwoHostsOfTwoRanks) {
-  sweep(2, {0, 0, 1, 1}, "gloo", "gloo", "1,4099");
+  sweep(2, {0, 0, 1, 1}, "gloo", "gloo", "7");
 }
 
 }  // namespace
