@@ -1,4 +1,4 @@
-// Test harness: 2-8 "hosts" on one machine, each a set of Linux namespaces of its own, joined by a
+// Test harness: 1-8 "hosts" on one machine, each a set of Linux namespaces of its own, joined by a
 // virtual Ethernet switch. Used by the multi-host tests (tests/netns/) to run launchers and ranks
 // on real, separate network stacks instead of faking hosts with C10D_HOST_ID.
 //
