@@ -219,8 +219,8 @@ void Comm::run(std::vector<P2POp>& ops) {
         std::ostringstream pending;
         for (const auto& op : ops)
           if (op.done < op.len)
-            pending << " " << (op.send ? "send to " : "recv from ") << op.peer << " (" << op.done
-                    << "/" << op.len << " bytes)";
+            pending << " " << (op.send ? "send to rank " : "recv from rank ") << op.peer << " ("
+                    << op.done << "/" << op.len << " bytes)";
         C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
                    rank_, " (verbs/", t_.name(), "); pending:", pending.str(), goneNote());
       }
