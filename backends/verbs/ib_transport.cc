@@ -98,6 +98,9 @@ class IbTransport : public Transport {
   int pollCq(int ch);
   void postRecvs(Endpoint& e, int n);
   void connect(Endpoint& e, const IbAddress& remote);
+  // Posts an inline, signaled RDMA WRITE of `value` into the peer's credit word for `e` (our
+  // consumed count, or kAbortedCredit); ibv_post_send's result. The caller counts sqInflight.
+  int postCreditWrite(Endpoint& e, uint64_t value);
 
   const IbvApi* api_;
   const int rank_;
@@ -366,18 +369,7 @@ size_t IbTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
     std::memcpy(static_cast<uint8_t*>(buf) + p.srcOffset, e.ring.data() + p.offset, p.len);
   e.recvTail += k;
   // Return the space: write our consumed count into the peer's credit word (inline).
-  uint64_t tail = e.recvTail;
-  ibv_sge sge{reinterpret_cast<uintptr_t>(&tail), sizeof(tail), 0};
-  ibv_send_wr wr{};
-  ibv_send_wr* bad = nullptr;
-  wr.wr_id = reinterpret_cast<uintptr_t>(&e);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-  wr.wr.rdma.remote_addr = e.remote.creditAddr;
-  wr.wr.rdma.rkey = e.remote.creditRkey;
-  C10D_IBV_CHECK(ibv_post_send(e.qp, &wr, &bad), "credit write to rank ", peer);
+  C10D_IBV_CHECK(postCreditWrite(e, e.recvTail), "credit write to rank ", peer);
   ++e.sqInflight;
   return k;
 }
@@ -405,23 +397,26 @@ void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseco
   }
 }
 
+int IbTransport::postCreditWrite(Endpoint& e, uint64_t value) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(&value), sizeof(value), 0};
+  ibv_send_wr wr{};
+  ibv_send_wr* bad = nullptr;
+  wr.wr_id = reinterpret_cast<uintptr_t>(&e);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;  // inline: `value` is gone on return
+  wr.wr.rdma.remote_addr = e.remote.creditAddr;
+  wr.wr.rdma.rkey = e.remote.creditRkey;
+  return ibv_post_send(e.qp, &wr, &bad);
+}
+
 void IbTransport::abortCollectives() {
   for (int q = 0; q < size_; ++q) {
     Endpoint& e = ep(kCollectiveChannel, q);
     if (q == rank_ || e.qp == nullptr || e.sqInflight >= kSqDepth - 1) continue;
-    uint64_t word = kAbortedCredit;
-    ibv_sge sge{reinterpret_cast<uintptr_t>(&word), sizeof(word), 0};
-    ibv_send_wr wr{};
-    ibv_send_wr* bad = nullptr;
-    wr.wr_id = reinterpret_cast<uintptr_t>(&e);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;  // inline: `word` may go out of scope
-    wr.wr.rdma.remote_addr = e.remote.creditAddr;
-    wr.wr.rdma.rkey = e.remote.creditRkey;
     // Best effort (never throws): a peer we cannot tell still fails at its timeout.
-    if (ibv_post_send(e.qp, &wr, &bad) == 0) ++e.sqInflight;
+    if (postCreditWrite(e, kAbortedCredit) == 0) ++e.sqInflight;
   }
 }
 
