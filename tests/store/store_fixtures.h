@@ -34,11 +34,14 @@ class StoreFixture {
 struct StoreKind {
   std::string name;  // a valid GoogleTest name ("FileStore", "PrefixOverTCPStore", ...)
   std::function<std::unique_ptr<StoreFixture>()> create;
+  // When set and it returns a reason, the kind's tests skip with it (e.g. no etcd binary here).
+  std::function<std::string()> skipReason;
 };
 void PrintTo(const StoreKind& kind, std::ostream* os);
 
-// HashStore, PrefixStore over HashStore, FileStore, TCPStore, PrefixStore over TCPStore, and
-// TCPStore with a shared secret (every connection authenticated).
+// HashStore, PrefixStore over HashStore, FileStore, TCPStore, PrefixStore over TCPStore,
+// TCPStore with a shared secret (every connection authenticated), and, where their libraries were
+// built, EtcdStore and RedisStore against a server of their own per test (store_servers.h).
 std::vector<StoreKind> allStoreKinds();
 
 // Runs fn(rank, size, store) on `size` ranks, each with its own client from fixture.make():
@@ -52,6 +55,10 @@ void runParallel(StoreFixture& fixture, int size,
 class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
  protected:
   void SetUp() override {
+    if (GetParam().skipReason) {
+      const std::string reason = GetParam().skipReason();
+      if (!reason.empty()) GTEST_SKIP() << reason;
+    }
     fixture_ = GetParam().create();
     store_ = fixture_->make();
   }
