@@ -50,9 +50,9 @@ std::string prefixEnd(std::string prefix) {
   return std::string(1, '\0');  // every key
 }
 
+// Rounded up: a timeout must never fire before its deadline.
 Milliseconds remaining(Clock::time_point deadline) {
-  return std::max(Milliseconds(0),
-                  std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()));
+  return std::max(Milliseconds(0), std::chrono::ceil<Milliseconds>(deadline - Clock::now()));
 }
 
 Clock::time_point deadlineAfter(Milliseconds t) {
@@ -276,11 +276,11 @@ Bytes EtcdStore::get(const std::string& key) {
     KeyState s = read(key, what, &revision);
     if (s.present) return toBytes(s.value);
     const Milliseconds left = remaining(deadline);
-    if (left.count() == 0 || !watchForPut(key, revision, left, what)) {
-      C10D_THROW(TimeoutError, "EtcdStore::get: key '", key, "' was not set in etcd at ",
-                 client_.currentEndpoint(), " (prefix '", options_.prefix,
-                 "') within the timeout of ", timeout.count(), " ms");
-    }
+    if (left.count() > 0 && watchForPut(key, revision, left, what)) continue;
+    if (Clock::now() < deadline) continue;
+    C10D_THROW(TimeoutError, "EtcdStore::get: key '", key, "' was not set in etcd at ",
+               client_.currentEndpoint(), " (prefix '", options_.prefix,
+               "') within the timeout of ", timeout.count(), " ms");
   }
 }
 
@@ -449,11 +449,11 @@ void EtcdStore::wait(const std::vector<std::string>& keys, Milliseconds timeout)
     if (miss.empty()) return;
     const Milliseconds left = remaining(deadline);
     // One key at a time: once it is set, the check above finds the rest (or the next to watch).
-    if (left.count() == 0 || !watchForPut(miss.front(), revision, left, what)) {
-      C10D_THROW(TimeoutError, "EtcdStore::wait: keys ", describeKeys(miss),
-                 " were not set in etcd at ", client_.currentEndpoint(), " (prefix '",
-                 options_.prefix, "') within the timeout of ", timeout.count(), " ms");
-    }
+    if (left.count() > 0 && watchForPut(miss.front(), revision, left, what)) continue;
+    if (Clock::now() < deadline) continue;
+    C10D_THROW(TimeoutError, "EtcdStore::wait: keys ", describeKeys(miss),
+               " were not set in etcd at ", client_.currentEndpoint(), " (prefix '",
+               options_.prefix, "') within the timeout of ", timeout.count(), " ms");
   }
 }
 

@@ -162,7 +162,7 @@ Bytes RedisStore::get(const std::string& key) {
   while (true) {
     Reply r = connection(what)->command({"GET", redisKey(key)}, requestTimeout(), what);
     if (r->type == REDIS_REPLY_STRING) return toBytes(replyString(r.get()));
-    const auto left = timeout - std::chrono::duration_cast<Milliseconds>(Clock::now() - start);
+    const auto left = timeout - std::chrono::floor<Milliseconds>(Clock::now() - start);
     try {
       wait({key}, std::max(left, Milliseconds(0)));
     } catch (const TimeoutError&) {
@@ -220,9 +220,8 @@ void RedisStore::wait(const std::vector<std::string>& keys, Milliseconds timeout
   std::vector<std::string> miss = missing(keys, what);
   if (miss.empty()) return;
   const auto deadline = Clock::now() + std::min(timeout, Milliseconds(std::chrono::hours(24 * 365)));
-  auto left = [&] {
-    return std::max(Milliseconds(0),
-                    std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()));
+  auto left = [&] {  // rounded up: never time out before the deadline
+    return std::max(Milliseconds(0), std::chrono::ceil<Milliseconds>(deadline - Clock::now()));
   };
   auto timedOut = [&] {
     C10D_THROW(TimeoutError, "RedisStore::wait: keys ", describeKeys(miss),

@@ -157,6 +157,11 @@ class EtcdStoreFixture : public StoreFixture {
     o.timeout = kStoreTestTimeout;
     return std::make_shared<EtcdStore>(o);
   }
+  // Every write is a Raft round and a contended add a retried transaction (~3 ms each here): 8 x
+  // 1000 contended adds take half a minute. 4 MiB values: etcd's default limit is 1.5 MiB (the
+  // test server raises it to 32 MiB); 16 MiB ones take 13 s through the JSON gateway.
+  int contendedOpsPerRank() const override { return 100; }
+  size_t largeValueBytes() const override { return 4 << 20; }
 
  private:
   ServerProcess server_{ServerProcess::Kind::kEtcd};

@@ -29,6 +29,10 @@ class StoreFixture {
   virtual std::shared_ptr<Store> make() = 0;
   // True when clients in forked processes share the store; false for HashStore (ranks are threads).
   virtual bool sharedAcrossProcesses() const { return true; }
+  // Operations per rank in the contended add / compareSet tests, and the size of the large value:
+  // smaller for a store whose every write is a consensus round (etcd), to keep the suite fast.
+  virtual int contendedOpsPerRank() const { return 1000; }
+  virtual size_t largeValueBytes() const { return 16 << 20; }
 };
 
 struct StoreKind {
