@@ -239,8 +239,19 @@ Json EtcdClient::call(const std::string& path, const Json& body, Milliseconds ti
                " with a body that is not a JSON object: '", reply.substr(0, 200), "'");
   }
   if (status != 200 || j.contains("error")) {
-    const std::string msg = j.value("message", j.value("error", std::string("(no message)")));
-    const int code = j.value("code", 0);
+    // Unary calls answer {"error": "...", "message": "...", "code": N}; streaming ones (lease
+    // keepalive) {"error": {"grpc_code": N, "message": "...", ...}}.
+    const Json& e = j.contains("error") && j["error"].is_object() ? j["error"] : j;
+    std::string msg = "(no message)";
+    if (e.contains("message") && e["message"].is_string()) {
+      msg = e["message"].get<std::string>();
+    } else if (e.contains("error") && e["error"].is_string()) {
+      msg = e["error"].get<std::string>();
+    }
+    int code = 0;
+    for (const char* field : {"code", "grpc_code"}) {
+      if (e.contains(field) && e[field].is_number_integer()) code = e[field].get<int>();
+    }
     throw EtcdError(detail::str(what, ": etcd at ", endpoint, " refused ", path, ": ", msg,
                                 " (HTTP ", status, ", code ", code, ")"),
                     code, msg);

@@ -60,13 +60,16 @@ Clock::time_point deadlineAfter(Milliseconds t) {
   return Clock::now() + std::min(t, kCap);
 }
 
-// Spreads the retries of contending read-modify-writes: none for the first two attempts, then a
-// random pause of up to 2^(attempt-2) ms, at most 32 ms.
+// Spreads the retries of contending read-modify-writes (exponential backoff, full jitter): none
+// for the first retry, then a random pause in [0, 2^attempt ms), at most 1 s. Every attempt,
+// failed or not, is a Raft round in etcd (a transaction that may write is never read-only), so
+// N clients retrying at once would saturate it; the window grows until about one of them tries
+// per commit, which for 1,000 contenders at ~1 ms a commit is about a second.
 void backoff(int attempt) {
-  if (attempt < 2) return;
+  if (attempt < 1) return;
   thread_local std::minstd_rand rng(std::random_device{}());
-  const int cap = 1 << std::min(attempt - 2, 5);
-  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap * 1000)));
+  const uint32_t windowUs = 1000u << std::min(attempt, 10);
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % windowUs));
 }
 
 Json putOp(const std::string& key, const std::string& value, int64_t lease) {
@@ -141,7 +144,8 @@ EtcdStore::EtcdStore(EtcdStoreOptions options)
   C10D_CHECK_ARG(options_.leaseTtlSeconds >= 0, "EtcdStore: negative lease TTL ",
                  options_.leaseTtlSeconds, " s");
   if (options_.leaseTtlSeconds == 0) return;
-  acquireLease("EtcdStore: taking the lease of prefix '" + options_.prefix + "'");
+  acquireLease("EtcdStore: taking the lease of prefix '" + options_.prefix + "'",
+               requestTimeout());
   keepalive_ = std::thread([this] { keepaliveLoop(); });
 }
 
@@ -165,8 +169,7 @@ Milliseconds EtcdStore::requestTimeout() const {
   return std::max(timeout_, Milliseconds(1));
 }
 
-void EtcdStore::acquireLease(const std::string& what) {
-  const Milliseconds timeout = requestTimeout();
+void EtcdStore::acquireLease(const std::string& what, Milliseconds timeout) {
   const auto deadline = deadlineAfter(timeout);
   const std::string leaseKey = root_ + "/lease";
   const Json ttl = std::to_string(options_.leaseTtlSeconds);
@@ -207,6 +210,8 @@ void EtcdStore::acquireLease(const std::string& what) {
 void EtcdStore::keepaliveLoop() {
   pthread_setname_np(pthread_self(), "c10d-etcd-lease");
   const Milliseconds interval(options_.leaseTtlSeconds * 1000 / 3);
+  // Its own bound, not the store's timeout (setTimeout may change that from another thread).
+  const Milliseconds timeout = std::max(Milliseconds(1), std::min(interval, options_.timeout));
   bool failing = false;
   std::unique_lock<std::mutex> lock(leaseMu_);
   while (!stopCv_.wait_for(lock, interval, [&] { return stop_; })) {
@@ -214,15 +219,14 @@ void EtcdStore::keepaliveLoop() {
     lock.unlock();
     try {
       const std::string what = "EtcdStore: keepalive of lease " + std::to_string(id);
-      Json ka = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}},
-                             std::min(interval, requestTimeout()), what);
+      Json ka = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}}, timeout, what);
       if (jsonInt(ka.value("result", Json::object()), "TTL") == 0) {
         std::fprintf(stderr,
                      "c10d: warning: EtcdStore: lease %lld of prefix '%s' expired (no keepalive "
                      "for %d s); etcd deleted the job's keys; taking a new lease\n",
                      static_cast<long long>(id), options_.prefix.c_str(),
                      options_.leaseTtlSeconds);
-        acquireLease(what);
+        acquireLease(what, timeout);
       }
       failing = false;
     } catch (const std::exception& e) {
@@ -241,7 +245,7 @@ Json EtcdStore::callWithLease(const std::string& path,
   } catch (const EtcdError& e) {
     if (e.etcdMessage().find("lease not found") == std::string::npos) throw;
   }
-  acquireLease(what);
+  acquireLease(what, requestTimeout());
   return client_.call(path, body(leaseId()), requestTimeout(), what);
 }
 

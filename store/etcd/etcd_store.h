@@ -102,7 +102,7 @@ class EtcdStore : public Store {
   // Blocks until `key` is put after `revision`, or the deadline (false).
   bool watchForPut(const std::string& key, int64_t revision, Milliseconds timeout,
                    const std::string& what);
-  void acquireLease(const std::string& what);
+  void acquireLease(const std::string& what, Milliseconds timeout);
   void keepaliveLoop();
 
   const EtcdStoreOptions options_;
