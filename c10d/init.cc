@@ -8,6 +8,7 @@
 
 #include "c10d/registry.h"
 #include "store/file_store.h"
+#include "store/store_registry.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_config.h"
 
@@ -16,7 +17,8 @@ namespace c10d {
 namespace {
 
 constexpr const char* kExpected =
-    "expected env://, tcp://HOST:PORT?rank=R&world_size=N or file:///ABS/PATH?rank=R&world_size=N";
+    "expected env://, tcp://HOST:PORT?rank=R&world_size=N, file:///ABS/PATH?rank=R&world_size=N, "
+    "or a store library's scheme (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX)";
 
 // Parses all of `s` as a decimal integer in [min, max].
 bool parseInt(const std::string& s, long long min, long long max, long long* out) {
@@ -35,8 +37,10 @@ bool parseInt(const std::string& s, long long min, long long max, long long* out
   C10D_THROW(InvalidArgument, "init URL '", url, "': ", problem);
 }
 
+// rank and world_size go to `out`; other keys are an error, or, with `others`, kept there
+// ("k=v&k2=v2") for a store library's URL.
 void parseQuery(const std::string& url, const std::string& q,
-                std::map<std::string, std::string>* out) {
+                std::map<std::string, std::string>* out, std::string* others = nullptr) {
   size_t pos = 0;
   while (pos <= q.size()) {
     size_t amp = q.find('&', pos);
@@ -48,6 +52,10 @@ void parseQuery(const std::string& url, const std::string& q,
     if (eq == std::string::npos) badUrl(url, "query item '" + item + "' is not key=value");
     const std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
+    if (key != "rank" && key != "world_size" && others != nullptr) {
+      *others += (others->empty() ? "" : "&") + item;
+      continue;
+    }
     if (key != "rank" && key != "world_size") {
       badUrl(url, "unknown query key '" + key + "' (known: rank, world_size)");
     }
@@ -102,9 +110,11 @@ InitUrl parseInitUrl(const std::string& url) {
   InitUrl u;
   u.scheme = url.substr(0, sep);
   std::string rest = url.substr(sep + 3);
+  const bool builtin = u.scheme == "env" || u.scheme == "tcp" || u.scheme == "file";
+  std::string others;
   const size_t q = rest.find('?');
   if (q != std::string::npos) {
-    parseQuery(url, rest.substr(q + 1), &u.query);
+    parseQuery(url, rest.substr(q + 1), &u.query, builtin ? nullptr : &others);
     rest = rest.substr(0, q);
   }
   if (u.query.count("rank") && u.query.count("world_size") &&
@@ -123,7 +133,11 @@ InitUrl parseInitUrl(const std::string& url) {
     }
     u.path = rest;
   } else {
-    badUrl(url, "unknown scheme '" + u.scheme + "'; " + kExpected);
+    std::string reason;
+    if (!findStoreScheme(u.scheme, &reason)) {
+      badUrl(url, "unknown scheme '" + u.scheme + "' (" + reason + "); " + kExpected);
+    }
+    u.storeUrl = u.scheme + "://" + rest + (others.empty() ? "" : "?" + others);
   }
   return u;
 }
@@ -145,13 +159,14 @@ int localRank() {
 
 namespace {
 
-// The first of: the argument (>= 0), the URL's query, the environment variable (env:// only).
+// The first of: the argument (>= 0), the URL's query, the environment variable (env:// and the
+// store libraries' schemes).
 int pick(const std::string& url, const InitUrl& u, int given, const char* queryKey,
          const char* envName) {
   if (given >= 0) return given;
   auto it = u.query.find(queryKey);
   if (it != u.query.end()) return std::stoi(it->second);
-  if (u.scheme == "env") {
+  if (u.scheme == "env" || !u.storeUrl.empty()) {
     const int v = envInt(envName, -1);
     if (v < 0) {
       C10D_THROW(InvalidArgument, "init URL '", url, "': environment variable ", envName,
@@ -179,6 +194,10 @@ Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseco
 
   if (u.scheme == "file") {
     rv.store = std::make_shared<FileStore>(u.path, rv.worldSize, timeout);
+    return rv;
+  }
+  if (!u.storeUrl.empty()) {
+    rv.store = createStoreFromUrl(u.storeUrl, timeout);
     return rv;
   }
   TCPStoreOptions o;

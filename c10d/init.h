@@ -4,9 +4,14 @@
 //   env://                      MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE (LOCAL_RANK optional)
 //   tcp://HOST:PORT?rank=R&world_size=N
 //   file:///ABS/PATH?rank=R&world_size=N
+//   etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ttl=S&rank=R&world_size=N]   (library c10d_store_etcd)
+//   redis://[:PASSWORD@]HOST:PORT/PREFIX[?rank=R&world_size=N]          (library c10d_store_redis)
 // rank / world_size in InitOptions override the URL's and the environment's. For env:// and tcp://
 // rank 0 runs the TCPStore server in-process; the other ranks connect to it (retrying with backoff
-// until the timeout). file:// uses a FileStore shared by world_size users.
+// until the timeout). file:// uses a FileStore shared by world_size users. etcd:// and redis://
+// (any scheme a store library registers, store/store_registry.h, loaded on first use) use that
+// server as the store, every rank a client; rank and world size come from the query, else RANK
+// and WORLD_SIZE; the other query keys belong to the store (etcd's ttl).
 //
 // The TCPStore (README "Store security"): every rank takes the shared secret from
 // C10D_STORE_SECRET (c10drun sets a fresh one per single-node job) and the server's limits from
@@ -46,6 +51,7 @@ struct InitUrl {
   std::string host;    // tcp
   int port = -1;       // tcp
   std::string path;    // file
+  std::string storeUrl;  // a store library's scheme: the URL without rank / world_size
   std::map<std::string, std::string> query;
 };
 InitUrl parseInitUrl(const std::string& url);

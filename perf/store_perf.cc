@@ -1,6 +1,6 @@
-// store_perf: TCPStore rendezvous scaling. For each N in --clients, one TCPStoreServer (this
-// process) and N TCPStore clients (threads here, or --procs processes each running a share of the
-// threads) do what a job start does: every client add("arrived", 1); the last arriver sets
+// store_perf: store rendezvous scaling. For each N in --clients, one store server and N clients
+// (threads here, or --procs processes each running a share of the threads) do what a job start
+// does: every client add("arrived", 1); the last arriver sets
 // "barrier"; every client waits on "barrier". Then, after a second such barrier, each client runs
 // --ops add/get requests. One line per N:
 //   clients 4096 rendezvous_ms 850 ops_per_s 120000
@@ -8,6 +8,11 @@
 // wait (connects included). ops_per_s: all clients' add/get requests over the span from the first
 // client leaving the second barrier to the last one finishing. Times come from CLOCK_MONOTONIC,
 // which is shared by the processes.
+//
+// --store tcp (default): a TCPStoreServer in this process, TCPStore clients. --store URL: clients
+// of that store (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX: a server someone started),
+// made through the store registry; each N runs under its own prefix (PREFIX-N-PID), so counters
+// start from zero. Those servers are separate processes, so their CPU is not in this process's.
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -26,6 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include "store/socket.h"
+#include "store/store_registry.h"
 #include "store/tcp_store.h"
 
 namespace {
@@ -39,7 +46,8 @@ int64_t nowNs() {
 }
 
 struct Config {
-  uint16_t port = 0;
+  uint16_t port = 0;  // TCPStore
+  std::string url;    // any other store: its URL (with this run's prefix)
   int total = 0;  // clients in the whole run (all processes)
   int ops = 0;
   Milliseconds timeout{120000};
@@ -61,7 +69,7 @@ struct Shared {
 };
 
 // add(counterKey); the last arriver releases everyone; everyone waits.
-void barrier(TCPStore& store, const std::string& name, int total) {
+void barrier(Store& store, const std::string& name, int total) {
   if (store.add(name + "/arrived", 1) == total) store.set(name + "/go", "1");
   store.wait({name + "/go"});
 }
@@ -74,11 +82,17 @@ void* clientMain(void* arg) {
   const Config& cfg = shared->cfg;
   Result mine;
   try {
-    TCPStoreOptions o;
-    o.host = "127.0.0.1";
-    o.port = cfg.port;
-    o.timeout = cfg.timeout;
-    TCPStore store(o);
+    std::shared_ptr<Store> client;
+    if (cfg.url.empty()) {
+      TCPStoreOptions o;
+      o.host = "127.0.0.1";
+      o.port = cfg.port;
+      o.timeout = cfg.timeout;
+      client = std::make_shared<TCPStore>(o);
+    } else {
+      client = createStoreFromUrl(cfg.url, cfg.timeout);
+    }
+    Store& store = *client;
     barrier(store, "rdv", cfg.total);
     mine.rendezvousEnd = nowNs();
     barrier(store, "ops", cfg.total);
@@ -186,6 +200,15 @@ Result runProcesses(const Config& cfg, int procs) {
   return total;
 }
 
+// `url` with "-SUFFIX" appended to its path (the store's prefix), before any query.
+std::string withPrefixSuffix(const std::string& url, const std::string& suffix) {
+  const size_t q = url.find('?');
+  const std::string base = url.substr(0, q);
+  const std::string query = q == std::string::npos ? "" : url.substr(q);
+  const size_t path = base.find('/', base.find("://") + 3);
+  return (path == std::string::npos ? base + "/perf" : base) + "-" + suffix + query;
+}
+
 std::vector<int> parseList(const std::string& s) {
   std::vector<int> out;
   std::stringstream ss(s);
@@ -199,7 +222,8 @@ std::vector<int> parseList(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"TCPStore rendezvous scaling: N clients add, then wait on a barrier key"};
+  CLI::App app{"Store rendezvous scaling: N clients add, then wait on a barrier key"};
+  std::string storeUrl = "tcp";
   std::string clientList = "256,512,1024,2048,4096";
   int ops = 50;
   int procs = 1;
@@ -210,6 +234,10 @@ int main(int argc, char** argv) {
   app.add_option("--procs", procs, "client processes (each runs a share of the client threads)")
       ->capture_default_str();
   app.add_option("--timeout", timeoutS, "store timeout in seconds")->capture_default_str();
+  app.add_option("--store", storeUrl,
+                 "tcp (an in-process TCPStoreServer) or a store URL (etcd://HOST:PORT/PREFIX, "
+                 "redis://HOST:PORT/PREFIX)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const uint64_t fdLimit = c10d::net::raiseFdLimit();
@@ -224,9 +252,14 @@ int main(int argc, char** argv) {
   }
   int failed = 0;
   for (int n : counts) {
-    c10d::TCPStoreServer server("", 0);
+    std::unique_ptr<c10d::TCPStoreServer> server;
     Config cfg;
-    cfg.port = server.port();
+    if (storeUrl == "tcp") {
+      server = std::make_unique<c10d::TCPStoreServer>("", 0);
+      cfg.port = server->port();
+    } else {
+      cfg.url = withPrefixSuffix(storeUrl, std::to_string(n) + "-" + std::to_string(getpid()));
+    }
     cfg.total = n;
     cfg.ops = ops;
     cfg.timeout = c10d::Milliseconds(timeoutS * 1000);

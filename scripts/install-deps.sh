@@ -15,7 +15,13 @@ packages=(
   python3-torch python3-dev pybind11-dev       # integrations/torch (the c10d_torch plugin)
   clang-format
   clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
+  libhiredis-dev                               # c10d_store_redis
+  etcd-server redis-server                     # the servers the etcd / Redis store tests start
 )
+# c10d_store_etcd needs a libcurl -dev package; any flavour will do (they conflict with each other).
+if ! dpkg-query -W -f='${Status}\n' 'libcurl4-*-dev' 2>/dev/null | grep -q "install ok installed"; then
+  packages+=(libcurl4-openssl-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,4 +36,14 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The tests start their own etcd / redis-server on free loopback ports; the system services the
+# packages enable (where systemd runs) are not needed: stop and disable the ones we just installed.
+if [ -d /run/systemd/system ]; then
+  for svc in etcd redis-server; do
+    pkg=$svc; [ "$svc" = etcd ] && pkg=etcd-server
+    if [[ " ${missing[*]} " == *" $pkg "* ]]; then
+      $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+    fi
+  done
+fi
 echo "install-deps: done"

@@ -19,7 +19,6 @@ constexpr Milliseconds kShortTimeout{200};
 // Upper slack on how late a timeout may fire: sanitizers on a loaded 2-core machine are slow.
 constexpr Milliseconds kTimeoutSlack{3000};
 constexpr int kRanks = 8;
-constexpr int kOpsPerRank = 1000;
 
 Milliseconds since(Clock::time_point start) {
   return std::chrono::duration_cast<Milliseconds>(Clock::now() - start);
@@ -97,7 +96,8 @@ TEST_P(StoreConformanceTest, EveryRankSeesEveryRanksKey) {
 }
 
 TEST_P(StoreConformanceTest, ConcurrentAddIsExact) {
-  runParallel(*fixture_, kRanks, [](int, int, Store& store) {
+  const int kOpsPerRank = fixture_->contendedOpsPerRank();
+  runParallel(*fixture_, kRanks, [kOpsPerRank](int, int, Store& store) {
     int64_t last = 0;
     for (int i = 0; i < kOpsPerRank; ++i) {
       const int64_t v = store.add("add-counter", 1);
@@ -113,8 +113,9 @@ TEST_P(StoreConformanceTest, ConcurrentAddIsExact) {
 // compareSet as a lock-free counter: read, compareSet(old, old + 1), retry on a mismatch. Values
 // are "count:rank:op" so a success is never confused with another rank's equal write (ABA).
 TEST_P(StoreConformanceTest, ConcurrentCompareSetCounterIsExact) {
+  const int kOpsPerRank = fixture_->contendedOpsPerRank();
   store_->set("cas-counter", std::string("0:init"));
-  runParallel(*fixture_, kRanks, [](int rank, int, Store& store) {
+  runParallel(*fixture_, kRanks, [kOpsPerRank](int rank, int, Store& store) {
     Bytes current = store.get("cas-counter");
     for (int i = 0; i < kOpsPerRank; ++i) {
       while (true) {

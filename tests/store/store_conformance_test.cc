@@ -48,7 +48,7 @@ TEST_P(StoreConformanceTest, ValuesWithNulBytes) {
 }
 
 TEST_P(StoreConformanceTest, LargeValue16MiB) {
-  Bytes big(16 << 20);
+  Bytes big(fixture_->largeValueBytes());
   uint32_t x = 12345;
   for (auto& b : big) {
     x = x * 1664525u + 1013904223u;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Store rendezvous scaling, side by side: starts etcd and redis-server on free loopback ports
+# (data in a mkdtemp dir on tmpfs), runs build/bin/store_perf against the TCPStore, Redis and etcd,
+# then kills both servers and removes the dir, however it exits.
+#   CLIENTS=256,1024,4096 STORES="tcp redis etcd" PROCS=4 OPS=10 TMO=300 scripts/store-perf.sh
+set -u
+cd "$(dirname "$0")/.."
+B=${BIN:-build/bin}
+root=/dev/shm; [ -w "$root" ] || root=${TMPDIR:-/tmp}
+D=$(mktemp -d "$root/c10d-store-perf.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$D"
+}
+trap cleanup EXIT
+freeport() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+EP=$(freeport); PP=$(freeport); RP=$(freeport)
+etcd --name perf --data-dir "$D/etcd" \
+  --listen-client-urls "http://127.0.0.1:$EP" --advertise-client-urls "http://127.0.0.1:$EP" \
+  --listen-peer-urls "http://127.0.0.1:$PP" --initial-advertise-peer-urls "http://127.0.0.1:$PP" \
+  --initial-cluster "perf=http://127.0.0.1:$PP" --log-level error >"$D/etcd.log" 2>&1 &
+pids+=($!)
+redis-server --port "$RP" --bind 127.0.0.1 --save "" --appendonly no --dir "$D" \
+  --maxclients 20000 >"$D/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -s "http://127.0.0.1:$EP/health" | grep -q true && redis-cli -p "$RP" ping >/dev/null 2>&1 &&
+    break
+  sleep 0.1
+done
+echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+for s in ${STORES:-tcp redis etcd}; do
+  case $s in
+    tcp) url=tcp ;;
+    etcd) url="etcd://127.0.0.1:$EP/perf" ;;
+    redis) url="redis://127.0.0.1:$RP/perf" ;;
+    *) echo "unknown store $s" >&2; exit 2 ;;
+  esac
+  echo "== $s"
+  timeout "${TMO:-300}" "$B/store_perf" --store "$url" --clients "${CLIENTS:-256,1024,4096}" \
+    --ops "${OPS:-10}" --procs "${PROCS:-4}" --timeout 240 || echo "($s: exit $?)"
+done
