@@ -217,6 +217,35 @@ TEST(C10drunElastic, KilledNodeLeavesTwoThatFinish) {
   expectAllSteps(dir.path(), 60);
 }
 
+// A launcher that stops beating (SIGSTOP: its workers run on, so nothing fails but the
+// heartbeat) is declared gone by its peers, who re-form without it.
+TEST(C10drunElastic, FrozenNodeIsDeclaredGoneByItsHeartbeat) {
+  TempDir dir;
+  const int port = freePortNow();
+  const std::vector<std::string> program = {elasticWorker(), "train", "60", dir.path(), "40"};
+  Node a(nodeArgs(port, "2:3", "127.0.0.1", {"--max-restarts", "1"}, program), milliseconds(60000));
+  ASSERT_TRUE(a.waitForErr("hosted by this launcher", milliseconds(10000))) << a.join().describe();
+  Node b(nodeArgs(port, "2:3", "127.0.0.2", {"--max-restarts", "1"}, program), milliseconds(60000));
+  Node c(nodeArgs(port, "2:3", "127.0.0.3", {"--max-restarts", "1"}, program), milliseconds(60000));
+  ASSERT_TRUE(waitForStep(dir.path(), 3, 5, milliseconds(30000))) << readFile(dir.path() + "/log");
+  const pid_t frozen = c.pid();
+  ASSERT_GT(frozen, 0);
+  ASSERT_EQ(kill(frozen, SIGSTOP), 0);
+  const LauncherRun& ra = a.join();
+  const LauncherRun& rb = b.join();
+  kill(frozen, SIGKILL);  // its workers died with the old round; the launcher goes now
+  c.join();
+  ASSERT_TRUE(ra.exited && ra.exitCode == 0) << ra.describe();
+  ASSERT_TRUE(rb.exited && rb.exitCode == 0) << rb.describe();
+  const std::string gone = "node 127.0.0.3 (";
+  EXPECT_TRUE(ra.err.find(gone) != std::string::npos &&
+              (ra.err.find("is gone: no heartbeat for") != std::string::npos))
+      << ra.describe();
+  EXPECT_NE(ra.out.find("finished world 2"), std::string::npos) << ra.describe();
+  EXPECT_EQ(steps(dir.path()).back(), std::make_pair(60, 2)) << readFile(dir.path() + "/log");
+  expectAllSteps(dir.path(), 60);
+}
+
 TEST(C10drunElastic, LateJoinerStartsANewRoundOfThree) {
   TempDir dir;
   const int port = freePortNow();

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,7 +32,13 @@ int readStep(const std::string& dir) {
   return (in >> step) ? step : 0;
 }
 
+// The log line first, then the checkpoint: a worker stopped in between replays the step (logged
+// twice), never skips one.
 void writeStep(const std::string& dir, int step, int world, const std::string& round) {
+  {
+    std::ofstream log(dir + "/log", std::ios::app);
+    log << "step " << step << " world " << world << " round " << round << "\n";
+  }
   const std::string tmp = dir + "/step.tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -40,8 +47,6 @@ void writeStep(const std::string& dir, int step, int world, const std::string& r
   if (std::rename(tmp.c_str(), (dir + "/step").c_str()) != 0) {
     throw std::runtime_error("rename " + tmp + " failed");
   }
-  std::ofstream log(dir + "/log", std::ios::app);
-  log << "step " << step << " world " << world << " round " << round << "\n";
 }
 
 int train(int steps, const std::string& dir, int stepMs) {
