@@ -318,6 +318,38 @@ TEST(C10drunElastic, MaxRestartsExhaustedExitsNamingTheCause) {
   EXPECT_TRUE(ra.exitCode == 3 || rb.exitCode == 3) << ra.describe() << rb.describe();
 }
 
+#ifdef TRAIN_MLP_PATH
+// Label stress: the training example (examples/train_mlp, DDP) on 3 nodes, one killed mid-run:
+// the two others resume from the newest checkpoint at world size 2 and finish every step.
+TEST(C10drunElasticStress, TrainMlpSurvivesAKilledNode) {
+  TempDir dir;
+  const std::string ck = dir.path() + "/ck";
+  const int port = freePortNow();
+  const std::vector<std::string> program = {TRAIN_MLP_PATH, "--mode", "ddp", "--steps", "1500",
+                                            "--global-batch", "60", "--checkpoint-dir", ck,
+                                            "--checkpoint-every", "10", "--log-every", "500"};
+  Node a(nodeArgs(port, "2:3", "127.0.0.1", {"--max-restarts", "2"}, program), milliseconds(120000));
+  ASSERT_TRUE(a.waitForErr("hosted by this launcher", milliseconds(10000))) << a.join().describe();
+  Node b(nodeArgs(port, "2:3", "127.0.0.2", {"--max-restarts", "2"}, program), milliseconds(120000));
+  Node c(nodeArgs(port, "2:3", "127.0.0.3", {"--max-restarts", "2"}, program), milliseconds(120000));
+  ASSERT_TRUE(a.waitForErr("of 3 nodes", milliseconds(30000))) << a.join().describe();
+  std::this_thread::sleep_for(milliseconds(3000));
+  const pid_t victim = c.pid();
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const LauncherRun& ra = a.join();
+  const LauncherRun& rb = b.join();
+  c.join();
+  ASSERT_TRUE(ra.exited && ra.exitCode == 0) << ra.describe();
+  ASSERT_TRUE(rb.exited && rb.exitCode == 0) << rb.describe();
+  EXPECT_NE(ra.out.find("3 ranks over"), std::string::npos) << ra.describe();
+  EXPECT_NE(ra.out.find("2 ranks over"), std::string::npos) << ra.describe();
+  EXPECT_NE(ra.out.find("written by 3 ranks"), std::string::npos) << ra.describe();
+  EXPECT_NE(ra.out.find("final loss"), std::string::npos) << ra.describe();
+  EXPECT_EQ(std::system(("rm -rf '" + ck + "'").c_str()), 0);
+}
+#endif
+
 TEST(C10drunElastic, BadRendezvousOptionsAreUsageErrors) {
   struct Case {
     std::vector<std::string> args;

@@ -51,6 +51,17 @@ the same --nnodes, --master-addr and --master-port and a distinct --node-rank. R
 a launcher restarts only its own workers, so peers on other nodes must fail and restart too (e.g.
 through their own launcher after a communication error).
 
+Elastic (dynamic rendezvous, as torchrun --rdzv-backend c10d): run the same command on every node,
+  c10drun --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id JOB --nnodes MIN:MAX ...
+Nodes join rounds through a TCPStore at the endpoint, hosted by the launcher on that host (which
+must outlive the job). A round closes at MAX nodes, or at >= MIN after last_call_timeout; node
+ranks follow the nodes' addresses (--local-addr). A failed worker, a node whose heartbeat stops,
+or a node waiting to join ends the round: all launchers stop their workers and re-join, and the
+job goes on with the new size (>= MIN). Failures count against --max-restarts; workers get
+TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_RUN_ID and C10D_RDZV_ROUND, and a fresh MASTER_PORT on
+group rank 0's node every round. --rdzv-conf (seconds): join_timeout=600, last_call_timeout=30,
+close_timeout=30, keep_alive_interval=5, keep_alive_max_attempt=3, read_timeout=60, is_host.
+
 Exit codes: 0 all workers succeeded; the failed worker's code (or 1); 2 bad usage or PROGRAM
 cannot be executed; 128+signal when the launcher was signalled.)";
 
