@@ -154,9 +154,12 @@ int pick(const std::string& url, const InitUrl& u, const LaunchEnv& launch, int 
   auto it = u.query.find(queryKey);
   if (it != u.query.end()) return std::stoi(it->second);
   if (u.scheme == "env") {
-    if (launch.launcher.empty()) {
-      C10D_THROW(InvalidArgument, "init URL '", url, "': environment variable ",
-                 wantRank ? "RANK" : "WORLD_SIZE", " is not set (nor ",
+    if (launch.launcher.empty()) {  // no complete set: each torchrun variable on its own
+      const char* envName = wantRank ? "RANK" : "WORLD_SIZE";
+      const int v = envInt(envName, -1);
+      if (v >= 0) return v;
+      C10D_THROW(InvalidArgument, "init URL '", url, "': environment variable ", envName,
+                 " is not set (nor ",
                  wantRank ? "OMPI_COMM_WORLD_RANK or SLURM_PROCID"
                           : "OMPI_COMM_WORLD_SIZE or SLURM_NTASKS",
                  ", and no ", queryKey, " was given)");
