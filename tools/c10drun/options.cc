@@ -200,7 +200,7 @@ void buildApp(CLI::App& app, RawOptions& raw) {
   app.add_option("--nproc-per-node,--nproc_per_node", raw.nproc,
                  "Workers on this node: a number, or cpu, gpu, auto (default 1)")
       ->type_name("N");
-  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); M:M accepted")
+  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); MIN:MAX with a dynamic --rdzv-backend")
       ->type_name("M");
   app.add_option("--node-rank,--node_rank", raw.nodeRank, "This node's rank in [0, nnodes)")
       ->type_name("K");
@@ -212,7 +212,7 @@ void buildApp(CLI::App& app, RawOptions& raw) {
       ->type_name("PORT");
   app.add_flag("--standalone", raw.standalone, "Single-node job on a free port (as torchrun)");
   app.add_option("--max-restarts,--max_restarts", raw.maxRestarts,
-                 "Restart the local worker group up to R times after a failure (default 0)")
+                 "Restarts after a failure (default 0): of the local group; elastic: of the job")
       ->type_name("R");
   app.add_option("--rdzv-backend,--rdzv_backend", raw.rdzvBackend,
                  "static (default), c10d (a TCPStore at --rdzv-endpoint) or etcd")
