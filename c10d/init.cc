@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "c10d/launch_env.h"
 #include "c10d/registry.h"
 #include "store/file_store.h"
 #include "store/store_registry.h"
@@ -159,20 +160,25 @@ int localRank() {
 
 namespace {
 
-// The first of: the argument (>= 0), the URL's query, the environment variable (env:// and the
-// store libraries' schemes).
-int pick(const std::string& url, const InitUrl& u, int given, const char* queryKey,
-         const char* envName) {
+// The first of: the argument (>= 0), the URL's query, the launcher's variables (env:// and the
+// store libraries' schemes: torchrun's, Open MPI's or Slurm's, see c10d/launch_env.h).
+int pick(const std::string& url, const InitUrl& u, const LaunchEnv& launch, int given,
+         const char* queryKey, bool wantRank) {
   if (given >= 0) return given;
   auto it = u.query.find(queryKey);
   if (it != u.query.end()) return std::stoi(it->second);
   if (u.scheme == "env" || !u.storeUrl.empty()) {
-    const int v = envInt(envName, -1);
-    if (v < 0) {
+    if (launch.launcher.empty()) {  // no complete set: each torchrun variable on its own
+      const char* envName = wantRank ? "RANK" : "WORLD_SIZE";
+      const int v = envInt(envName, -1);
+      if (v >= 0) return v;
       C10D_THROW(InvalidArgument, "init URL '", url, "': environment variable ", envName,
-                 " is not set (and no ", queryKey, " was given)");
+                 " is not set (nor ",
+                 wantRank ? "OMPI_COMM_WORLD_RANK or SLURM_PROCID"
+                          : "OMPI_COMM_WORLD_SIZE or SLURM_NTASKS",
+                 ", and no ", queryKey, " was given)");
     }
-    return v;
+    return wantRank ? launch.rank : launch.worldSize;
   }
   C10D_THROW(InvalidArgument, "init URL '", url, "': no ", queryKey, " given (add ?", queryKey,
              "=N to the URL or pass it explicitly)");
@@ -182,9 +188,11 @@ int pick(const std::string& url, const InitUrl& u, int given, const char* queryK
 
 Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout) {
   const InitUrl u = parseInitUrl(url);
+  const LaunchEnv launch =
+      u.scheme == "env" || !u.storeUrl.empty() ? detectLaunchEnv() : LaunchEnv{};
   Rendezvous rv;
-  rv.worldSize = pick(url, u, worldSize, "world_size", "WORLD_SIZE");
-  rv.rank = pick(url, u, rank, "rank", "RANK");
+  rv.worldSize = pick(url, u, launch, worldSize, "world_size", false);
+  rv.rank = pick(url, u, launch, rank, "rank", true);
   C10D_CHECK_ARG(rv.worldSize >= 1, "init URL '", url, "': world size ", rv.worldSize,
                  " (must be >= 1)");
   C10D_CHECK_ARG(rv.rank < rv.worldSize, "init URL '", url, "': rank ", rv.rank,
@@ -202,18 +210,19 @@ Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseco
   }
   TCPStoreOptions o;
   if (u.scheme == "env") {
-    const char* addr = std::getenv("MASTER_ADDR");
-    if (addr == nullptr || *addr == '\0') {
+    if (launch.masterAddr.empty()) {
       C10D_THROW(InvalidArgument, "init URL '", url,
-                 "': environment variable MASTER_ADDR is not set");
+                 "': environment variable MASTER_ADDR is not set",
+                 launch.launcher == "mpirun"
+                     ? " (mpirun across hosts: pass -x MASTER_ADDR=<rank 0's host> -x MASTER_PORT)"
+                     : "");
     }
-    const int port = envInt("MASTER_PORT", -1, 1, 65535);
-    if (port < 0) {
+    if (launch.masterPort < 0) {
       C10D_THROW(InvalidArgument, "init URL '", url,
                  "': environment variable MASTER_PORT is not set");
     }
-    o.host = addr;
-    o.port = static_cast<uint16_t>(port);
+    o.host = launch.masterAddr;
+    o.port = static_cast<uint16_t>(launch.masterPort);
   } else {
     o.host = u.host;
     o.port = static_cast<uint16_t>(u.port);
@@ -222,7 +231,9 @@ Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseco
   if (o.isServer) {
     // Listen only where the clients can come from (loopback for a single-host job); the secret
     // (C10D_STORE_SECRET) and the limits come from the environment inside TCPStore.
-    const bool singleHost = envInt("LOCAL_WORLD_SIZE", -1, 1) == rv.worldSize;
+    const int localSize =
+        u.scheme == "env" ? launch.localWorldSize : envInt("LOCAL_WORLD_SIZE", -1, 1);
+    const bool singleHost = localSize == rv.worldSize;
     const tcpstore::BindChoice bind = tcpstore::chooseBindAddress(o.host, singleHost);
     o.bindAddress = bind.address;
     if (bind.address.empty() && tcpstore::resolveSecret(std::nullopt).empty()) {

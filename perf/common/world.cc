@@ -8,6 +8,7 @@
 
 #include "c10d/error.h"
 #include "c10d/init.h"
+#include "c10d/launch_env.h"
 #include "store/hash_store.h"
 #include "store/store.h"
 
@@ -24,26 +25,17 @@ std::string hostName() {
 }
 
 LaunchInfo detectLaunch() {
-  struct Source {
-    const char* launcher;
-    const char* rank;
-    const char* size;
-    const char* local;
-  };
-  static const Source kSources[] = {
-      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
-      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-      {"srun", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-  };
+  const LaunchEnv env = detectLaunchEnv();
   LaunchInfo info;
-  for (const auto& s : kSources) {
-    if (std::getenv(s.rank) == nullptr || std::getenv(s.size) == nullptr) continue;
-    info.launcher = s.launcher;
-    info.worldSize = envInt(s.size, 1, 1);
-    info.rank = envInt(s.rank, 0, 0, info.worldSize - 1);
-    info.localRank = envInt(s.local, 0, 0);
-    return info;
+  if (env.launcher.empty()) return info;
+  if (env.rank >= env.worldSize) {
+    C10D_THROW(InvalidArgument, env.rankVar, "=", env.rank, " is not below ", env.sizeVar, "=",
+               env.worldSize);
   }
+  info.launcher = env.launcher;
+  info.rank = env.rank;
+  info.worldSize = env.worldSize;
+  info.localRank = env.localRank;
   return info;
 }
 
@@ -56,9 +48,7 @@ std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOp
   if (launch.launcher == "none") {
     init.store = std::make_shared<HashStore>(init.timeout);
   } else {
-    // mpirun and srun do not set these; c10drun does. 0 = keep what is there.
-    setenv("MASTER_ADDR", "127.0.0.1", 0);
-    setenv("MASTER_PORT", "29500", 0);
+    // MASTER_ADDR / MASTER_PORT, or what c10d/launch_env.h derives for mpirun and srun.
     init.initMethod = "env://";
   }
   return c10d::init(init);

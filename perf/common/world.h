@@ -2,13 +2,11 @@
 // lines, times, error counts) over the group's Store, so that they never disturb the backend
 // being measured.
 //
-// Launchers, in order of precedence:
-//   c10drun / torchrun   RANK, WORLD_SIZE (LOCAL_RANK)
-//   mpirun (Open MPI)    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE (OMPI_COMM_WORLD_LOCAL_RANK)
-//   srun (Slurm)         SLURM_PROCID, SLURM_NTASKS (SLURM_LOCALID)
-//   none                 a single process (world size 1), with an in-process store
-// For the first three, MASTER_ADDR / MASTER_PORT name rank 0's TCPStore (default
-// 127.0.0.1:29500). Single-threaded use; every blocking call has the store's timeout.
+// Launchers: c10drun / torchrun, mpirun (Open MPI) and srun (Slurm), read by
+// c10d::detectLaunchEnv (c10d/launch_env.h, shared with init()), which also says where rank 0's
+// TCPStore is (MASTER_ADDR / MASTER_PORT, else the first Slurm host, or 127.0.0.1 for mpirun on
+// one host; port 29500). None of them: a single process (world size 1) with an in-process store.
+// Single-threaded use; every blocking call has the store's timeout.
 #pragma once
 
 #include <cstdint>

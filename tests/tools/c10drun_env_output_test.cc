@@ -209,7 +209,7 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
       {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "true"},
        "--node-rank 2 is out of range [0, 2)"},
       {{"--nnodes", "2", "--node-rank", "1", "true"}, "--master-port is required with --nnodes 2"},
-      {{"--nnodes", "1:4", "true"}, "elastic node ranges are not supported"},
+      {{"--nnodes", "1:4", "true"}, "a node range needs a dynamic rendezvous"},
       {{"--master-port", "70000", "true"}, "--master-port must be in [1, 65535]"},
       {{"--max-restarts", "-1", "true"}, "--max-restarts must be >= 0"},
       {{"--grace-period-s", "-1", "true"}, "--grace-period-s must be in [0, 3600]"},

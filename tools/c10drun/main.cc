@@ -1,11 +1,13 @@
 // c10drun: the c10d job launcher (torchrun's habits). See options.cc for the usage text and
-// supervisor.h for how workers are run, watched, stopped and restarted.
+// supervisor.h for how workers are run, watched, stopped and restarted, elastic_agent.h for the
+// dynamic rendezvous (--rdzv-backend c10d|etcd).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <exception>
 #include <iostream>
 
+#include "tools/c10drun/elastic_agent.h"
 #include "tools/c10drun/options.h"
 #include "tools/c10drun/signals.h"
 #include "tools/c10drun/supervisor.h"
@@ -33,6 +35,7 @@ int main(int argc, char** argv) {
   if (!parsed.run) return parsed.exitCode;
   try {
     c10d::run::SignalEvents signals;
+    if (parsed.options.elastic()) return c10d::run::runElastic(parsed.options, signals);
     c10d::run::Supervisor supervisor(std::move(parsed.options), signals);
     return supervisor.run();
   } catch (const std::exception& e) {

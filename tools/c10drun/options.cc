@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -49,6 +51,17 @@ the same --nnodes, --master-addr and --master-port and a distinct --node-rank. R
 a launcher restarts only its own workers, so peers on other nodes must fail and restart too (e.g.
 through their own launcher after a communication error).
 
+Elastic (dynamic rendezvous, as torchrun --rdzv-backend c10d): run the same command on every node,
+  c10drun --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id JOB --nnodes MIN:MAX ...
+Nodes join rounds through a TCPStore at the endpoint, hosted by the launcher on that host (which
+must outlive the job). A round closes at MAX nodes, or at >= MIN after last_call_timeout; node
+ranks follow the nodes' addresses (--local-addr). A failed worker, a node whose heartbeat stops,
+or a node waiting to join ends the round: all launchers stop their workers and re-join, and the
+job goes on with the new size (>= MIN). Failures count against --max-restarts; workers get
+TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_RUN_ID and C10D_RDZV_ROUND, and a fresh MASTER_PORT on
+group rank 0's node every round. --rdzv-conf (seconds): join_timeout=600, last_call_timeout=30,
+close_timeout=30, keep_alive_interval=5, keep_alive_max_attempt=3, read_timeout=60, is_host.
+
 Exit codes: 0 all workers succeeded; the failed worker's code (or 1); 2 bad usage or PROGRAM
 cannot be executed; 128+signal when the launcher was signalled.)";
 
@@ -92,17 +105,74 @@ int parseNproc(const std::string& text) {
   return parseInt("--nproc-per-node", text);
 }
 
-// torchrun accepts --nnodes MIN:MAX for elastic jobs; a static job needs MIN == MAX.
-int parseNnodes(const std::string& text) {
+// --nnodes N or MIN:MAX (torchrun's spelling; a static job needs MIN == MAX).
+std::pair<int, int> parseNnodes(const std::string& text) {
   auto colon = text.find(':');
-  if (colon == std::string::npos) return parseInt("--nnodes", text);
-  int lo = parseInt("--nnodes", text.substr(0, colon));
-  int hi = parseInt("--nnodes", text.substr(colon + 1));
-  if (lo != hi) {
-    throw UsageError("--nnodes " + text +
-                     ": elastic node ranges are not supported (static rendezvous); give one count");
+  if (colon == std::string::npos) {
+    int n = parseInt("--nnodes", text);
+    return {n, n};
   }
-  return lo;
+  return {parseInt("--nnodes", text.substr(0, colon)),
+          parseInt("--nnodes", text.substr(colon + 1))};
+}
+
+bool parseBool(const std::string& key, const std::string& v) {
+  if (v == "1" || v == "true" || v == "True" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "False" || v == "no") return false;
+  throw UsageError("--rdzv-conf " + key + "=" + v + ": not a boolean (true/false/1/0)");
+}
+
+std::chrono::milliseconds parseSeconds(const std::string& key, const std::string& v) {
+  errno = 0;
+  char* end = nullptr;
+  double s = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno == ERANGE || !(s > 0) || s > 7 * 24 * 3600) {
+    throw UsageError("--rdzv-conf " + key + "=" + v +
+                     ": not a number of seconds in (0, 604800]");
+  }
+  return std::chrono::milliseconds(std::max<long long>(1, std::llround(s * 1000)));
+}
+
+// "join_timeout=60,last_call_timeout=5": torchrun's keys (timeouts in seconds), plus
+// close_timeout, keep_alive_interval, keep_alive_max_attempt, read_timeout and is_host.
+RendezvousConf parseRdzvConf(const std::string& text) {
+  RendezvousConf c;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError("--rdzv-conf: '" + item + "' is not key=value");
+    const std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    if (key == "join_timeout" || key == "timeout") {
+      c.joinTimeout = parseSeconds(key, value);
+    } else if (key == "last_call_timeout") {
+      c.lastCallTimeout = parseSeconds(key, value);
+    } else if (key == "close_timeout") {
+      c.closeTimeout = parseSeconds(key, value);
+    } else if (key == "keep_alive_interval") {
+      c.keepAliveInterval = parseSeconds(key, value);
+    } else if (key == "read_timeout") {
+      c.readTimeout = parseSeconds(key, value);
+    } else if (key == "keep_alive_max_attempt") {
+      c.keepAliveMaxAttempt = parseInt("--rdzv-conf keep_alive_max_attempt", value);
+      if (c.keepAliveMaxAttempt < 1 || c.keepAliveMaxAttempt > 1000) {
+        throw UsageError("--rdzv-conf keep_alive_max_attempt must be in [1, 1000] (got " +
+                         value + ")");
+      }
+    } else if (key == "is_host") {
+      c.isHost = parseBool(key, value);
+    } else {
+      throw UsageError("--rdzv-conf: unknown key '" + key +
+                       "' (known: join_timeout, last_call_timeout, close_timeout, "
+                       "keep_alive_interval, keep_alive_max_attempt, read_timeout, is_host)");
+    }
+  }
+  return c;
 }
 
 struct RawOptions {
@@ -116,6 +186,11 @@ struct RawOptions {
   int maxRestarts = 0;
   int monitorIntervalMs = 100;
   double gracePeriodS = 5.0;
+  std::string rdzvBackend = "static";
+  std::string rdzvEndpoint;
+  std::string rdzvId = "none";
+  std::string rdzvConf;
+  std::string localAddr;
 };
 
 void buildApp(CLI::App& app, RawOptions& raw) {
@@ -125,7 +200,7 @@ void buildApp(CLI::App& app, RawOptions& raw) {
   app.add_option("--nproc-per-node,--nproc_per_node", raw.nproc,
                  "Workers on this node: a number, or cpu, gpu, auto (default 1)")
       ->type_name("N");
-  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); M:M accepted")
+  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); MIN:MAX with a dynamic --rdzv-backend")
       ->type_name("M");
   app.add_option("--node-rank,--node_rank", raw.nodeRank, "This node's rank in [0, nnodes)")
       ->type_name("K");
@@ -137,8 +212,24 @@ void buildApp(CLI::App& app, RawOptions& raw) {
       ->type_name("PORT");
   app.add_flag("--standalone", raw.standalone, "Single-node job on a free port (as torchrun)");
   app.add_option("--max-restarts,--max_restarts", raw.maxRestarts,
-                 "Restart the local worker group up to R times after a failure (default 0)")
+                 "Restarts after a failure (default 0): of the local group; elastic: of the job")
       ->type_name("R");
+  app.add_option("--rdzv-backend,--rdzv_backend", raw.rdzvBackend,
+                 "static (default), c10d (a TCPStore at --rdzv-endpoint) or etcd")
+      ->type_name("NAME");
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", raw.rdzvEndpoint,
+                 "HOST[:PORT] of the rendezvous store (c10d: port 29400 by default)")
+      ->type_name("HOST:PORT");
+  app.add_option("--rdzv-id,--rdzv_id", raw.rdzvId,
+                 "Job id: launchers with the same id rendezvous together (default none)")
+      ->type_name("ID");
+  app.add_option("--rdzv-conf,--rdzv_conf", raw.rdzvConf,
+                 "key=value,... join_timeout, last_call_timeout, close_timeout, "
+                 "keep_alive_interval (s), keep_alive_max_attempt, read_timeout, is_host")
+      ->type_name("CONF");
+  app.add_option("--local-addr,--local_addr", raw.localAddr,
+                 "This node's address as the other nodes reach it (default: host name)")
+      ->type_name("ADDR");
   app.add_option("--monitor-interval-ms,--monitor_interval_ms", raw.monitorIntervalMs,
                  "Worker poll period in ms (default 100)")
       ->type_name("MS");
@@ -153,12 +244,45 @@ Options validate(const RawOptions& raw, const CLI::App& app, std::vector<std::st
   if (o.nprocPerNode < 1) {
     throw UsageError("--nproc-per-node must be >= 1 (got " + raw.nproc + ")");
   }
-  o.nnodes = parseNnodes(raw.nnodes);
-  if (o.nnodes < 1) throw UsageError("--nnodes must be >= 1 (got " + raw.nnodes + ")");
-  if (raw.standalone && o.nnodes != 1) {
-    throw UsageError("--standalone is a single-node job; it cannot be used with --nnodes " +
-                     raw.nnodes);
+  auto [minNodes, maxNodes] = parseNnodes(raw.nnodes);
+  if (minNodes < 1 || maxNodes < minNodes) {
+    throw UsageError("--nnodes " + raw.nnodes + ": need 1 <= MIN <= MAX");
   }
+  o.rdzvBackend = raw.rdzvBackend;
+  if (o.rdzvBackend != "static" && o.rdzvBackend != "c10d" && o.rdzvBackend != "etcd") {
+    throw UsageError("--rdzv-backend '" + o.rdzvBackend + "' is not one of static, c10d, etcd");
+  }
+  if (!o.elastic() && minNodes != maxNodes) {
+    throw UsageError("--nnodes " + raw.nnodes +
+                     ": a node range needs a dynamic rendezvous (--rdzv-backend c10d or etcd)");
+  }
+  o.minNodes = minNodes;
+  o.nnodes = maxNodes;
+  if (o.elastic()) {
+    o.rdzvEndpoint = raw.rdzvEndpoint;
+    if (o.rdzvEndpoint.empty()) {
+      throw UsageError("--rdzv-backend " + o.rdzvBackend + " needs --rdzv-endpoint HOST[:PORT]");
+    }
+    o.rdzvId = raw.rdzvId;
+    if (o.rdzvId.empty() || o.rdzvId.find('/') != std::string::npos) {
+      throw UsageError("--rdzv-id must be a non-empty name without '/' (got '" + o.rdzvId + "')");
+    }
+    o.rdzvConf = parseRdzvConf(raw.rdzvConf);
+    for (const char* opt : {"--node-rank", "--master-addr", "--master-port", "--standalone"}) {
+      if (app.count(opt) > 0) {
+        throw UsageError(std::string(opt) + " does not go with --rdzv-backend " + o.rdzvBackend +
+                         ": the rendezvous assigns node ranks and the master of each round");
+      }
+    }
+  } else {
+    for (const char* opt : {"--rdzv-endpoint", "--rdzv-id", "--rdzv-conf"}) {
+      if (app.count(opt) > 0) {
+        throw UsageError(std::string(opt) +
+                         " needs a dynamic rendezvous (--rdzv-backend c10d or etcd)");
+      }
+    }
+  }
+  o.localAddr = raw.localAddr;
   o.nodeRank = raw.nodeRank;
   if (o.nodeRank < 0 || o.nodeRank >= o.nnodes) {
     throw UsageError("--node-rank " + std::to_string(o.nodeRank) + " is out of range [0, " +
@@ -175,7 +299,7 @@ Options validate(const RawOptions& raw, const CLI::App& app, std::vector<std::st
                      ")");
   }
   o.masterPort = portGiven ? raw.masterPort : 0;
-  if (o.nnodes > 1 && o.masterPort == 0) {
+  if (o.nnodes > 1 && o.masterPort == 0 && !o.elastic()) {
     throw UsageError("--master-port is required with --nnodes " + std::to_string(o.nnodes) +
                      " (every node must rendezvous on the same MASTER_ADDR:MASTER_PORT)");
   }

@@ -48,26 +48,30 @@ void Supervisor::message(const std::string& text) {
   writeAll(errFd_, line.data(), line.size());
 }
 
-std::vector<std::string> Supervisor::workerEnv(int localRank, int restartCount, int port) const {
+std::vector<std::string> Supervisor::workerEnv(int localRank, const GroupSpec& spec,
+                                               int port) const {
   const Options& o = options_;
   auto kv = [](const char* key, const std::string& v) { return std::string(key) + "=" + v; };
   auto num = [](long long v) { return std::to_string(v); };
+  const long long rank = static_cast<long long>(spec.groupRank) * o.nprocPerNode + localRank;
+  const long long worldSize = static_cast<long long>(spec.groupWorldSize) * o.nprocPerNode;
   std::vector<std::string> env = {
-      kv("RANK", num(o.globalRank(localRank))),
+      kv("RANK", num(rank)),
       kv("LOCAL_RANK", num(localRank)),
-      kv("WORLD_SIZE", num(o.worldSize())),
+      kv("WORLD_SIZE", num(worldSize)),
       kv("LOCAL_WORLD_SIZE", num(o.nprocPerNode)),
-      kv("GROUP_RANK", num(o.nodeRank)),
-      kv("GROUP_WORLD_SIZE", num(o.nnodes)),
-      kv("ROLE_RANK", num(o.globalRank(localRank))),
-      kv("ROLE_WORLD_SIZE", num(o.worldSize())),
+      kv("GROUP_RANK", num(spec.groupRank)),
+      kv("GROUP_WORLD_SIZE", num(spec.groupWorldSize)),
+      kv("ROLE_RANK", num(rank)),
+      kv("ROLE_WORLD_SIZE", num(worldSize)),
       kv("ROLE_NAME", "default"),
-      kv("MASTER_ADDR", o.masterAddr),
+      kv("MASTER_ADDR", spec.masterAddr),
       kv("MASTER_PORT", num(port)),
-      kv("C10D_RESTART_COUNT", num(restartCount)),
-      kv("TORCHELASTIC_RESTART_COUNT", num(restartCount)),
+      kv("C10D_RESTART_COUNT", num(spec.restartCount)),
+      kv("TORCHELASTIC_RESTART_COUNT", num(spec.restartCount)),
       kv("TORCHELASTIC_MAX_RESTARTS", num(o.maxRestarts)),
   };
+  env.insert(env.end(), spec.extraEnv.begin(), spec.extraEnv.end());
   if (secret_.generated) env.push_back(kv(kStoreSecretEnv, *secret_.generated));
   // torchrun's habit: N workers each spawning a full OpenMP pool oversubscribes the node.
   if (o.nprocPerNode > 1 && getenv("OMP_NUM_THREADS") == nullptr) {
@@ -76,24 +80,36 @@ std::vector<std::string> Supervisor::workerEnv(int localRank, int restartCount, 
   return env;
 }
 
-void Supervisor::startGroup(int restartCount) {
+void Supervisor::startGroup(const GroupSpec& spec) {
   stopping_ = false;
   failed_ = -1;
   workers_.clear();
   workers_.reserve(options_.nprocPerNode);
-  int port = options_.masterPort != 0 ? options_.masterPort : findFreePort();
+  int port = spec.masterPort != 0 ? spec.masterPort : findFreePort();
   std::vector<std::string> argv = {options_.program};
   argv.insert(argv.end(), options_.args.begin(), options_.args.end());
   for (int local = 0; local < options_.nprocPerNode; ++local) {
-    int rank = options_.globalRank(local);
+    int rank = spec.groupRank * options_.nprocPerNode + local;
     std::string prefix = "[rank" + std::to_string(rank) + "]: ";
-    Command cmd{options_.programPath, argv,
-                mergedEnvironment(workerEnv(local, restartCount, port))};
+    Command cmd{options_.programPath, argv, mergedEnvironment(workerEnv(local, spec, port))};
     SpawnedProcess p = spawnWorker(cmd, signals_.childSigmask());
     workers_.push_back(Worker{local, rank, p.pid, true, ExitStatus{}, std::move(p.stdoutRead),
                               std::move(p.stderrRead), LinePrefixer(outFd_, prefix),
                               LinePrefixer(errFd_, prefix)});
   }
+}
+
+std::string Supervisor::failureText() const {
+  if (failed_ < 0) return "no worker failed";
+  const Worker& bad = workers_[failed_];
+  return "rank " + std::to_string(bad.rank) + " (pid " + std::to_string(bad.pid) +
+         ") failed: " + bad.status.describe();
+}
+
+int Supervisor::failureCode() const {
+  if (failed_ < 0) return 1;
+  const ExitStatus& st = workers_[failed_].status;
+  return st.exited && st.code != 0 ? st.code : 1;
 }
 
 bool Supervisor::anyRunning() const {
@@ -177,11 +193,12 @@ void Supervisor::pollOnce(int timeoutMs) {
   reap();
 }
 
-Supervisor::Outcome Supervisor::monitor() {
+Supervisor::Outcome Supervisor::monitor(const std::function<bool()>& stopCheck) {
   for (;;) {
     if (signal_ != 0) return Outcome::kSignal;
     if (failed_ >= 0) return Outcome::kFailure;
     if (!anyRunning()) return Outcome::kSuccess;
+    if (stopCheck && stopCheck()) return Outcome::kExternal;
     pollOnce(options_.monitorIntervalMs);
   }
 }
@@ -238,7 +255,13 @@ void Supervisor::finishGroup() {
 int Supervisor::run() {
   for (int restart = 0;; ++restart) {
     try {
-      startGroup(restart);
+      GroupSpec spec;
+      spec.groupRank = options_.nodeRank;
+      spec.groupWorldSize = options_.nnodes;
+      spec.masterAddr = options_.masterAddr;
+      spec.masterPort = options_.masterPort;
+      spec.restartCount = restart;
+      startGroup(spec);
     } catch (const ExecError& e) {
       message(e.what());
       stopGroup(SIGTERM);
@@ -264,17 +287,14 @@ int Supervisor::run() {
       finishGroup();
       return 128 + signal_;
     }
-    const Worker& bad = workers_[failed_];
-    ExitStatus badStatus = bad.status;
-    message("rank " + std::to_string(bad.rank) + " (pid " + std::to_string(bad.pid) +
-            ") failed: " + badStatus.describe());
+    message(failureText());
+    const int code = failureCode();
     stopGroup(SIGTERM);
     finishGroup();
     if (signal_ != 0) {
       message("received " + signalName(signal_) + " while stopping workers; exiting");
       return 128 + signal_;
     }
-    int code = badStatus.exited && badStatus.code != 0 ? badStatus.code : 1;
     if (restart < options_.maxRestarts) {
       message("restarting the local worker group (restart " + std::to_string(restart + 1) + " of " +
               std::to_string(options_.maxRestarts) + ")");

@@ -17,6 +17,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,44 @@
 namespace c10d {
 namespace run {
 
+// Where one attempt of the local group sits in the job: from the options (static rendezvous) or
+// from a rendezvous round (elastic).
+struct GroupSpec {
+  int groupRank = 0;       // this node's rank (GROUP_RANK)
+  int groupWorldSize = 1;  // nodes in the job (GROUP_WORLD_SIZE)
+  std::string masterAddr;
+  int masterPort = 0;  // 0: a fresh free port
+  int restartCount = 0;
+  std::vector<std::string> extraEnv;  // more "KEY=VALUE" for every worker
+};
+
 class Supervisor {
  public:
   // Writes worker output and its own messages to `outFd` / `errFd`.
   Supervisor(Options options, SignalEvents& signals, int outFd = 1, int errFd = 2);
 
-  // Runs the job to the end; returns the launcher's exit code (see usageText()).
+  // Runs a static job to the end; returns the launcher's exit code (see usageText()).
   int run();
+
+  // The pieces run() is made of, for the elastic agent (tools/c10drun/elastic_agent.h).
+  enum class Outcome { kSuccess, kFailure, kSignal, kExternal };
+  // Spawns the local group; throws ExecError / Error as spawnWorker (workers already started are
+  // left running: stopGroup + finishGroup them).
+  void startGroup(const GroupSpec& spec);
+  // Until every worker succeeded, one failed, the launcher was signalled, or `stopCheck` (called
+  // every --monitor-interval-ms, may be empty) returned true (kExternal).
+  Outcome monitor(const std::function<bool()>& stopCheck = {});
+  void stopGroup(int sig);
+  void finishGroup();
+  // Waits up to `timeoutMs` for a signal to the launcher (or worker output); see signal().
+  void pollOnce(int timeoutMs);
+  // The first termination signal received (0: none).
+  int signal() const { return signal_; }
+  // After kFailure: "rank R (pid P) failed: exited with code C", and its exit code (1 if it was
+  // killed by a signal).
+  std::string failureText() const;
+  int failureCode() const;
+  void message(const std::string& text);
 
  private:
   struct Worker {
@@ -49,20 +81,12 @@ class Supervisor {
     LinePrefixer outPrefix;
     LinePrefixer errPrefix;
   };
-  enum class Outcome { kSuccess, kFailure, kSignal };
-
-  void startGroup(int restartCount);
-  Outcome monitor();
-  void stopGroup(int sig);
-  void finishGroup();
-  void pollOnce(int timeoutMs);
   void readStream(Fd& fd, LinePrefixer& prefixer);
   void drainAndClose(Fd& fd, LinePrefixer& prefixer);
   void reap();
   bool anyRunning() const;
   bool anyPipeOpen() const;
-  void message(const std::string& text);
-  std::vector<std::string> workerEnv(int localRank, int restartCount, int port) const;
+  std::vector<std::string> workerEnv(int localRank, const GroupSpec& spec, int port) const;
 
   Options options_;
   JobSecret secret_;  // decided once: the same for every restart

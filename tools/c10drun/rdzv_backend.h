@@ -1,0 +1,51 @@
+// The store behind c10drun's dynamic rendezvous, by --rdzv-backend: the factory that turns
+// (backend, endpoint) into a connected Store for ElasticRendezvous (tools/c10drun/rendezvous.h).
+//
+//   c10d  a TCPStore at --rdzv-endpoint HOST[:PORT] (port 29400 when left out, as torchrun). The
+//         launcher on the machine that has HOST's address, and that binds the port first, hosts
+//         the server on a thread of its own; every other launcher connects (retrying until
+//         join_timeout). --rdzv-conf is_host=true|false forces either. The store lives as long as
+//         its host launcher: that node must outlive the job (as with torchrun's c10d backend).
+//         The secret is C10D_STORE_SECRET, as for every TCPStore.
+//   etcd  openEtcdRendezvousStore(): the hook for the EtcdStore (store/etcd_store.h, written on
+//         branch extstores); until that lands, a UsageError saying so.
+//
+// Blocks at most join_timeout (connecting); then each request at most read_timeout. Errors: a
+// malformed endpoint is a UsageError; a store that cannot be reached, the store's own error.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "store/store.h"
+#include "tools/c10drun/options.h"
+
+namespace c10d {
+namespace run {
+
+constexpr int kDefaultRdzvPort = 29400;
+
+struct RendezvousStore {
+  std::shared_ptr<Store> store;
+  bool hosting = false;  // this launcher runs the server (it must stay until the job is done)
+  std::string where;     // "c10d store at 127.0.0.1:29400 (hosted here)", for messages
+};
+
+// Opens the store of `options.rdzvBackend`; `log` gets one line saying where it is.
+RendezvousStore openRendezvousStore(const Options& options,
+                                    const std::function<void(const std::string&)>& log);
+
+// --rdzv-backend etcd: connect an EtcdStore to `endpoint` (HOST:PORT of an etcd v3 server), its
+// keys under a prefix of `runId`, requests bounded by conf.readTimeout. The one place to plug it in.
+RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::string& runId,
+                                        const RendezvousConf& conf);
+
+// HOST[:PORT] or [IPV6][:PORT]; UsageError naming the endpoint when malformed.
+std::pair<std::string, int> parseEndpoint(const std::string& endpoint, int defaultPort);
+
+// Whether `host` resolves to an address of this machine (a bind to it succeeds).
+bool isLocalAddress(const std::string& host);
+
+}  // namespace run
+}  // namespace c10d
