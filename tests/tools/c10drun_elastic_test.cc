@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/store/store_servers.h"
 #include "tests/tools/launcher_runner.h"
 
 namespace c10d {
@@ -136,8 +137,9 @@ class Node {
 std::vector<std::string> nodeArgs(int port, const std::string& nnodes, const std::string& addr,
                                   const std::vector<std::string>& extra,
                                   const std::vector<std::string>& program,
-                                  const std::string& conf = kFastConf) {
-  std::vector<std::string> args = {"--rdzv-backend", "c10d",
+                                  const std::string& conf = kFastConf,
+                                  const std::string& backend = "c10d") {
+  std::vector<std::string> args = {"--rdzv-backend", backend,
                                    "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
                                    "--rdzv-id", "job" + std::to_string(getpid()),
                                    "--nnodes", nnodes,
@@ -215,6 +217,47 @@ TEST(C10drunElastic, KilledNodeLeavesTwoThatFinish) {
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(log.back(), std::make_pair(60, 2)) << readFile(dir.path() + "/log");
   expectAllSteps(dir.path(), 60);
+}
+
+// The same over an etcd server (--rdzv-backend etcd): no launcher hosts the store, so the first
+// node may be the one that dies; here it is, and the other two re-form and finish.
+TEST(C10drunElastic, KilledFirstNodeOverEtcdLeavesTwoThatFinish) {
+#ifndef C10D_TEST_ETCD_RDZV
+  GTEST_SKIP() << "built without the EtcdStore library (libcurl or nlohmann-json missing)";
+#else
+  const std::string missing = ServerProcess::serverMissing(ServerProcess::Kind::kEtcd);
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  ServerProcess etcd(ServerProcess::Kind::kEtcd);
+  TempDir dir;
+  const int port = etcd.port();
+  const std::vector<std::string> program = {elasticWorker(), "train", "60", dir.path(), "40"};
+  auto args = [&](const std::string& addr) {
+    return nodeArgs(port, "2:3", addr, {"--max-restarts", "3"}, program, kFastConf, "etcd");
+  };
+  Node a(args("127.0.0.1"), milliseconds(60000));
+  ASSERT_TRUE(a.waitForErr("rendezvous through the etcd store", milliseconds(10000)))
+      << a.join().describe();
+  Node b(args("127.0.0.2"), milliseconds(60000));
+  Node c(args("127.0.0.3"), milliseconds(60000));
+  ASSERT_TRUE(waitForStep(dir.path(), 3, 5, milliseconds(30000))) << readFile(dir.path() + "/log");
+  const pid_t victim = a.pid();
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const LauncherRun& ra = a.join();
+  const LauncherRun& rb = b.join();
+  const LauncherRun& rc = c.join();
+  EXPECT_TRUE(ra.signal == SIGKILL) << ra.describe();
+  ASSERT_TRUE(rb.exited && rb.exitCode == 0) << rb.describe() << "\netcd log:\n" << etcd.log();
+  ASSERT_TRUE(rc.exited && rc.exitCode == 0) << rc.describe() << "\netcd log:\n" << etcd.log();
+  for (const LauncherRun* r : {&rb, &rc}) {
+    EXPECT_NE(r->err.find("of 2 nodes"), std::string::npos) << r->describe();
+    EXPECT_NE(r->err.find("restart 1"), std::string::npos) << r->describe();
+  }
+  const auto log = steps(dir.path());
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back(), std::make_pair(60, 2)) << readFile(dir.path() + "/log");
+  expectAllSteps(dir.path(), 60);
+#endif
 }
 
 // A launcher that stops beating (SIGSTOP: its workers run on, so nothing fails but the
@@ -369,8 +412,11 @@ TEST(C10drunElastic, BadRendezvousOptionsAreUsageErrors) {
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--nnodes", "3:2", "true"},
        "need 1 <= MIN <= MAX"},
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:99999", "true"}, "port '99999'"},
-      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379", "true"},
-       "this build has no EtcdStore yet"},
+      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379", "--rdzv-id", "a?b",
+        "true"},
+       "cannot appear in an etcd key prefix"},
+      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379,:5", "true"},
+       "missing host"},
   };
   for (const auto& c : cases) {
     LauncherHooks hooks;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "c10d/fd.h"
+#include "store/store_registry.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_config.h"
 
@@ -67,14 +68,28 @@ bool isLocalAddress(const std::string& host) {
 
 RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::string& runId,
                                         const RendezvousConf& conf) {
-  // The EtcdStore (store/etcd_store.h, branch extstores) plugs in here:
-  //   auto store = std::make_shared<EtcdStore>("etcd://" + endpoint + "/c10drun/" + runId, ...);
-  //   return {store, false, "etcd store at " + endpoint};
-  (void)runId;
-  (void)conf;
-  throw UsageError("--rdzv-backend etcd (endpoint " + endpoint +
-                   "): this build has no EtcdStore yet; use --rdzv-backend c10d "
-                   "(openEtcdRendezvousStore in tools/c10drun/rdzv_backend.cc is where it plugs in)");
+  // etcd://HOST:PORT[,HOST:PORT...]/c10drun/<run id>: the EtcdStore library (store/etcd/), found
+  // by its URL scheme. Its keys hang on a lease that the store keeps alive while this launcher
+  // lives, so a job whose launchers all died leaves nothing behind (ttl 60 s).
+  if (endpoint.empty()) throw UsageError("--rdzv-backend etcd needs --rdzv-endpoint HOST:PORT");
+  if (runId.find_first_of("?&#") != std::string::npos) {
+    throw UsageError("--rdzv-id '" + runId + "': '?', '&' and '#' cannot appear in an etcd key prefix");
+  }
+  std::string endpoints;  // each HOST[:PORT] checked, port 2379 (etcd's) when left out
+  for (size_t pos = 0; pos <= endpoint.size();) {
+    size_t comma = endpoint.find(',', pos);
+    if (comma == std::string::npos) comma = endpoint.size();
+    auto [host, port] = parseEndpoint(endpoint.substr(pos, comma - pos), 2379);
+    if (!endpoints.empty()) endpoints += ",";
+    endpoints += (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                 std::to_string(port);
+    pos = comma + 1;
+  }
+  RendezvousStore rs;
+  rs.store = createStoreFromUrl("etcd://" + endpoints + "/c10drun/" + runId, conf.joinTimeout);
+  rs.store->setTimeout(conf.readTimeout);
+  rs.where = "etcd store at " + endpoint + " (prefix c10drun/" + runId + ")";
+  return rs;
 }
 
 RendezvousStore openRendezvousStore(const Options& options,

@@ -7,8 +7,10 @@
 //         join_timeout). --rdzv-conf is_host=true|false forces either. The store lives as long as
 //         its host launcher: that node must outlive the job (as with torchrun's c10d backend).
 //         The secret is C10D_STORE_SECRET, as for every TCPStore.
-//   etcd  openEtcdRendezvousStore(): the hook for the EtcdStore (store/etcd_store.h, written on
-//         branch extstores); until that lands, a UsageError saying so.
+//   etcd  an EtcdStore (store/etcd/) at --rdzv-endpoint HOST:PORT[,HOST:PORT...] (an etcd v3
+//         server or cluster; port 2379 when left out), keys under c10drun/<run id>/ on a lease the
+//         launcher keeps alive (they expire 60 s after the last launcher of the job is gone).
+//         No launcher hosts anything: the job outlives any one node.
 //
 // Blocks at most join_timeout (connecting); then each request at most read_timeout. Errors: a
 // malformed endpoint is a UsageError; a store that cannot be reached, the store's own error.
