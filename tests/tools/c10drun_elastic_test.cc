@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -368,7 +369,7 @@ TEST(C10drunElasticStress, TrainMlpSurvivesAKilledNode) {
   TempDir dir;
   const std::string ck = dir.path() + "/ck";
   const int port = freePortNow();
-  const std::vector<std::string> program = {TRAIN_MLP_PATH, "--mode", "ddp", "--steps", "1500",
+  const std::vector<std::string> program = {TRAIN_MLP_PATH, "--mode", "ddp", "--steps", "6000",
                                             "--global-batch", "60", "--checkpoint-dir", ck,
                                             "--checkpoint-every", "10", "--log-every", "500"};
   Node a(nodeArgs(port, "2:3", "127.0.0.1", {"--max-restarts", "2"}, program), milliseconds(120000));
@@ -376,7 +377,18 @@ TEST(C10drunElasticStress, TrainMlpSurvivesAKilledNode) {
   Node b(nodeArgs(port, "2:3", "127.0.0.2", {"--max-restarts", "2"}, program), milliseconds(120000));
   Node c(nodeArgs(port, "2:3", "127.0.0.3", {"--max-restarts", "2"}, program), milliseconds(120000));
   ASSERT_TRUE(a.waitForErr("of 3 nodes", milliseconds(30000))) << a.join().describe();
-  std::this_thread::sleep_for(milliseconds(3000));
+  // Kill once the round of 3 has written a checkpoint (a fixed sleep raced with an idle machine
+  // finishing all the steps first).
+  const auto deadline = Clock::now() + milliseconds(60000);
+  auto haveCheckpoint = [&] {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(ck, ec)) {
+      if (e.path().filename().string().rfind("step-", 0) == 0) return true;
+    }
+    return false;
+  };
+  while (!haveCheckpoint() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
+  ASSERT_TRUE(haveCheckpoint()) << "no checkpoint in " << ck << " after 60 s";
   const pid_t victim = c.pid();
   ASSERT_GT(victim, 0);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
