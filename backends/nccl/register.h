@@ -1,5 +1,5 @@
 // Registers the "nccl" backend with the c10d registry (c10d/registry.h). Called by
-// c10d/registry.cc on first use of the registry when the build has NCCL (C10D_HAVE_NCCL).
+// the registry on first use when the build has NCCL (the list cmake/C10dBackends.cmake generates).
 //
 // Priority 5, below every CPU backend (gloo 10, verbs 20): "auto" / defaultBackend() never picks
 // nccl while a CPU backend is registered, so CPU tensors never land on it; ask for "nccl" by name
