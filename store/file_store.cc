@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "store/file_store_log.h"
+#include "store/store_util.h"
 
 namespace c10d {
 namespace {
@@ -30,18 +31,8 @@ const std::string kJoinedUsersKey("\0c10d.filestore.joined_users", 28);
 constexpr Milliseconds kFirstPoll{1};
 constexpr Milliseconds kMaxPoll{32};
 
-Clock::time_point deadlineAfter(Milliseconds t) {
-  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
-  return Clock::now() + (t > kCap ? kCap : t);
-}
-
-std::string describeKeys(const std::vector<std::string>& keys) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < keys.size(); ++i) ss << (i ? ", " : "") << "'" << keys[i] << "'";
-  ss << "]";
-  return ss.str();
-}
+using storeutil::deadlineAfter;
+using storeutil::describeKeys;
 
 bool isInternalKey(const std::string& key) {
   return key == kActiveUsersKey || key == kJoinedUsersKey;

@@ -1,5 +1,7 @@
 #include "store/hash_store.h"
 
+#include "store/store_util.h"
+
 #include <charconv>
 #include <chrono>
 #include <sstream>
@@ -8,20 +10,8 @@ namespace c10d {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// now + t, saturated so that huge timeouts (e.g. Milliseconds::max()) cannot overflow the clock.
-Clock::time_point deadlineAfter(Milliseconds t) {
-  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
-  return Clock::now() + (t > kCap ? kCap : t);
-}
-
-std::string describeKeys(const std::vector<std::string>& keys) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < keys.size(); ++i) ss << (i ? ", " : "") << "'" << keys[i] << "'";
-  ss << "]";
-  return ss.str();
-}
+using storeutil::deadlineAfter;
+using storeutil::describeKeys;
 
 int64_t parseCounter(const std::string& key, const Bytes& value) {
   int64_t n = 0;

@@ -112,11 +112,6 @@ Fd tryConnect(const addrinfo* ai, Clock::time_point deadline, int* err) {
 
 }  // namespace
 
-Clock::time_point deadlineAfter(Milliseconds t) {
-  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
-  return Clock::now() + std::clamp(t, Milliseconds(0), kCap);
-}
-
 int pollTimeoutUntil(Clock::time_point deadline) {
   // Rounded up: poll() must not return before the deadline (callers treat 0 ready as expiry).
   const auto left = std::chrono::ceil<Milliseconds>(deadline - Clock::now());

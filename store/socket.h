@@ -14,14 +14,14 @@
 #include <string>
 
 #include "c10d/types.h"
+#include "store/store_util.h"
 
 namespace c10d {
 namespace net {
 
 using Clock = std::chrono::steady_clock;
 
-// now + t, saturated so that huge timeouts cannot overflow the clock.
-Clock::time_point deadlineAfter(Milliseconds t);
+using storeutil::deadlineAfter;  // store/store_util.h
 // Milliseconds left until `deadline` (0 when past), clamped to what poll() accepts.
 int pollTimeoutUntil(Clock::time_point deadline);
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "store/store_util.h"
 #include "store/tcp_store_client.h"
 #include "store/tcp_store_config.h"
 #include "store/tcp_store_protocol.h"
@@ -21,13 +22,7 @@ std::string describeKey(const char* op, const std::string& key) {
 }
 
 std::string describeKeys(const char* op, const std::vector<std::string>& keys) {
-  constexpr size_t kShown = 8;
-  std::ostringstream ss;
-  ss << op << " of keys [";
-  for (size_t i = 0; i < keys.size() && i < kShown; ++i) ss << (i ? ", '" : "'") << keys[i] << "'";
-  if (keys.size() > kShown) ss << ", ... (" << keys.size() << " keys)";
-  ss << "]";
-  return ss.str();
+  return detail::str(op, " of keys ", storeutil::describeKeys(keys));
 }
 
 FrameWriter request(Op op, size_t reserve = 64) {

@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include "store/store_util.h"
+
 namespace c10d {
 
 using etcd::base64Encode;
@@ -20,6 +22,9 @@ using etcd::jsonInt;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using storeutil::deadlineAfter;
+using storeutil::describeKeys;
+using storeutil::remaining;
 
 // etcd's default --max-txn-ops.
 constexpr size_t kMaxTxnOps = 128;
@@ -27,14 +32,6 @@ constexpr size_t kMaxTxnOps = 128;
 [[noreturn]] void badUrl(const std::string& url, const std::string& problem) {
   C10D_THROW(InvalidArgument, "etcd store URL '", url, "': ", problem,
              " (expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX][?ttl=SECONDS])");
-}
-
-std::string describeKeys(const std::vector<std::string>& keys) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < keys.size(); ++i) ss << (i ? ", " : "") << "'" << keys[i] << "'";
-  ss << "]";
-  return ss.str();
 }
 
 // The smallest key greater than every key starting with `prefix` (etcd's range_end).
@@ -48,16 +45,6 @@ std::string prefixEnd(std::string prefix) {
     prefix.pop_back();
   }
   return std::string(1, '\0');  // every key
-}
-
-// Rounded up: a timeout must never fire before its deadline.
-Milliseconds remaining(Clock::time_point deadline) {
-  return std::max(Milliseconds(0), std::chrono::ceil<Milliseconds>(deadline - Clock::now()));
-}
-
-Clock::time_point deadlineAfter(Milliseconds t) {
-  constexpr Milliseconds kCap = std::chrono::hours(24 * 365);
-  return Clock::now() + std::min(t, kCap);
 }
 
 // Spreads the retries of contending read-modify-writes (exponential backoff, full jitter): none

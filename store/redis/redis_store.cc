@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "store/redis/redis_connection.h"
+#include "store/store_util.h"
 
 namespace c10d {
 
@@ -13,6 +14,8 @@ using redis::Connection;
 using redis::Reply;
 
 namespace {
+
+using storeutil::describeKeys;
 
 using Clock = std::chrono::steady_clock;
 
@@ -37,14 +40,6 @@ return v
 [[noreturn]] void badUrl(const std::string& url, const std::string& problem) {
   C10D_THROW(InvalidArgument, "redis store URL '", url, "': ", problem,
              " (expected redis://[:PASSWORD@]HOST:PORT[/PREFIX])");
-}
-
-std::string describeKeys(const std::vector<std::string>& keys) {
-  std::ostringstream ss;
-  ss << "[";
-  for (size_t i = 0; i < keys.size(); ++i) ss << (i ? ", " : "") << "'" << keys[i] << "'";
-  ss << "]";
-  return ss.str();
 }
 
 // `s` with the glob characters of a SCAN MATCH pattern escaped.

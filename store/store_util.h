@@ -1,0 +1,42 @@
+// Small helpers every store implementation uses: deadlines that cannot overflow, the time left
+// until one, and key lists in error messages. Header-only (the etcd and Redis store libraries use
+// them too). Thread-safe (pure functions).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "c10d/types.h"
+
+namespace c10d {
+namespace storeutil {
+
+using Clock = std::chrono::steady_clock;
+
+// now + t, saturated (0 .. 100 years) so that huge timeouts (Milliseconds::max()) cannot overflow
+// the clock and negative ones mean "now".
+inline Clock::time_point deadlineAfter(Milliseconds t) {
+  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
+  return Clock::now() + std::clamp(t, Milliseconds(0), kCap);
+}
+
+// Time left until `deadline`, rounded up (a timeout must never fire before its deadline), >= 0.
+inline Milliseconds remaining(Clock::time_point deadline) {
+  return std::max(Milliseconds(0), std::chrono::ceil<Milliseconds>(deadline - Clock::now()));
+}
+
+// "['a', 'b', ... (N keys)]": at most `shown` keys, then the count.
+inline std::string describeKeys(const std::vector<std::string>& keys, size_t shown = 8) {
+  std::ostringstream ss;
+  ss << "[";
+  for (size_t i = 0; i < keys.size() && i < shown; ++i) ss << (i ? ", '" : "'") << keys[i] << "'";
+  if (keys.size() > shown) ss << ", ... (" << keys.size() << " keys)";
+  ss << "]";
+  return ss.str();
+}
+
+}  // namespace storeutil
+}  // namespace c10d
