@@ -57,11 +57,20 @@ std::string str(const Args&... args) {
   return ss.str();
 }
 
-// Describes errno `err` as "ENAME (message)"-ish text: strerror plus the number.
+// The symbolic name of an errno value ("EADDRINUSE"), or "errno N" for uncommon ones.
+std::string errnoName(int err);
+// Describes errno `err`: "Address already in use (EADDRINUSE, errno 98)".
 std::string errnoString(int err);
 
-// `e` re-made with `prefix` before its message, keeping its kind (TimeoutError, CommError,
-// CollectiveMismatchError, else Error): how a later op reports the error that broke its group.
+// The message of the exception in `e` (what()), or a note that it is not a std::exception.
+std::string messageOf(const std::exception_ptr& e);
+
+// An exception of the same kind as `like` (TimeoutError, CommError, CollectiveMismatchError, else
+// Error) carrying `message`: how a backend re-words an error without changing what callers catch.
+std::exception_ptr withMessage(const std::exception_ptr& like, const std::string& message);
+
+// `e` re-made with `prefix` before its message, keeping its kind (as withMessage): how a later op
+// reports the error that broke its group.
 std::exception_ptr prefixed(const std::exception_ptr& e, const std::string& prefix);
 
 }  // namespace detail

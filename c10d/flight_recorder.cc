@@ -17,16 +17,6 @@ namespace c10d {
 
 namespace {
 
-std::string errorText(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 void jsonString(std::ostream& os, const std::string& s) {
   os << '"';
   for (unsigned char c : s) {
@@ -128,7 +118,7 @@ void FlightRecorder::onStart(Id id, int64_t ns) {
 
 void FlightRecorder::onEnd(Id id, int64_t ns, const std::exception_ptr& error) {
   if (id == kNoId) return;
-  std::string text = error ? errorText(error) : std::string();
+  std::string text = error ? detail::messageOf(error) : std::string();
   std::lock_guard<SpinLock> lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;
   Entry& e = ring_[id % ring_.size()];

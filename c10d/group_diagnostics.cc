@@ -38,16 +38,6 @@ Position decode(const std::string& s) {
   return p;
 }
 
-std::string errorText(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 // `group` made safe as a file name: "verbs:world/group1" -> "verbs_world_group1".
 std::string fileSafe(const std::string& group) {
   std::string s = group;
@@ -103,7 +93,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   std::lock_guard<std::mutex> lock(reportMu_);
   if (failed_.load()) {
     if (timeout && !report_.empty()) {
-      const std::string text = errorText(error);
+      const std::string text = detail::messageOf(error);
       if (text.find(report_) == std::string::npos) {
         return std::make_exception_ptr(TimeoutError(text + "; " + report_));
       }
@@ -115,7 +105,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   if (timeout) {
     report_ = desyncReport();
     if (!report_.empty()) {
-      result = std::make_exception_ptr(TimeoutError(errorText(error) + "; " + report_));
+      result = std::make_exception_ptr(TimeoutError(detail::messageOf(error) + "; " + report_));
     }
   }
   if (recorder_.capacity() == 0) return result;
@@ -123,7 +113,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   const std::string path = dumpPath();
   if (!path.empty()) {
     try {
-      recorder_.dump(path, reason + ": " + errorText(error));
+      recorder_.dump(path, reason + ": " + detail::messageOf(error));
       std::fprintf(stderr, "c10d: group %s (rank %d): flight record written to %s\n",
                    group_.c_str(), rank_, path.c_str());
     } catch (const std::exception& e) {

@@ -19,8 +19,10 @@ build=$(cd "$1" && pwd)
 asan_build=$(cd "$2" && pwd)
 shift 2
 
-lib=$(ls "$asan_build"/lib/libc10d.so.[0-9]* 2>/dev/null | sort | head -n1 || true)
-if [[ -z "$lib" ]] || ! nm -D "$lib" | grep -q __asan_init; then
+# The library the build's libc10d.so link names (older SONAMEs may linger in the directory).
+lib=$(readlink -f "$asan_build/lib/libc10d.so" 2>/dev/null || true)
+# (grep reads all of nm's output: with -q, nm could die of SIGPIPE and pipefail fail the test)
+if [[ -z "$lib" || ! -f "$lib" ]] || ! nm -D "$lib" | grep __asan_init >/dev/null; then
   echo "torch_asan: no ASan-instrumented libc10d in $asan_build/lib (configure it with" \
        "-DC10D_SANITIZE=address,undefined and build --target c10d)" >&2
   exit 2

@@ -118,42 +118,6 @@ int pollTimeoutUntil(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
-std::string errnoName(int err) {
-  switch (err) {
-#define C10D_ERRNO_CASE(e) \
-  case e:                  \
-    return #e;
-    C10D_ERRNO_CASE(EADDRINUSE)
-    C10D_ERRNO_CASE(EADDRNOTAVAIL)
-    C10D_ERRNO_CASE(EACCES)
-    C10D_ERRNO_CASE(EAFNOSUPPORT)
-    C10D_ERRNO_CASE(EAGAIN)
-    C10D_ERRNO_CASE(ECONNABORTED)
-    C10D_ERRNO_CASE(ECONNREFUSED)
-    C10D_ERRNO_CASE(ECONNRESET)
-    C10D_ERRNO_CASE(EHOSTUNREACH)
-    C10D_ERRNO_CASE(EINTR)
-    C10D_ERRNO_CASE(EINVAL)
-    C10D_ERRNO_CASE(EMFILE)
-    C10D_ERRNO_CASE(ENETUNREACH)
-    C10D_ERRNO_CASE(ENFILE)
-    C10D_ERRNO_CASE(ENOBUFS)
-    C10D_ERRNO_CASE(ENOMEM)
-    C10D_ERRNO_CASE(ENOTCONN)
-    C10D_ERRNO_CASE(EPIPE)
-    C10D_ERRNO_CASE(ETIMEDOUT)
-#undef C10D_ERRNO_CASE
-    default:
-      return detail::str("errno ", err);
-  }
-}
-
-std::string describeErrno(int err) {
-  char buf[128];
-  const char* msg = strerror_r(err, buf, sizeof(buf));
-  return detail::str(errnoName(err), ": ", msg);
-}
-
 std::string formatHostPort(const std::string& host, uint16_t port) {
   if (host.find(':') != std::string::npos) return detail::str("[", host, "]:", port);
   return detail::str(host, ":", port);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "c10d/error.h"
 #include "c10d/types.h"
 #include "store/store_util.h"
 
@@ -27,10 +28,11 @@ int pollTimeoutUntil(Clock::time_point deadline);
 
 using ::c10d::Fd;
 
-// The symbolic name of an errno value ("EADDRINUSE"), or "errno N" for uncommon ones.
-std::string errnoName(int err);
-// "EADDRINUSE: Address already in use" style text.
-std::string describeErrno(int err);
+// errno as text: c10d/error.h's ("Address already in use (EADDRINUSE, errno 98)").
+using detail::errnoName;
+inline std::string describeErrno(int err) {
+  return detail::errnoString(err);
+}
 
 // "host:port", with IPv6 literals bracketed ("[::1]:29500").
 std::string formatHostPort(const std::string& host, uint16_t port);

@@ -84,29 +84,6 @@ bool isTimeoutMessage(const std::string& msg) {
   return msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
 }
 
-// An exception of the same c10d type as `like`, with message `msg`.
-std::exception_ptr sameTypeAs(std::exception_ptr like, const std::string& msg) {
-  try {
-    std::rethrow_exception(like);
-  } catch (const TimeoutError&) {
-    return std::make_exception_ptr(TimeoutError(msg));
-  } catch (const CommError&) {
-    return std::make_exception_ptr(CommError(msg));
-  } catch (...) {
-    return std::make_exception_ptr(Error(msg));
-  }
-}
-
-std::string whatOf(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 }  // namespace
 
 ProcessGroupGloo::ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size,
@@ -308,8 +285,9 @@ void ProcessGroupGloo::runContinuation(const std::shared_ptr<Work>& work, Contin
 }
 
 std::exception_ptr ProcessGroupGloo::brokenFor(const Work& work, std::exception_ptr first) const {
-  return sameTypeAs(first, work.describe() + ": not run: group " + name() +
-                               " is unusable after an earlier failure: " + whatOf(first));
+  return detail::withMessage(
+      first, work.describe() + ": not run: group " + name() +
+                 " is unusable after an earlier failure: " + detail::messageOf(first));
 }
 
 std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {

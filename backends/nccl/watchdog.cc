@@ -25,29 +25,6 @@ constexpr std::chrono::microseconds kFastPoll{20};
 constexpr std::chrono::milliseconds kIdleWait{100};
 constexpr std::chrono::milliseconds kAsyncCheckEvery{1};
 
-// An exception of the same kind as `cause` (TimeoutError, CommError or Error) with `msg`.
-std::exception_ptr likeCause(const std::exception_ptr& cause, const std::string& msg) {
-  try {
-    std::rethrow_exception(cause);
-  } catch (const TimeoutError&) {
-    return std::make_exception_ptr(TimeoutError(msg));
-  } catch (const CommError&) {
-    return std::make_exception_ptr(CommError(msg));
-  } catch (...) {
-    return std::make_exception_ptr(Error(msg));
-  }
-}
-
-std::string messageOf(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
-
 }  // namespace
 
 void ProcessGroupNccl::startWatchdog() {
@@ -96,8 +73,8 @@ void ProcessGroupNccl::watchdogLoop() {
       interval =
           r.completed > 0 ? kFastPoll : std::min<std::chrono::microseconds>(interval * 2, maxPoll);
       if (r.failure) {
-        abortAll(r.failure,
-                 detail::str("a CUDA error on ", r.failureWhere, ": ", messageOf(r.failure)));
+        abortAll(r.failure, detail::str("a CUDA error on ", r.failureWhere, ": ",
+                                        detail::messageOf(r.failure)));
         continue;
       }
       if (r.expired) {
@@ -115,7 +92,7 @@ void ProcessGroupNccl::watchdogLoop() {
       if (now - lastAsyncCheck >= kAsyncCheckEvery) {
         lastAsyncCheck = now;
         if (std::exception_ptr e = checkAsyncErrors()) {
-          abortAll(e, messageOf(e));
+          abortAll(e, detail::messageOf(e));
         }
       }
     } catch (const std::exception& e) {
@@ -161,9 +138,9 @@ void ProcessGroupNccl::abortAll(std::exception_ptr cause, const std::string& why
     // Mark first, so that an event firing because of the abort is not taken for success.
     for (auto& ds : devices) ds->shared->fail(cause);
     pending_->failAll([&](const Work& w, const std::string& where) {
-      return likeCause(cause,
-                       detail::str(w.describe(), " on ", where, " (rank ", rank(), " of ", size(),
-                                   ") failed: the communicator was aborted because ", why));
+      return detail::withMessage(
+          cause, detail::str(w.describe(), " on ", where, " (rank ", rank(), " of ", size(),
+                             ") failed: the communicator was aborted because ", why));
     });
     for (auto& ds : devices) {
       std::lock_guard<std::mutex> lock(ds->mu);
