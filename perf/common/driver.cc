@@ -11,6 +11,7 @@
 // Rank 0 prints; the other ranks only compute. The c10d binaries' ranks exchange times, counts
 // and their "# Rank" lines through the group's Store (world.h), never through the backend under
 // test; the MPI baselines' through MPI (mpi_driver.cc).
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -360,6 +361,12 @@ int run(int argc, char** argv, const Collective& coll, const std::string& progra
   return rc;
 }
 
+// This process's peak resident set (getrusage's ru_maxrss, KiB): buffers, staging, library.
+long peakRssKib() {
+  rusage u{};
+  return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_maxrss : -1;
+}
+
 }  // namespace
 
 int runPerfTable(int argc, char** argv, const Collective& coll, const std::string& program,
@@ -398,6 +405,7 @@ int runPerfTable(int argc, char** argv, const Collective& coll, const std::strin
   d.print(tableHeader());
   d.runAll();
   const int errors = d.errors();
+  d.print(peakRssLine(ranks.allgather(std::to_string(peakRssKib()))));
   d.print(footer(errors, d.avgBusBw(), d.minBw(), program));
   if (json) {
     json->finish(errors, d.avgBusBw(), d.minBw());

@@ -100,6 +100,23 @@ std::string rowBody(double timeUs, double algBw, double busBw, bool reportErrors
   return format("  %7s  %6s  %6s    N/A", t.c_str(), a.c_str(), b.c_str());
 }
 
+std::string peakRssLine(const std::vector<std::string>& kibPerRank) {
+  long maxKib = -1, minKib = -1;
+  size_t maxRank = 0;
+  for (size_t r = 0; r < kibPerRank.size(); ++r) {
+    const long v = std::atol(kibPerRank[r].c_str());
+    if (v < 0) continue;
+    if (maxKib < 0 || v > maxKib) {
+      maxKib = v;
+      maxRank = r;
+    }
+    if (minKib < 0 || v < minKib) minKib = v;
+  }
+  if (maxKib < 0) return format("# %-20s : unknown\n", "Peak RSS per rank");
+  return format("# %-20s : max %.1f MiB (rank %zu), min %.1f MiB\n", "Peak RSS per rank",
+                maxKib / 1024.0, maxRank, minKib / 1024.0);
+}
+
 std::string footer(int errors, double avgBusBw, double minBw, const std::string& program) {
   std::string s;
   s += format("# %-20s : %d %s\n", "Out of bounds values", errors, errors ? "FAILED" : "OK");

@@ -35,6 +35,9 @@ std::string rowPreamble(size_t bytes, size_t count, const std::string& type, con
 std::string rowBody(double timeUs, double algBw, double busBw, bool reportErrors, int64_t wrong);
 // "# Out of bounds values : 0 OK" ... "# Collective test concluded: all_reduce_perf" "#".
 // minBw < 0: unchecked.
+// "# Peak RSS per rank : max 210.5 MiB (rank 2), min 190.1 MiB" from each rank's ru_maxrss (KiB,
+// as decimal strings; negative = unknown), printed before the footer.
+std::string peakRssLine(const std::vector<std::string>& kibPerRank);
 std::string footer(int errors, double avgBusBw, double minBw, const std::string& program);
 
 // One row of the table as parsed back (the format's inverse, for tests and tools).

@@ -5,6 +5,7 @@
 // exit non-zero).
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -76,6 +77,10 @@ TEST_P(PerfRun, AllReduceTwoRanksParsesAsNcclTests) {
       << out;
   EXPECT_NE(out.find("# Out of bounds values : 0 OK\n"), std::string::npos) << out;
   EXPECT_NE(out.find("# Avg bus bandwidth    : "), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(
+      out,
+      std::regex("# Peak RSS per rank    : max [0-9.]+ MiB \\(rank [0-9]+\\), min [0-9.]+ MiB\n")))
+      << out;
   EXPECT_NE(out.find("# Collective test concluded: all_reduce_perf\n"), std::string::npos);
 
   // Rows: 8, 32, ..., 32768 bytes (factor 4), float sum, root -1, no wrong element.

@@ -214,6 +214,11 @@ TEST(PerfReport, FormatsAsNcclTests) {
   EXPECT_NE(f.find("# Avg bus bandwidth    : 1.5 \n"), std::string::npos);
   EXPECT_NE(f.find("# Collective test concluded: all_reduce_perf\n"), std::string::npos);
   EXPECT_NE(footer(2, 1.5, -1, "x").find(": 2 FAILED"), std::string::npos);
+  EXPECT_EQ(peakRssLine({"2048", "307200", "1024"}),
+            "# Peak RSS per rank    : max 300.0 MiB (rank 1), min 1.0 MiB\n");
+  EXPECT_EQ(peakRssLine({"-1", "512"}),
+            "# Peak RSS per rank    : max 0.5 MiB (rank 1), min 0.5 MiB\n");
+  EXPECT_EQ(peakRssLine({"-1"}), "# Peak RSS per rank    : unknown\n");
 
   ParsedRow row;
   ASSERT_TRUE(parseRow(rowPreamble(1024, 256, "float", "sum", -1) +
