@@ -6,60 +6,47 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <sstream>
 
 #include "c10d/diagnostics_config.h"
 #include "c10d/error.h"
+#include "c10d/settings.h"
 
 namespace c10d {
 
-const GlooConfigEntry kGlooConfigTable[] = {
-    {"ifname", "C10D_SOCKET_IFNAME", "", "network interface to bind (e.g. eth0)"},
-    {"hostname", "C10D_GLOO_HOSTNAME", "", "address or host name to bind"},
-    {"max_p2p_threads", "C10D_GLOO_P2P_THREADS", "64",
-     "most threads waiting on send/recv completions at once"},
-    {"debug", "C10D_DEBUG", "OFF",
-     "OFF | INFO | DETAIL: DETAIL compares every collective's full description (op, dtype, count, "
-     "root, reduce op) across ranks before running it; otherwise only its size in bytes"},
-    {nullptr, nullptr, nullptr, nullptr},
-};
+const SettingsTable<GlooConfig>& glooSettings() {
+  using Row = Setting<GlooConfig>;
+  static const SettingsTable<GlooConfig> t(
+      "gloo",
+      {
+          Row{"ifname", "C10D_SOCKET_IFNAME", "network interface to bind (e.g. eth0)",
+              [](GlooConfig& c, const std::string& v, const std::string&) { c.ifname = v; },
+              [](const GlooConfig& c) { return c.ifname; }},
+          Row{"hostname", "C10D_GLOO_HOSTNAME", "address or host name to bind",
+              [](GlooConfig& c, const std::string& v, const std::string&) { c.hostname = v; },
+              [](const GlooConfig& c) { return c.hostname; }},
+          Row{"max_p2p_threads", "C10D_GLOO_P2P_THREADS",
+              "most threads waiting on send/recv completions at once",
+              [](GlooConfig& c, const std::string& v, const std::string& src) {
+                c.maxP2pThreads = static_cast<int>(parseIntegerSetting(
+                    v, src, 1, 4096, "most threads waiting on send/recv completions at once"));
+              },
+              [](const GlooConfig& c) { return std::to_string(c.maxP2pThreads); }},
+          Row{"debug", "C10D_DEBUG",
+              "OFF | INFO | DETAIL: DETAIL compares every collective's full description (op, "
+              "dtype, count, root, reduce op) across ranks before running it; otherwise only its "
+              "size in bytes",
+              [](GlooConfig& c, const std::string& v, const std::string& src) {
+                c.detail = parseChoiceSetting(v, src, {"OFF", "INFO", "DETAIL"}, true) == "DETAIL";
+              },
+              [](const GlooConfig& c) { return std::string(c.detail ? "DETAIL" : "OFF"); }},
+      });
+  return t;
+}
 
 namespace {
-
-const GlooConfigEntry* findEntry(const std::string& name) {
-  for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
-    if (name == e->name) return e;
-  }
-  return nullptr;
-}
-
-std::string lookup(const std::map<std::string, std::string>& config, const GlooConfigEntry& e,
-                   std::string* source) {
-  auto it = config.find(e.name);
-  if (it != config.end()) {
-    *source = std::string("options.config[\"") + e.name + "\"]";
-    return it->second;
-  }
-  const char* v = std::getenv(e.env);
-  if (v != nullptr && *v != '\0') {
-    *source = e.env;
-    return v;
-  }
-  *source = "default";
-  return e.defaultValue;
-}
-
-int parsePositive(const std::string& value, const std::string& source) {
-  char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
-  C10D_CHECK_ARG(!value.empty() && end != nullptr && *end == '\0' && v > 0 && v <= 4096,
-                 "gloo: ", source, "=\"", value, "\" is not an integer in [1, 4096]");
-  return static_cast<int>(v);
-}
 
 struct AddrInfoDeleter {
   void operator()(addrinfo* ai) const { freeaddrinfo(ai); }
@@ -95,43 +82,13 @@ std::string routeTo(const std::string& host) {
 }  // namespace
 
 GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config) {
-  for (const auto& kv : config) {
-    if (findEntry(kv.first) == nullptr && !isDiagnosticsSetting(kv.first)) {
-      std::ostringstream known;
-      for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
-        known << (e == kGlooConfigTable ? "" : ", ") << e->name;
-      }
-      C10D_THROW(InvalidArgument, "gloo: unknown config key \"", kv.first,
-                 "\" (known: ", known.str(), ")");
-    }
-  }
-  GlooConfig out;
-  std::string source;
-  out.ifname = lookup(config, *findEntry("ifname"), &source);
-  out.hostname = lookup(config, *findEntry("hostname"), &source);
-  std::string threads = lookup(config, *findEntry("max_p2p_threads"), &source);
-  out.maxP2pThreads = parsePositive(threads, source);
-  std::string debug = lookup(config, *findEntry("debug"), &source);
-  for (auto& ch : debug) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  if (debug != "OFF" && debug != "INFO" && debug != "DETAIL" && !debug.empty()) {
-    C10D_THROW(InvalidArgument, "gloo setting debug (", source, ") = \"", debug,
-               "\": expected OFF, INFO or DETAIL");
-  }
-  out.detail = debug == "DETAIL";
-  return out;
+  return glooSettings().load(config, SettingsTable<GlooConfig>::UnknownKeys::kReject,
+                             isDiagnosticsSetting);
 }
 
 std::string describeGlooConfig(const GlooConfig& config) {
   std::ostringstream ss;
-  for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
-    std::string value;
-    if (std::strcmp(e->name, "ifname") == 0) value = config.ifname;
-    if (std::strcmp(e->name, "hostname") == 0) value = config.hostname;
-    if (std::strcmp(e->name, "max_p2p_threads") == 0) value = std::to_string(config.maxP2pThreads);
-    if (std::strcmp(e->name, "debug") == 0) value = config.detail ? "DETAIL" : "OFF";
-    ss << "gloo." << e->name << " = \"" << value << "\"  (env " << e->env << ", default \""
-       << e->defaultValue << "\"): " << e->description << "\n";
-  }
+  glooSettings().print(ss, config, "gloo.");
   return ss.str();
 }
 

@@ -17,17 +17,9 @@
 #include <map>
 #include <string>
 
+#include "c10d/settings.h"
+
 namespace c10d {
-
-struct GlooConfigEntry {
-  const char* name;
-  const char* env;
-  const char* defaultValue;
-  const char* description;
-};
-
-// The table above; ends with an entry whose name is nullptr.
-extern const GlooConfigEntry kGlooConfigTable[];
 
 struct GlooConfig {
   std::string ifname;
@@ -36,6 +28,9 @@ struct GlooConfig {
   // C10D_DEBUG=DETAIL: the pre-op check compares the whole OpDesc, not only the bytes moved.
   bool detail = false;
 };
+
+// The table above (c10d/settings.h).
+const SettingsTable<GlooConfig>& glooSettings();
 
 // Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws
 // InvalidArgument naming the setting for an unknown key or a malformed value.

@@ -35,9 +35,9 @@ TEST(GlooConfig, DefaultsEnvironmentAndOptions) {
     EXPECT_NE(std::string(e.what()).find("ifname"), std::string::npos) << e.what();
   }
   const std::string table = describeGlooConfig(d);
-  for (const GlooConfigEntry* e = kGlooConfigTable; e->name != nullptr; ++e) {
-    EXPECT_NE(table.find(e->name), std::string::npos) << table;
-    EXPECT_NE(table.find(e->env), std::string::npos) << table;
+  for (const auto& e : glooSettings().rows()) {
+    EXPECT_NE(table.find("gloo." + e.key + " = "), std::string::npos) << table;
+    EXPECT_NE(table.find(e.env), std::string::npos) << table;
   }
 }
 

@@ -69,11 +69,16 @@ TEST(VerbsConfig, ParsesAndRejects) {
     VerbsConfig::load({{"C10D_INLINE_US", "-1"}});
     ADD_FAILURE() << "C10D_INLINE_US=-1 accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("C10D_INLINE_US='-1' must be in [0, 1000000]"),
+    EXPECT_NE(std::string(e.what()).find("C10D_INLINE_US='-1' is not an integer in [0, 1000000]"),
               std::string::npos)
         << e.what();
   }
   EXPECT_THROW(VerbsConfig::load({{"C10D_INLINE_BYTES", "lots"}}), InvalidArgument);
+  EXPECT_EQ(VerbsConfig::load({{"C10D_SHM_RING", "1MiB"}}).shmRingBytes, 1u << 20);
+  ::setenv("C10D_SHM_CHUNK", "128K", 1);  // the environment when the options do not say
+  EXPECT_EQ(VerbsConfig::load({}).shmChunkBytes, 128u << 10);
+  EXPECT_EQ(VerbsConfig::load({{"C10D_SHM_CHUNK", "8K"}}).shmChunkBytes, 8u << 10);
+  ::unsetenv("C10D_SHM_CHUNK");
   std::ostringstream os;
   printConfig(os, c);
   EXPECT_NE(os.str().find("C10D_TRANSPORT"), std::string::npos);

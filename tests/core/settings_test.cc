@@ -1,0 +1,132 @@
+// c10d/settings.h: the settings table every backend and the core's diagnostics use.
+#include "c10d/settings.h"
+
+#include <stdlib.h>
+
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace c10d {
+namespace test {
+namespace {
+
+struct Knobs {
+  int threads = 4;
+  size_t buffer = 1024;
+  std::string mode = "fast";
+};
+
+const SettingsTable<Knobs>& knobs() {
+  using Row = Setting<Knobs>;
+  static const SettingsTable<Knobs> t(
+      "knobs", {
+                   Row{"threads", "C10D_TEST_THREADS", "worker threads",
+                       [](Knobs& k, const std::string& v, const std::string& src) {
+                         k.threads =
+                             static_cast<int>(parseIntegerSetting(v, src, 1, 64, "worker threads"));
+                       },
+                       [](const Knobs& k) { return std::to_string(k.threads); }},
+                   Row{"buffer", "C10D_TEST_BUFFER", "buffer bytes",
+                       [](Knobs& k, const std::string& v, const std::string& src) {
+                         k.buffer = parseBytesSetting(v, src, 16, 1ull << 40);
+                       },
+                       [](const Knobs& k) { return std::to_string(k.buffer); }},
+                   Row{"mode", "", "fast | safe",
+                       [](Knobs& k, const std::string& v, const std::string& src) {
+                         k.mode = parseChoiceSetting(v, src, {"fast", "safe"}, true);
+                       },
+                       [](const Knobs& k) { return k.mode; }},
+               });
+  return t;
+}
+
+std::string messageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InvalidArgument";
+  return "";
+}
+
+TEST(Settings, OptionsWinOverTheEnvironmentWhichWinsOverDefaults) {
+  ::unsetenv("C10D_TEST_THREADS");
+  EXPECT_EQ(knobs().load({}).threads, 4);
+  ::setenv("C10D_TEST_THREADS", "8", 1);
+  EXPECT_EQ(knobs().load({}).threads, 8);
+  EXPECT_EQ(knobs().load({{"threads", "2"}}).threads, 2);
+  ::setenv("C10D_TEST_THREADS", "", 1);  // empty: unset
+  EXPECT_EQ(knobs().load({}).threads, 4);
+  ::setenv("C10D_TEST_THREADS", "99", 1);  // a bad value from the environment names it
+  const std::string m = messageOf([] { knobs().load({}); });
+  EXPECT_NE(m.find("C10D_TEST_THREADS='99' is not an integer in [1, 64] (worker threads)"),
+            std::string::npos)
+      << m;
+  ::unsetenv("C10D_TEST_THREADS");
+}
+
+TEST(Settings, ValueParsersNameTheSettingAndWhatWasExpected) {
+  EXPECT_EQ(knobs().load({{"buffer", "64K"}}).buffer, 64u << 10);
+  EXPECT_EQ(knobs().load({{"buffer", "3MiB"}}).buffer, 3u << 20);
+  EXPECT_EQ(knobs().load({{"buffer", "2g"}}).buffer, 2ull << 30);
+  EXPECT_EQ(knobs().load({{"buffer", "100"}}).buffer, 100u);
+  for (const char* bad : {"", "K", "-5", "12Q", "1.5M", "99999999999999999999"}) {
+    const std::string m = messageOf([&] { knobs().load({{"buffer", bad}}); });
+    EXPECT_NE(m.find(std::string("buffer='") + bad + "' is not a size in bytes"), std::string::npos)
+        << m;
+  }
+  EXPECT_NE(messageOf([] {
+              knobs().load({{"buffer", "8"}});
+            }).find("is not in [16, "),
+            std::string::npos);
+  EXPECT_NE(messageOf([] {
+              knobs().load({{"buffer", "2000G"}});
+            }).find("is not in [16, "),
+            std::string::npos);
+  for (const char* bad : {"", "x", "0", "65", "3.5", "4 "}) {
+    const std::string m = messageOf([&] { knobs().load({{"threads", bad}}); });
+    EXPECT_NE(m.find(std::string("threads='") + bad + "' is not an integer in [1, 64]"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_EQ(knobs().load({{"mode", "SAFE"}}).mode, "safe");
+  EXPECT_NE(messageOf([] {
+              knobs().load({{"mode", "slow"}});
+            }).find("mode='slow': expected fast or safe"),
+            std::string::npos);
+}
+
+TEST(Settings, UnknownKeysAreRejectedOnlyWhenAsked) {
+  EXPECT_EQ(knobs().load({{"thread", "2"}}).threads, 4);  // ignored by default
+  const std::string m = messageOf([] {
+    knobs().load({{"thread", "2"}}, SettingsTable<Knobs>::UnknownKeys::kReject);
+  });
+  EXPECT_NE(m.find("knobs: unknown config key \"thread\" (known: threads, buffer, mode)"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(knobs()
+                .load({{"EXTRA", "1"}}, SettingsTable<Knobs>::UnknownKeys::kReject,
+                      [](const std::string& k) { return k == "EXTRA"; })
+                .threads,
+            4);
+}
+
+TEST(Settings, PrintShowsValueDefaultVariableAndHelp) {
+  Knobs k;
+  k.threads = 7;
+  std::ostringstream os;
+  knobs().print(os, k, "knobs.");
+  EXPECT_EQ(os.str(),
+            "knobs.threads = 7  (default 4, env C10D_TEST_THREADS): worker threads\n"
+            "knobs.buffer = 1024  (default 1024, env C10D_TEST_BUFFER): buffer bytes\n"
+            "knobs.mode = fast  (default fast): fast | safe\n");
+  EXPECT_NE(knobs().find("mode"), nullptr);
+  EXPECT_EQ(knobs().find("nope"), nullptr);
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
