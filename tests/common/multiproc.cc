@@ -38,6 +38,26 @@ std::string RankResult::describe() const {
   return ss.str();
 }
 
+double testTimeoutScale() {
+  static const double scale = [] {
+    const char* v = std::getenv("C10D_TEST_TIMEOUT_SCALE");
+    if (v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end != v && *end == '\0' && x > 0 && x <= 1000) return x;
+      std::fprintf(stderr, "C10D_TEST_TIMEOUT_SCALE='%s' is not a number in (0, 1000]; using %g\n",
+                   v, static_cast<double>(C10D_TEST_TIMEOUT_SCALE_DEFAULT));
+    }
+    return static_cast<double>(C10D_TEST_TIMEOUT_SCALE_DEFAULT);
+  }();
+  return scale;
+}
+
+std::chrono::milliseconds scaledTimeout(std::chrono::milliseconds t) {
+  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(t.count()) *
+                                                        testTimeoutScale()));
+}
+
 std::vector<RankResult> runRanks(int size, const std::function<void(int, int)>& fn,
                                  const MultiProcOptions& options) {
   std::fflush(stdout);
@@ -70,7 +90,7 @@ std::vector<RankResult> runRanks(int size, const std::function<void(int, int)>& 
   if (options.afterFork) options.afterFork(pids);
 
   std::vector<RankResult> results(size);
-  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const auto deadline = std::chrono::steady_clock::now() + scaledTimeout(options.timeout);
   int remaining = 0;
   for (int r = 0; r < size; ++r) {
     results[r].rank = r;

@@ -3,8 +3,8 @@
 //
 // The child runs `fn(rank, size)`; it exits 0 when fn returns without a GoogleTest failure, 1 when
 // an assertion failed, 2 when fn threw (the exception's message is printed with the rank). The
-// parent waits for all children up to `timeout`, then SIGKILLs the rest and reports them as hung:
-// a test can never hang the suite.
+// parent waits for all children up to `timeout` (times testTimeoutScale()), then SIGKILLs the
+// rest and reports them as hung: a test can never hang the suite.
 #pragma once
 
 #include <chrono>
@@ -31,6 +31,13 @@ struct MultiProcOptions {
   // children's pids by rank.
   std::function<void(const std::vector<int>& pids)> afterFork;
 };
+
+// What every harness deadline is multiplied by: C10D_TEST_TIMEOUT_SCALE (a number > 0) when set,
+// else the build's default (1; 2 under ASan/UBSan, 4 under TSan: see tests/CMakeLists.txt, which
+// scales the ctest TIMEOUTs the same way). runRanks applies it to MultiProcOptions::timeout.
+double testTimeoutScale();
+// `t` times testTimeoutScale().
+std::chrono::milliseconds scaledTimeout(std::chrono::milliseconds t);
 
 // Forks `size` children running fn(rank, size) and waits for them (see above).
 std::vector<RankResult> runRanks(int size, const std::function<void(int rank, int size)>& fn,
