@@ -24,16 +24,17 @@ const Collective kAllCollectives[] = {
     Collective::kAllreduce, Collective::kReduceScatter, Collective::kAllgather,
     Collective::kBroadcast, Collective::kReduce,        Collective::kGather,
     Collective::kScatter,   Collective::kAlltoall,      Collective::kBarrier};
-const Algo kAllAlgos[] = {Algo::kShm,      Algo::kRing,          Algo::kRecursiveDoubling,
-                          Algo::kBinomial, Algo::kChain,         Algo::kDirect,
-                          Algo::kPairwise, Algo::kDissemination, Algo::kRabenseifner};
+const Algo kAllAlgos[] = {Algo::kShm,         Algo::kRing,          Algo::kRecursiveDoubling,
+                          Algo::kBinomial,    Algo::kChain,         Algo::kDirect,
+                          Algo::kPairwise,    Algo::kDissemination, Algo::kRabenseifner,
+                          Algo::kHierarchical};
 
 // Which algorithms implement which collective.
 bool implements(Collective c, Algo a) {
   switch (c) {
     case Collective::kAllreduce:
       return a == Algo::kShm || a == Algo::kRing || a == Algo::kRecursiveDoubling ||
-             a == Algo::kRabenseifner;
+             a == Algo::kRabenseifner || a == Algo::kHierarchical;
     case Collective::kReduceScatter:
     case Collective::kAllgather:
       return a == Algo::kRing;
@@ -97,6 +98,8 @@ const char* toString(Algo a) {
       return "dissemination";
     case Algo::kRabenseifner:
       return "rabenseifner";
+    case Algo::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -130,11 +133,12 @@ std::map<Collective, Algo> AlgoSelector::parseOverrides(const std::string& spec)
   return out;
 }
 
-Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int worldSize,
-                             bool shm) const {
+Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
+                             bool multiHost) const {
   switch (c) {
     case Collective::kAllreduce:
       if (shm) return Algo::kShm;
+      if (multiHost) return Algo::kHierarchical;
       if (count < static_cast<size_t>(worldSize)) return Algo::kRecursiveDoubling;
       if (worldSize >= 4 && isPowerOfTwo(worldSize))
         return bytes <= kRecursiveDoublingPow2Max ? Algo::kRecursiveDoubling : Algo::kRabenseifner;
@@ -158,15 +162,22 @@ Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int world
   return Algo::kRing;
 }
 
-Algo AlgoSelector::select(Collective c, size_t bytes, size_t count, int worldSize, bool shm) const {
+Algo AlgoSelector::select(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
+                          bool multiHost) const {
   auto it = overrides_.find(c);
-  if (it != overrides_.end() && (it->second != Algo::kShm || shm)) return it->second;
-  return byDefault(c, bytes, count, worldSize, shm);
+  // An override that cannot run here (shm without a workspace, hierarchical on one host) falls
+  // back to the default.
+  if (it != overrides_.end() && (it->second != Algo::kShm || shm) &&
+      (it->second != Algo::kHierarchical || multiHost))
+    return it->second;
+  return byDefault(c, bytes, count, worldSize, shm, multiHost);
 }
 
 void AlgoSelector::print(std::ostream& os) const {
   os << "verbs algorithm table (C10D_ALGO=op:algo overrides):\n"
      << "  allreduce      shm workspace: shm (1 sync/chunk; 1 sync below C10D_SMALL_BYTES);\n"
+     << "                 several hosts, some with several ranks: hierarchical (shm inside\n"
+     << "                 hosts, the flat algorithm below between them);\n"
      << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, else\n"
      << "                 rabenseifner; other sizes: <= 64 KiB recursive_doubling, else ring\n"
      << "  broadcast      shm workspace: shm; else <= 256 KiB: binomial; else chain\n"

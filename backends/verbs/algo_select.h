@@ -3,7 +3,9 @@
 //
 // Default table (bytes = the tensor's size on one rank):
 //   allreduce       shm workspace: "shm" (direct reduce from peers' slots; one sync per chunk,
-//                   a single sync below C10D_SMALL_BYTES). Else (tcp / ibverbs), fewer elements
+//                   a single sync below C10D_SMALL_BYTES). Ranks on several hosts with some host
+//                   holding several: "hierarchical" (shm inside hosts, the network across; see
+//                   allreduce_hierarchical.cc). Else (tcp / ibverbs), fewer elements
 //                   than ranks: "recursive_doubling"; world size 4, 8, 16...: <= 32 KiB
 //                   "recursive_doubling", else "rabenseifner"; other world sizes (2, 3, 5, 6..):
 //                   <= 64 KiB "recursive_doubling", else "ring".
@@ -58,7 +60,8 @@ enum class Algo {
   kDirect,
   kPairwise,
   kDissemination,
-  kRabenseifner
+  kRabenseifner,
+  kHierarchical
 };
 
 const char* toString(Collective c);
@@ -68,8 +71,10 @@ class AlgoSelector {
  public:
   explicit AlgoSelector(const VerbsConfig& cfg);
 
-  // `bytes`: per-rank message size; `count`: elements; `shm`: a shm workspace spans the group.
-  Algo select(Collective c, size_t bytes, size_t count, int worldSize, bool shm) const;
+  // `bytes`: per-rank message size; `count`: elements; `shm`: a shm workspace spans the group;
+  // `multiHost`: the group spans hosts and some host has several ranks (HostLayout::multiHost).
+  Algo select(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
+              bool multiHost = false) const;
 
   // Parses "op:algo,..."; throws InvalidArgument naming the bad entry.
   static std::map<Collective, Algo> parseOverrides(const std::string& spec);
@@ -77,7 +82,8 @@ class AlgoSelector {
   void print(std::ostream& os) const;
 
  private:
-  Algo byDefault(Collective c, size_t bytes, size_t count, int worldSize, bool shm) const;
+  Algo byDefault(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
+                 bool multiHost) const;
   std::map<Collective, Algo> overrides_;
 };
 

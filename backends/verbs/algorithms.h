@@ -28,6 +28,9 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
                                 ReduceOp::Kind op);
 // Reduce-scatter by recursive halving + allgather by recursive doubling (non-powers of two fold).
 void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
+// Needs c.hosts() with multiHost: shm inside hosts, the network across (allreduce_hierarchical.cc).
+void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t count,
+                           DataType dtype, ReduceOp::Kind op);
 // Needs c.shm(). Divides by the group size itself when `avg` (so it happens once per element).
 void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
                   size_t smallBytes);

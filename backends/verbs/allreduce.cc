@@ -14,10 +14,15 @@ void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataT
   const bool avg = op.kind == ReduceOp::AVG;
   if (c.size() == 1) return;
   const size_t bytes = count * elementSize(dtype);
-  switch (sel.select(Collective::kAllreduce, bytes, count, c.size(), c.shm() != nullptr)) {
+  const bool multiHost = c.hosts() != nullptr && c.hosts()->multiHost;
+  switch (
+      sel.select(Collective::kAllreduce, bytes, count, c.size(), c.shm() != nullptr, multiHost)) {
     case Algo::kShm:
       allreduceShm(c, data, count, dtype, k, avg, smallBytes);
       return;  // divided already
+    case Algo::kHierarchical:
+      allreduceHierarchical(c, sel, data, count, dtype, k);
+      break;
     case Algo::kRecursiveDoubling:
       allreduceRecursiveDoubling(c, data, count, dtype, k);
       break;

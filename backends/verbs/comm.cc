@@ -27,6 +27,46 @@ Comm::Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline,
   checkFn_ = [this] { check(); };
 }
 
+HostLayout HostLayout::fromHostIds(const std::vector<std::string>& hostIdOfRank) {
+  HostLayout l;
+  std::vector<std::string> ids;
+  l.hostOf.resize(hostIdOfRank.size());
+  for (size_t r = 0; r < hostIdOfRank.size(); ++r) {
+    const auto it = std::find(ids.begin(), ids.end(), hostIdOfRank[r]);
+    const size_t h = static_cast<size_t>(it - ids.begin());
+    if (it == ids.end()) {
+      ids.push_back(hostIdOfRank[r]);
+      l.hosts.emplace_back();
+    }
+    l.hosts[h].push_back(static_cast<int>(r));
+    l.hostOf[r] = static_cast<int>(h);
+  }
+  bool someShared = false;
+  l.balanced = l.hosts.size() > 1;
+  for (const auto& h : l.hosts) {
+    someShared = someShared || h.size() > 1;
+    l.balanced = l.balanced && h.size() == l.hosts[0].size() && h.size() > 1;
+  }
+  l.multiHost = l.hosts.size() > 1 && someShared;
+  return l;
+}
+
+Comm::View::View(Comm& c, const std::vector<int>& members) : c_(c) {
+  C10D_CHECK_ARG(c.view_ == nullptr, c.what(), ": nested Comm views");
+  const auto it = std::find(members.begin(), members.end(), c.rank_);
+  C10D_CHECK_ARG(it != members.end(), c.what(), ": rank ", c.rank_, " is not in its own view");
+  c.viewRank_ = static_cast<int>(it - members.begin());
+  c.view_ = &members;
+  // The group's shm workspace spans the whole group, not the view.
+  c.shmOutsideView_ = c.shm_;
+  c.shm_ = nullptr;
+}
+
+Comm::View::~View() {
+  c_.shm_ = c_.shmOutsideView_;
+  c_.view_ = nullptr;
+}
+
 std::string Comm::what() const {
   return detail::str(c10d::toString(op_), " #", seq_, " in group ", group_);
 }
@@ -137,6 +177,34 @@ void Comm::check() {
 }
 
 void Comm::run(std::vector<P2POp>& ops) {
+  if (view_ != nullptr) {
+    // Peers are view positions: run on group ranks, then give the caller its positions back.
+    for (P2POp& op : ops) op.peer = (*view_)[static_cast<size_t>(op.peer)];
+    struct Restore {
+      const std::vector<int>& members;
+      std::vector<P2POp>& ops;
+      ~Restore() {
+        for (P2POp& op : ops) {
+          op.peer = static_cast<int>(std::find(members.begin(), members.end(), op.peer) -
+                                     members.begin());
+        }
+      }
+    } restore{*view_, ops};
+    const std::vector<int>* view = view_;
+    view_ = nullptr;  // runGroup() sees group ranks only
+    try {
+      runGroup(ops);
+    } catch (...) {
+      view_ = view;
+      throw;
+    }
+    view_ = view;
+    return;
+  }
+  runGroup(ops);
+}
+
+void Comm::runGroup(std::vector<P2POp>& ops) {
   constexpr uint8_t kFp = sizeof(OpDesc::Wire);
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing

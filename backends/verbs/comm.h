@@ -50,6 +50,19 @@ struct P2POp {
   size_t done = 0;
 };
 
+// Where a group's ranks live: ranks with the same host identity share memory (shm), the others
+// talk over the network. Made once per group (process_group_verbs.cc); read by the hierarchical
+// algorithms.
+struct HostLayout {
+  std::vector<std::vector<int>> hosts;  // each host's ranks, ascending; hosts ordered by first rank
+  std::vector<int> hostOf;              // rank -> index in hosts
+  // The group spans several hosts and at least one has several ranks: a hierarchical algorithm
+  // (shm inside hosts, the network across) can help.
+  bool multiHost = false;
+  bool balanced = false;  // every host has the same number of ranks (> 1)
+  static HostLayout fromHostIds(const std::vector<std::string>& hostIdOfRank);
+};
+
 class Comm {
  public:
   // `group` must outlive the Comm (it is the group's cached name); messages are built from op,
@@ -57,8 +70,28 @@ class Comm {
   Comm(Transport& t, int ch, int rank, int size, Clock::time_point deadline, OpType op,
        uint64_t seq, const std::string& group, Milliseconds timeout);
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  // This rank and the group size; inside a View, the view's.
+  int rank() const { return view_ != nullptr ? viewRank_ : rank_; }
+  int size() const { return view_ != nullptr ? static_cast<int>(view_->size()) : size_; }
+
+  // Makes the Comm a sub-communicator of `members` (ascending or not; group ranks, this rank
+  // among them) while it lives: rank()/size() and every peer passed to run/send/recv are
+  // positions in `members`; errors still name group ranks. Not nested. The algorithms run
+  // unchanged on a View (hierarchical allreduce: inside a host, then across hosts).
+  class View {
+   public:
+    View(Comm& c, const std::vector<int>& members);
+    ~View();
+    View(const View&) = delete;
+    View& operator=(const View&) = delete;
+
+   private:
+    Comm& c_;
+  };
+
+  // The group's host layout (outlives the Comm), or null when unknown.
+  const HostLayout* hosts() const { return hosts_; }
+  void setHosts(const HostLayout* h) { hosts_ = h; }
   Transport& transport() const { return t_; }
   // The group's shm workspace, or null when the group does not share one.
   ShmTransport* shm() const { return shm_; }
@@ -103,6 +136,8 @@ class Comm {
   std::string what() const;
 
  private:
+  // run() on group ranks.
+  void runGroup(std::vector<P2POp>& ops);
   // t_.checkPeers(), its CommError extended with every peer gone by then: a survivor that failed
   // first and exited may be seen before the rank that died and started it all.
   void checkPeers();
@@ -132,6 +167,10 @@ class Comm {
   const std::string& group_;
   const Milliseconds timeout_;
   ShmTransport* shm_ = nullptr;
+  const HostLayout* hosts_ = nullptr;
+  const std::vector<int>* view_ = nullptr;  // inside a View: its members (group ranks)
+  int viewRank_ = 0;
+  ShmTransport* shmOutsideView_ = nullptr;
   Handoff* handoff_ = nullptr;
   const std::atomic<bool>* abort_ = nullptr;
   std::vector<uint8_t>* scratch_[2] = {nullptr, nullptr};

@@ -66,12 +66,16 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   std::vector<Bytes> ids = store->multiGet(keys);
   const std::string myHost = me.substr(0, me.rfind('|'));
   std::vector<int> pids(size), localRanks;
+  std::vector<std::string> hostIds(size);
   for (int r = 0; r < size; ++r) {
     std::string id = c10d::toString(ids[r]);
     auto bar = id.rfind('|');
     pids[r] = std::atoi(id.c_str() + bar + 1);
-    if (id.substr(0, bar) == myHost) localRanks.push_back(r);
+    hostIds[r] = id.substr(0, bar);
+    if (hostIds[r] == myHost) localRanks.push_back(r);
   }
+  hosts_ = HostLayout::fromHostIds(hostIds);
+  useHosts_ = hosts_.multiHost && cfg_.transport == "auto";
   const bool allLocal = static_cast<int>(localRanks.size()) == size;
 
   std::string choice = cfg_.transport;
@@ -230,6 +234,10 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     }
     Comm c(*transport_, kCollectiveChannel, rank(), size(), deadline, op, seq, name_, timeout);
     c.setShm(shm_);
+    // The host layout is the same on every rank; so is the decision to use it (a rank alone on
+    // its host runs tcp, its peers shm+tcp, and all of them must run the same algorithm). A
+    // group forced onto one transport (C10D_TRANSPORT) has one network everywhere.
+    if (useHosts_) c.setHosts(&hosts_);
     c.setScratch(&scratch_[0], &scratch_[1]);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());

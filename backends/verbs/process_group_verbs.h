@@ -128,6 +128,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   bool mismatchReported_ = false;  // by this rank (engine thread or inline caller: one at a time)
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
+  HostLayout hosts_;             // which ranks share a host (from the host identities at setup)
+  bool useHosts_ = false;        // hierarchical algorithms may run (multiHost, transport auto)
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];

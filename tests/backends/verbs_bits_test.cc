@@ -4,10 +4,10 @@
 // depends on the order of additions (magnitudes from 2^-20 to 2^20, random mantissas), products of
 // values near 1, for f32, f64, f16 and bf16, every float op, through the shm algorithm and through
 // ring, recursive doubling and Rabenseifner forced over shm streams and over tcp, at power-of-two
-// and folded world sizes. Each rank hashes its result and the hashes are allgathered; on a mismatch
-// the full results are allgathered to name the first differing element. Results are also checked
-// against the exact sum within the error bound of any summation order, so identical garbage fails
-// too.
+// and folded world sizes, and through the hierarchical allreduce of groups across "hosts". Each
+// rank hashes its result and the hashes are allgathered; on a mismatch the full results are
+// allgathered to name the first differing element. Results are also checked against the exact sum
+// within the error bound of any summation order, so identical garbage fails too.
 //
 // A second test mixes in signed zeros (+0 on even ranks, -0 on odd) and NaNs of both signs: MIN
 // and MAX of -0 and +0, and sums of two NaNs, depend on operand order in IEEE arithmetic, so an
@@ -18,6 +18,7 @@
 #include <limits>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
@@ -30,6 +31,7 @@ struct BitsCase {
   std::string name;
   std::map<std::string, std::string> config;
   int worldSize;
+  std::vector<std::string> hosts = {};  // rank r's C10D_HOST_ID (empty: all on this host)
 };
 
 void PrintTo(const BitsCase& c, std::ostream* os) {
@@ -173,7 +175,9 @@ void run(const BitsCase& c, bool specials) {
   expectAllRanksOk(
       c.worldSize,
       [&](int rank, int n) {
-        auto pg = makeGroup(p, path, rank, n);
+        BackendParam mine = p;
+        if (!c.hosts.empty()) mine.config["C10D_HOST_ID"] = c.hosts[static_cast<size_t>(rank)];
+        auto pg = makeGroup(mine, path, rank, n);
         for (size_t count : {size_t{1001}, size_t{70001}}) {
           for (DataType dt :
                {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
@@ -225,6 +229,10 @@ std::vector<BitsCase> bitsCases() {
           {std::string("tcp_") + algo, {{"C10D_TRANSPORT", "tcp"}, {"C10D_ALGO", a}}, ws});
     }
   }
+  // Groups across "hosts" (C10D_HOST_ID): the hierarchical allreduce, balanced (reduce-scatter
+  // inside hosts, allreduce across, allgather inside) and leader-based (hosts of 2 and 1).
+  out.push_back({"hier_balanced", {}, 4, {"a", "a", "b", "b"}});
+  out.push_back({"hier_leaders", {}, 3, {"a", "b", "a"}});
   return out;
 }
 

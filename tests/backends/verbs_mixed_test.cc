@@ -1,7 +1,8 @@
 // The verbs backend across "hosts": every rank sets its host identity (C10D_HOST_ID), so one
 // machine plays several hosts. Ranks sharing an identity talk through shm, the others through tcp
 // (MixedTransport). The conformance sweep runs against references computed in the test, for
-// hosts of equal and unequal sizes, interleaved rank placement and a rank alone on its host; a
+// hosts of equal and unequal sizes, interleaved rank placement and a rank alone on its host, with
+// the hierarchical allreduce (the default here) and the flat ring forced; a
 // rank that dies mid-job becomes CommError on every other rank, local or remote.
 #include <signal.h>
 #include <unistd.h>
@@ -25,18 +26,22 @@ namespace {
 using test::expectAllRanksOk;
 using test::uniqueTempPath;
 
-std::shared_ptr<ProcessGroupVerbs> makeOnHost(const std::string& path, int rank, int size,
-                                              const std::string& host,
-                                              Milliseconds timeout = Milliseconds(30000)) {
+std::shared_ptr<ProcessGroupVerbs> makeOnHost(
+    const std::string& path, int rank, int size, const std::string& host,
+    Milliseconds timeout = Milliseconds(30000),
+    const std::map<std::string, std::string>& config = {}) {
   auto store = std::make_shared<FileStore>(path, size);
   ProcessGroup::Options o;
   o.timeout = timeout;
-  o.config = {{"C10D_HOST_ID", host}};
+  o.config = config;
+  o.config["C10D_HOST_ID"] = host;
   return std::make_shared<ProcessGroupVerbs>(store, rank, size, o);
 }
 
-// hosts[r] is rank r's host; the transport each rank must pick follows from it.
-void sweepOnHosts(const std::vector<std::string>& hosts, std::vector<size_t> counts) {
+// hosts[r] is rank r's host; the transport each rank must pick follows from it. `config` is
+// added to every rank's options.
+void sweepOnHosts(const std::vector<std::string>& hosts, std::vector<size_t> counts,
+                  const std::map<std::string, std::string>& config = {}) {
   const int size = static_cast<int>(hosts.size());
   const std::string path = uniqueTempPath("verbs-mixed");
   test::MultiProcOptions mp;
@@ -44,7 +49,7 @@ void sweepOnHosts(const std::vector<std::string>& hosts, std::vector<size_t> cou
   expectAllRanksOk(
       size,
       [&](int rank, int n) {
-        auto pg = makeOnHost(path, rank, n, hosts[rank]);
+        auto pg = makeOnHost(path, rank, n, hosts[rank], Milliseconds(30000), config);
         int local = 0;
         for (const auto& h : hosts) local += h == hosts[rank];
         const std::string expected = local == n ? "shm" : local > 1 ? "shm+tcp" : "tcp";
@@ -68,6 +73,21 @@ TEST(VerbsMixed, InterleavedHostsOfThreeAndTwo) {
 
 TEST(VerbsMixed, OneRankAloneOnItsHost) {
   sweepOnHosts({"a", "a", "b"}, {0, 1, 7, 4099});
+}
+
+// The hierarchical allreduce (the default across hosts): three hosts of two (balanced: blocks of
+// the host reduce-scatter cross three hosts at once) and two of three; then the flat algorithms
+// forced on the same layout.
+TEST(VerbsMixed, ThreeHostsOfTwoHierarchical) {
+  sweepOnHosts({"a", "a", "b", "b", "c", "c"}, {1, 5, 70001});
+}
+
+TEST(VerbsMixed, TwoHostsOfThreeHierarchical) {
+  sweepOnHosts({"a", "b", "a", "b", "a", "b"}, {2, 6, 4099});
+}
+
+TEST(VerbsMixed, TwoHostsOfTwoFlatRingForced) {
+  sweepOnHosts({"a", "a", "b", "b"}, {1, 70001}, {{"C10D_ALGO", "allreduce:ring"}});
 }
 
 // A rank killed between two allreduces: every other rank, on its host (shm) or not (tcp), gets

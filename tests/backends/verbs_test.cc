@@ -164,6 +164,38 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   EXPECT_EQ(rab.select(Collective::kAllreduce, 8, 2, 5, false), Algo::kRabenseifner);
   EXPECT_EQ(rab.select(Collective::kAllreduce, 8, 2, 5, true), Algo::kRabenseifner);
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "broadcast:rabenseifner"}}), InvalidArgument);
+  // Across hosts with shared ones: hierarchical, unless an override says otherwise; forced on a
+  // layout where it cannot help, it falls back to the flat default.
+  EXPECT_EQ(def.select(Collective::kAllreduce, 8, 2, 4, false, true), Algo::kHierarchical);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false, true),
+            Algo::kHierarchical);
+  EXPECT_EQ(o.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, false, true), Algo::kRing);
+  AlgoSelector hier(VerbsConfig::load({{"C10D_ALGO", "allreduce:hierarchical"}}));
+  EXPECT_EQ(hier.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, false, true),
+            Algo::kHierarchical);
+  EXPECT_EQ(hier.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, false, false),
+            Algo::kRabenseifner);
+  EXPECT_EQ(hier.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, true, false), Algo::kShm);
+  EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "broadcast:hierarchical"}}), InvalidArgument);
+}
+
+TEST(VerbsHostLayout, FromHostIds) {
+  const HostLayout l = HostLayout::fromHostIds({"x", "y", "x", "y", "x", "y"});
+  ASSERT_EQ(l.hosts.size(), 2u);
+  EXPECT_EQ(l.hosts[0], (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(l.hosts[1], (std::vector<int>{1, 3, 5}));
+  EXPECT_EQ(l.hostOf, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  EXPECT_TRUE(l.multiHost);
+  EXPECT_TRUE(l.balanced);
+  const HostLayout uneven = HostLayout::fromHostIds({"x", "x", "y"});
+  EXPECT_TRUE(uneven.multiHost);
+  EXPECT_FALSE(uneven.balanced);
+  const HostLayout apart = HostLayout::fromHostIds({"x", "y", "z"});  // nothing to share
+  EXPECT_FALSE(apart.multiHost);
+  EXPECT_FALSE(apart.balanced);
+  const HostLayout one = HostLayout::fromHostIds({"x", "x"});  // one host: the shm workspace
+  EXPECT_FALSE(one.multiHost);
+  EXPECT_FALSE(one.balanced);
 }
 
 TEST(VerbsIbAddress, EncodeDecodeRoundTrip) {
