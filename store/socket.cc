@@ -118,6 +118,33 @@ int pollTimeoutUntil(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
+std::string routeTo(const std::string& host, int family) {
+  addrinfo hints{};
+  hints.ai_family = family;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "29500", &hints, &res) != 0 || res == nullptr) return "";
+  std::string out;
+  for (addrinfo* ai = res; ai != nullptr && out.empty(); ai = ai->ai_next) {
+    Fd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      continue;
+    }
+    char buf[INET6_ADDRSTRLEN] = {0};
+    const void* src =
+        local.ss_family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+    if (inet_ntop(local.ss_family, src, buf, sizeof(buf)) != nullptr) out = buf;
+  }
+  freeaddrinfo(res);
+  return out;
+}
+
 std::string formatHostPort(const std::string& host, uint16_t port) {
   if (host.find(':') != std::string::npos) return detail::str("[", host, "]:", port);
   return detail::str(host, ":", port);

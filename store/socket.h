@@ -40,6 +40,10 @@ std::string formatHostPort(const std::string& host, uint16_t port);
 std::string formatSockaddr(const sockaddr* addr, socklen_t len);
 // The remote address of a connected socket, "ip:port" (or "?" when unknown).
 std::string peerName(int fd);
+// The local address the kernel would use to reach `host` (a UDP connect, which sends nothing),
+// numeric; "" when `host` does not resolve or no route leads there. `family`: AF_UNSPEC, AF_INET
+// or AF_INET6.
+std::string routeTo(const std::string& host, int family = AF_UNSPEC);
 
 void setNonBlocking(int fd);
 void setNoDelay(int fd);

@@ -16,6 +16,11 @@ constexpr size_t kRecursiveDoublingPow2Max = 32 << 10;
 
 constexpr size_t kBinomialBroadcastMax = 256 << 10;
 
+// Groups across hosts: the hierarchical allreduce above this size (scripts/hier-perf.sh over a
+// veth pair: at 64 KiB the flat ring's fewer steps win; from 256 KiB up the hierarchical one moved
+// 1.2-1.4x faster at 2 hosts x 2 ranks).
+constexpr size_t kHierarchicalMin = 64 << 10;
+
 bool isPowerOfTwo(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
@@ -138,7 +143,7 @@ Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int world
   switch (c) {
     case Collective::kAllreduce:
       if (shm) return Algo::kShm;
-      if (multiHost) return Algo::kHierarchical;
+      if (multiHost && bytes > kHierarchicalMin) return Algo::kHierarchical;
       if (count < static_cast<size_t>(worldSize)) return Algo::kRecursiveDoubling;
       if (worldSize >= 4 && isPowerOfTwo(worldSize))
         return bytes <= kRecursiveDoublingPow2Max ? Algo::kRecursiveDoubling : Algo::kRabenseifner;
@@ -176,8 +181,8 @@ Algo AlgoSelector::select(Collective c, size_t bytes, size_t count, int worldSiz
 void AlgoSelector::print(std::ostream& os) const {
   os << "verbs algorithm table (C10D_ALGO=op:algo overrides):\n"
      << "  allreduce      shm workspace: shm (1 sync/chunk; 1 sync below C10D_SMALL_BYTES);\n"
-     << "                 several hosts, some with several ranks: hierarchical (shm inside\n"
-     << "                 hosts, the flat algorithm below between them);\n"
+     << "                 several hosts, some with several ranks: > 64 KiB hierarchical (shm\n"
+     << "                 inside hosts, the flat algorithm below between them);\n"
      << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, else\n"
      << "                 rabenseifner; other sizes: <= 64 KiB recursive_doubling, else ring\n"
      << "  broadcast      shm workspace: shm; else <= 256 KiB: binomial; else chain\n"

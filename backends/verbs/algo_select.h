@@ -4,8 +4,8 @@
 // Default table (bytes = the tensor's size on one rank):
 //   allreduce       shm workspace: "shm" (direct reduce from peers' slots; one sync per chunk,
 //                   a single sync below C10D_SMALL_BYTES). Ranks on several hosts with some host
-//                   holding several: "hierarchical" (shm inside hosts, the network across; see
-//                   allreduce_hierarchical.cc). Else (tcp / ibverbs), fewer elements
+//                   holding several, > 64 KiB: "hierarchical" (shm inside hosts, the network
+//                   across; see allreduce_hierarchical.cc). Else (tcp / ibverbs), fewer elements
 //                   than ranks: "recursive_doubling"; world size 4, 8, 16...: <= 32 KiB
 //                   "recursive_doubling", else "rabenseifner"; other world sizes (2, 3, 5, 6..):
 //                   <= 64 KiB "recursive_doubling", else "ring".

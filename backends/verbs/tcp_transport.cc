@@ -13,11 +13,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "backends/verbs/spin_wait.h"
 #include "c10d/error.h"
+#include "store/socket.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -38,8 +40,17 @@ struct PendingHellos {
   }
 };
 
+// The address peers reach this rank at: C10D_TCP_IFADDR; else the local end of the route to
+// MASTER_ADDR (the interface that reaches the job's rendezvous host reaches its peers too, and a
+// hostname that /etc/hosts maps to 127.0.1.1, as Debian's does, would be unreachable from other
+// hosts); else the address this host's name resolves to.
 std::string localAddress(const VerbsConfig& cfg) {
   if (!cfg.tcpIfaddr.empty()) return cfg.tcpIfaddr;
+  const char* master = std::getenv("MASTER_ADDR");
+  if (master != nullptr && *master != '\0') {
+    std::string routed = net::routeTo(master, AF_INET);
+    if (!routed.empty()) return routed;
+  }
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   addrinfo hints{};

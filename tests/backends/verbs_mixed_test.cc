@@ -72,18 +72,21 @@ TEST(VerbsMixed, InterleavedHostsOfThreeAndTwo) {
 }
 
 TEST(VerbsMixed, OneRankAloneOnItsHost) {
-  sweepOnHosts({"a", "a", "b"}, {0, 1, 7, 4099});
+  sweepOnHosts({"a", "a", "b"}, {0, 1, 7, 70001});
 }
 
-// The hierarchical allreduce (the default across hosts): three hosts of two (balanced: blocks of
-// the host reduce-scatter cross three hosts at once) and two of three; then the flat algorithms
-// forced on the same layout.
+// The hierarchical allreduce (the default across hosts above 64 KiB; forced here so that counts
+// smaller than a host's rank count go through it too): three hosts of two (balanced: blocks of
+// the host reduce-scatter cross three hosts at once) and two of three, interleaved; then the flat
+// algorithms forced on the same layout.
 TEST(VerbsMixed, ThreeHostsOfTwoHierarchical) {
-  sweepOnHosts({"a", "a", "b", "b", "c", "c"}, {1, 5, 70001});
+  sweepOnHosts({"a", "a", "b", "b", "c", "c"}, {1, 5, 70001},
+               {{"C10D_ALGO", "allreduce:hierarchical"}});
 }
 
 TEST(VerbsMixed, TwoHostsOfThreeHierarchical) {
-  sweepOnHosts({"a", "b", "a", "b", "a", "b"}, {2, 6, 4099});
+  sweepOnHosts({"a", "b", "a", "b", "a", "b"}, {2, 6, 4099},
+               {{"C10D_ALGO", "allreduce:hierarchical"}});
 }
 
 TEST(VerbsMixed, TwoHostsOfTwoFlatRingForced) {

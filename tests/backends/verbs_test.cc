@@ -166,7 +166,11 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "broadcast:rabenseifner"}}), InvalidArgument);
   // Across hosts with shared ones: hierarchical, unless an override says otherwise; forced on a
   // layout where it cannot help, it falls back to the flat default.
-  EXPECT_EQ(def.select(Collective::kAllreduce, 8, 2, 4, false, true), Algo::kHierarchical);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 8, 2, 4, false, true), Algo::kRecursiveDoubling);
+  EXPECT_EQ(def.select(Collective::kAllreduce, 64 << 10, 16 << 10, 4, false, true),
+            Algo::kRabenseifner);
+  EXPECT_EQ(def.select(Collective::kAllreduce, (64 << 10) + 4, 16 << 10, 4, false, true),
+            Algo::kHierarchical);
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 24, 1 << 22, 4, false, true),
             Algo::kHierarchical);
   EXPECT_EQ(o.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, false, true), Algo::kRing);

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "c10d/init.h"
+#include "store/socket.h"
 #include "store/tcp_store.h"
 #include "store/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
@@ -45,6 +46,16 @@ bool reachable(const std::string& host, uint16_t port) {
   } catch (const CommError&) {
     return false;
   }
+}
+
+// net::routeTo: the local end of the route to a host (what verbs advertises and gloo binds to
+// when MASTER_ADDR is set).
+TEST(TCPStoreBindTest, RouteToNamesTheLocalAddressTowardsAHost) {
+  EXPECT_EQ(net::routeTo("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(net::routeTo("127.0.0.1", AF_INET), "127.0.0.1");
+  EXPECT_EQ(net::routeTo("127.3.4.5", AF_INET), "127.0.0.1");  // all of 127/8 is lo
+  EXPECT_EQ(net::routeTo("no-such-host.invalid"), "");
+  EXPECT_EQ(net::routeTo("::1", AF_INET), "");  // no IPv4 address for it
 }
 
 TEST(TCPStoreBindTest, ChoiceFollowsMasterAddr) {
