@@ -28,3 +28,11 @@ install(FILES ${CMAKE_BINARY_DIR}/c10dConfig.cmake ${CMAKE_BINARY_DIR}/c10dConfi
 file(RELATIVE_PATH C10D_PC_TO_PREFIX "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/c10d.pc.in ${CMAKE_BINARY_DIR}/c10d.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/c10d.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The store libraries (etcd://, redis://): not part of the CMake package; libc10d loads them by URL
+# scheme from its own directory (store/store_registry.h), so they go next to it.
+foreach(store_lib c10d_store_etcd c10d_store_redis)
+  if(TARGET ${store_lib})
+    install(TARGETS ${store_lib} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
+endforeach()
