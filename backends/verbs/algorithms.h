@@ -28,6 +28,9 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
                                 ReduceOp::Kind op);
 // Reduce-scatter by recursive halving + allgather by recursive doubling (non-powers of two fold).
 void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
+// One of the stream algorithms by name: recursive doubling, Rabenseifner, else ring.
+void allreduceNetwork(Comm& c, Algo algo, void* data, size_t count, DataType dtype,
+                      ReduceOp::Kind op);
 // Needs c.hosts() with multiHost: shm inside hosts, the network across (allreduce_hierarchical.cc).
 void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t count,
                            DataType dtype, ReduceOp::Kind op);

@@ -6,6 +6,21 @@
 namespace c10d {
 namespace verbs {
 
+void allreduceNetwork(Comm& c, Algo algo, void* data, size_t count, DataType dtype,
+                      ReduceOp::Kind op) {
+  switch (algo) {
+    case Algo::kRecursiveDoubling:
+      allreduceRecursiveDoubling(c, data, count, dtype, op);
+      return;
+    case Algo::kRabenseifner:
+      allreduceRabenseifner(c, data, count, dtype, op);
+      return;
+    default:
+      allreduceRing(c, data, count, dtype, op);
+      return;
+  }
+}
+
 void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
                const ReduceOp& op, size_t smallBytes) {
   if (count == 0) return;
@@ -15,23 +30,16 @@ void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataT
   if (c.size() == 1) return;
   const size_t bytes = count * elementSize(dtype);
   const bool multiHost = c.hosts() != nullptr && c.hosts()->multiHost;
-  switch (
-      sel.select(Collective::kAllreduce, bytes, count, c.size(), c.shm() != nullptr, multiHost)) {
-    case Algo::kShm:
-      allreduceShm(c, data, count, dtype, k, avg, smallBytes);
-      return;  // divided already
-    case Algo::kHierarchical:
-      allreduceHierarchical(c, sel, data, count, dtype, k);
-      break;
-    case Algo::kRecursiveDoubling:
-      allreduceRecursiveDoubling(c, data, count, dtype, k);
-      break;
-    case Algo::kRabenseifner:
-      allreduceRabenseifner(c, data, count, dtype, k);
-      break;
-    default:
-      allreduceRing(c, data, count, dtype, k);
-      break;
+  const Algo algo =
+      sel.select(Collective::kAllreduce, bytes, count, c.size(), c.shm() != nullptr, multiHost);
+  if (algo == Algo::kShm) {
+    allreduceShm(c, data, count, dtype, k, avg, smallBytes);
+    return;  // divided already
+  }
+  if (algo == Algo::kHierarchical) {
+    allreduceHierarchical(c, sel, data, count, dtype, k);
+  } else {
+    allreduceNetwork(c, algo, data, count, dtype, k);
   }
   if (avg) divide(data, count, dtype, c.size());
 }

@@ -28,17 +28,8 @@ void allreduceFlat(Comm& c, const AlgoSelector& sel, void* data, size_t count, D
                    ReduceOp::Kind op) {
   if (count == 0 || c.size() == 1) return;
   const size_t bytes = count * elementSize(dtype);
-  switch (sel.select(Collective::kAllreduce, bytes, count, c.size(), false)) {
-    case Algo::kRecursiveDoubling:
-      allreduceRecursiveDoubling(c, data, count, dtype, op);
-      return;
-    case Algo::kRabenseifner:
-      allreduceRabenseifner(c, data, count, dtype, op);
-      return;
-    default:
-      allreduceRing(c, data, count, dtype, op);
-      return;
-  }
+  allreduceNetwork(c, sel.select(Collective::kAllreduce, bytes, count, c.size(), false), data,
+                   count, dtype, op);
 }
 
 }  // namespace
