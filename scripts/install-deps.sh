@@ -12,7 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
   openmpi-bin libopenmpi-dev                   # perf/compare --mpi baselines (mpi_<op>_perf)
   python3 python3-matplotlib                   # perf/plot
-  python3-torch python3-dev pybind11-dev       # integrations/torch (the c10d_torch plugin)
+  python3-torch libtorch-dev python3-dev pybind11-dev  # integrations/torch (the c10d_torch plugin)
   clang-format
   clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
   libhiredis-dev                               # c10d_store_redis

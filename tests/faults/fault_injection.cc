@@ -145,14 +145,24 @@ void injectShmUnlink(const Injection& inj, SharedPage& sh, const std::vector<int
 void inject(const Injection& inj, SharedPage& sh, const std::vector<int>& pids, pid_t storePid,
             InjectionResult& res) {
   if (inj.fault == Fault::kShmUnlink) return injectShmUnlink(inj, sh, pids, res);
-  const int at = inj.fault == Fault::kStoreKill ? 0 : inj.victim;
-  detail::RankSlot& v = sh.ranks[at];
-  if (!waitFor([&] { return v.opIndex.load() >= inj.atOp || v.phase.load() >= kReported; },
-               inj.setupTimeout + milliseconds(10000)) ||
-      v.opIndex.load() < inj.atOp) {
-    res.injectNote = "rank " + std::to_string(at) + " never reached op " +
-                     std::to_string(inj.atOp) + " (" + v.outcome + ")";
-    return;
+  // A rank fault waits for its victim to reach the op; a store kill for every rank (a rank still
+  // in setup would lose the store it rendezvouses through, which is another fault: CI saw rank 0
+  // at op 0 while rank 1 still waited for the host keys).
+  std::vector<int> watched;
+  if (inj.fault == Fault::kStoreKill) {
+    for (int r = 0; r < inj.worldSize; ++r) watched.push_back(r);
+  } else {
+    watched.push_back(inj.victim);
+  }
+  for (const int at : watched) {
+    detail::RankSlot& v = sh.ranks[at];
+    if (!waitFor([&] { return v.opIndex.load() >= inj.atOp || v.phase.load() >= kReported; },
+                 inj.setupTimeout + milliseconds(10000)) ||
+        v.opIndex.load() < inj.atOp) {
+      res.injectNote = "rank " + std::to_string(at) + " never reached op " +
+                       std::to_string(inj.atOp) + " (" + v.outcome + ")";
+      return;
+    }
   }
   if (inj.fault == Fault::kCloseConnection) {
     // The victim closes its connection itself (fault_rank.cc); the harness only records it.
