@@ -433,6 +433,13 @@ C10D_CAPI c10d_status_t c10d_broadcast(c10d_pg_t* pg, const c10d_tensor_t* tenso
 C10D_CAPI c10d_status_t c10d_allreduce(c10d_pg_t* pg, const c10d_tensor_t* tensor,
                                        c10d_reduce_op_t op, const c10d_op_options_t* opts,
                                        c10d_work_t** out);
+/* Out of place (ncclAllReduce(send, recv)): every rank's `output` receives the reduction of all
+ * ranks' `input`, which is left as it was. Same dtype, device and numel; the same memory is in
+ * place, a partial overlap is C10D_STATUS_INVALID_ARGUMENT. Ranks may mix this and
+ * c10d_allreduce in one op. */
+C10D_CAPI c10d_status_t c10d_allreduce_into(c10d_pg_t* pg, const c10d_tensor_t* output,
+                                            const c10d_tensor_t* input, c10d_reduce_op_t op,
+                                            const c10d_op_options_t* opts, c10d_work_t** out);
 /* allreduce of each tensor (one dtype and device), as one op. */
 C10D_CAPI c10d_status_t c10d_allreduce_coalesced(c10d_pg_t* pg, const c10d_tensor_t* tensors,
                                                  size_t num_tensors, c10d_reduce_op_t op,
@@ -441,6 +448,11 @@ C10D_CAPI c10d_status_t c10d_allreduce_coalesced(c10d_pg_t* pg, const c10d_tenso
 C10D_CAPI c10d_status_t c10d_reduce(c10d_pg_t* pg, const c10d_tensor_t* tensor, int root,
                                     c10d_reduce_op_t op, const c10d_op_options_t* opts,
                                     c10d_work_t** out);
+/* Out of place: root's `output` receives the reduction of all ranks' `input`; every input is
+ * left as it was. `output` is read on the root only (NULL elsewhere is fine). */
+C10D_CAPI c10d_status_t c10d_reduce_into(c10d_pg_t* pg, const c10d_tensor_t* output,
+                                         const c10d_tensor_t* input, int root, c10d_reduce_op_t op,
+                                         const c10d_op_options_t* opts, c10d_work_t** out);
 /* outputs[i] (num_outputs == group size, each input->numel) receives rank i's input. */
 C10D_CAPI c10d_status_t c10d_allgather(c10d_pg_t* pg, const c10d_tensor_t* outputs,
                                        size_t num_outputs, const c10d_tensor_t* input,

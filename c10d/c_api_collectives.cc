@@ -88,6 +88,19 @@ c10d_status_t c10d_allreduce(c10d_pg_t* pg, const c10d_tensor_t* tensor, c10d_re
   });
 }
 
+c10d_status_t c10d_allreduce_into(c10d_pg_t* pg, const c10d_tensor_t* output,
+                                  const c10d_tensor_t* input, c10d_reduce_op_t op,
+                                  const c10d_op_options_t* opts, c10d_work_t** out) {
+  static const char* fn = "c10d_allreduce_into";
+  return issue(fn, pg, out, [&](ProcessGroup& g) {
+    const capi::OpOptions oo = readOpOptions(opts, fn);
+    AllreduceOptions o;
+    o.reduceOp = toReduceOp(op, oo, fn);
+    o.timeout = oo.timeout;
+    return g.allreduceInto(toTensor(output, fn, "output"), toTensor(input, fn, "input"), o);
+  });
+}
+
 c10d_status_t c10d_allreduce_coalesced(c10d_pg_t* pg, const c10d_tensor_t* tensors,
                                        size_t num_tensors, c10d_reduce_op_t op,
                                        const c10d_op_options_t* opts, c10d_work_t** out) {
@@ -111,6 +124,23 @@ c10d_status_t c10d_reduce(c10d_pg_t* pg, const c10d_tensor_t* tensor, int root, 
     o.rootRank = root;
     o.timeout = oo.timeout;
     return g.reduce(toTensor(tensor, fn, "tensor"), o);
+  });
+}
+
+c10d_status_t c10d_reduce_into(c10d_pg_t* pg, const c10d_tensor_t* output,
+                               const c10d_tensor_t* input, int root, c10d_reduce_op_t op,
+                               const c10d_op_options_t* opts, c10d_work_t** out) {
+  static const char* fn = "c10d_reduce_into";
+  return issue(fn, pg, out, [&](ProcessGroup& g) {
+    const capi::OpOptions oo = readOpOptions(opts, fn);
+    ReduceOptions o;
+    o.reduceOp = toReduceOp(op, oo, fn);
+    o.rootRank = root;
+    o.timeout = oo.timeout;
+    // The output is the root's only: elsewhere it may be NULL (and is not read).
+    const Tensor dst =
+        output != nullptr && root == g.rank() ? toTensor(output, fn, "output") : Tensor{};
+    return g.reduceInto(dst, toTensor(input, fn, "input"), o);
   });
 }
 

@@ -97,11 +97,23 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   std::shared_ptr<Work> broadcast(Tensor tensor, const BroadcastOptions& opts = {});
   // In-place: every rank ends with the reduction of all ranks' `tensor`.
   std::shared_ptr<Work> allreduce(Tensor tensor, const AllreduceOptions& opts = {});
+  // Out of place: every rank's `output` receives the reduction of all ranks' `input`, and
+  // `input` is left as it was (NCCL's ncclAllReduce(send, recv)). Same dtype, device and numel;
+  // output and input the same memory is the in-place allreduce, a partial overlap is
+  // InvalidArgument. The same collective as allreduce(): ranks may mix the two in one op.
+  // Backends that move data through staging buffers fold the copy into that movement (verbs
+  // over shared memory; NCCL natively); the default copies input to output first.
+  std::shared_ptr<Work> allreduceInto(Tensor output, Tensor input,
+                                      const AllreduceOptions& opts = {});
   // allreduce of each tensor (all one dtype and device), in one op.
   std::shared_ptr<Work> allreduceCoalesced(const std::vector<Tensor>& tensors,
                                            const AllreduceCoalescedOptions& opts = {});
   // In-place on root only; other ranks' `tensor` is left as it was.
   std::shared_ptr<Work> reduce(Tensor tensor, const ReduceOptions& opts = {});
+  // Out of place: root's `output` receives the reduction of all ranks' `input`; every rank's
+  // `input` is left as it was. `output` is used on the root only (other ranks may pass an empty
+  // Tensor{}); on the root the same rules as allreduceInto(). The same collective as reduce().
+  std::shared_ptr<Work> reduceInto(Tensor output, Tensor input, const ReduceOptions& opts = {});
   // outputs[i] (size() tensors, each input.numel) receives rank i's input.
   std::shared_ptr<Work> allgather(const std::vector<Tensor>& outputs, Tensor input,
                                   const AllgatherOptions& opts = {});
@@ -222,6 +234,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
                                                      uint64_t seq) = 0;
   virtual std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts,
                                          uint64_t seq) = 0;
+  // Out of place (output and input validated, disjoint). The defaults copy input into output on
+  // the calling thread (CPU tensors; other devices get InvalidArgument) and run the in-place op;
+  // backends that can do better override them. doReduceInto's output is Tensor{} off the root.
+  virtual std::shared_ptr<Work> doAllreduceInto(Tensor output, Tensor input,
+                                                const AllreduceOptions& opts, uint64_t seq);
+  virtual std::shared_ptr<Work> doReduceInto(Tensor output, Tensor input, const ReduceOptions& opts,
+                                             uint64_t seq);
   virtual std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
                                             const AllgatherOptions& opts, uint64_t seq) = 0;
   virtual std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,

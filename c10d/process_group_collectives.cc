@@ -2,6 +2,8 @@
 // any communication), the op's description (OpDesc: counts, dtype, root, reduce op), beginOp()
 // (broken check, sequence numbers), the timeout resolved, and the backend's do*() method, which
 // sees the description as currentOp(); the Work it returns carries it (Work::desc()).
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <ostream>
 
@@ -67,6 +69,19 @@ class Check {
     if (t.device != ref.device) {
       fail(what, " is on device ", toString(t.device), " but ", refWhat, " is on device ",
            toString(ref.device));
+    }
+  }
+
+  // Out-of-place ops: output and input the same memory (in place) or disjoint.
+  void sameOrDisjoint(const Tensor& out, Name outWhat, const Tensor& in, Name inWhat) const {
+    if (out.data == in.data || out.nbytes() == 0 || in.nbytes() == 0) return;
+    const auto o = reinterpret_cast<uintptr_t>(out.data);
+    const auto i = reinterpret_cast<uintptr_t>(in.data);
+    if (o < i + in.nbytes() && i < o + out.nbytes()) {
+      fail(outWhat, " (", out.nbytes(), " bytes at ", out.data, ") partly overlaps ", inWhat, " (",
+           in.nbytes(), " bytes at ", in.data,
+           "): pass the same tensor for in place, or disjoint "
+           "memory");
     }
   }
 
@@ -206,6 +221,27 @@ std::shared_ptr<Work> ProcessGroup::allreduce(Tensor tensor, const AllreduceOpti
                [&](uint64_t seq) { return doAllreduce(tensor, withResolvedTimeout(opts), seq); });
 }
 
+std::shared_ptr<Work> ProcessGroup::allreduceInto(Tensor output, Tensor input,
+                                                  const AllreduceOptions& opts) {
+  Check c(*this, OpType::kAllreduce);
+  c.timeout(opts.timeout);
+  c.tensor(input, "input");
+  c.tensor(output, "output");
+  c.like(output, "output", input, "input");
+  c.numel(output, "output", input.numel, "the input's numel");
+  c.sameOrDisjoint(output, "output", input, "input");
+  c.reduceOp(opts.reduceOp, input);
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.count = input.numel;
+  setReduceOp(d, opts.reduceOp);
+  return issue(OpType::kAllreduce, d, [&](uint64_t seq) {
+    const AllreduceOptions o = withResolvedTimeout(opts);
+    return output.data == input.data ? doAllreduce(output, o, seq)
+                                     : doAllreduceInto(output, input, o, seq);
+  });
+}
+
 std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
                                                        const AllreduceCoalescedOptions& opts) {
   Check c(*this, OpType::kAllreduceCoalesced);
@@ -239,6 +275,58 @@ std::shared_ptr<Work> ProcessGroup::reduce(Tensor tensor, const ReduceOptions& o
   setReduceOp(d, opts.reduceOp);
   return issue(OpType::kReduce, d,
                [&](uint64_t seq) { return doReduce(tensor, withResolvedTimeout(opts), seq); });
+}
+
+std::shared_ptr<Work> ProcessGroup::reduceInto(Tensor output, Tensor input,
+                                               const ReduceOptions& opts) {
+  Check c(*this, OpType::kReduce);
+  c.timeout(opts.timeout);
+  c.root(opts.rootRank);
+  c.tensor(input, "input");
+  const bool root = rank() == opts.rootRank;
+  if (root) {
+    c.tensor(output, "output");
+    c.like(output, "output", input, "input");
+    c.numel(output, "output", input.numel, "the input's numel");
+    c.sameOrDisjoint(output, "output", input, "input");
+  } else {
+    output = Tensor{};  // not this rank's to write
+  }
+  c.reduceOp(opts.reduceOp, input);
+  OpDesc d;
+  d.dtype = input.dtype;
+  d.count = input.numel;
+  d.root = opts.rootRank;
+  setReduceOp(d, opts.reduceOp);
+  return issue(OpType::kReduce, d, [&](uint64_t seq) {
+    const ReduceOptions o = withResolvedTimeout(opts);
+    // In place on the root, or a non-root rank's input (reduce() leaves it as it was).
+    return !root || output.data == input.data ? doReduce(input, o, seq)
+                                              : doReduceInto(output, input, o, seq);
+  });
+}
+
+// The defaults: copy, then the in-place op.
+std::shared_ptr<Work> ProcessGroup::doAllreduceInto(Tensor output, Tensor input,
+                                                    const AllreduceOptions& opts, uint64_t seq) {
+  if (!input.device.isCPU()) {
+    C10D_THROW(InvalidArgument, "allreduceInto: backend ", backendName(), " of group ", name(),
+               " has no out-of-place allreduce on device ", toString(input.device),
+               " (use allreduce in place)");
+  }
+  if (input.nbytes() > 0) std::memcpy(output.data, input.data, input.nbytes());
+  return doAllreduce(output, opts, seq);
+}
+
+std::shared_ptr<Work> ProcessGroup::doReduceInto(Tensor output, Tensor input,
+                                                 const ReduceOptions& opts, uint64_t seq) {
+  if (!input.device.isCPU()) {
+    C10D_THROW(InvalidArgument, "reduceInto: backend ", backendName(), " of group ", name(),
+               " has no out-of-place reduce on device ", toString(input.device),
+               " (use reduce in place)");
+  }
+  if (input.nbytes() > 0) std::memcpy(output.data, input.data, input.nbytes());
+  return doReduce(output, opts, seq);
 }
 
 std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs, Tensor input,

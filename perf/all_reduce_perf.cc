@@ -26,11 +26,11 @@ void initData(const InitArgs& a) {
 }
 
 std::shared_ptr<Work> run(const RunArgs& a) {
-  // c10d's allreduce is in-place: out-of-place pays for the copy of the input first.
-  if (!a.inPlace) a.copy(a.recv, a.send, a.count);
   AllreduceOptions opts;
   opts.reduceOp = a.op;
-  return a.pg->allreduce(a.tensor(a.recv, a.count), opts);
+  // Out of place: allreduceInto (ncclAllReduce(send, recv)), no copy of the input first.
+  if (a.inPlace) return a.pg->allreduce(a.tensor(a.recv, a.count), opts);
+  return a.pg->allreduceInto(a.tensor(a.recv, a.count), a.tensor(a.send, a.count), opts);
 }
 
 }  // namespace

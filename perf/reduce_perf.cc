@@ -35,13 +35,10 @@ std::shared_ptr<Work> run(const RunArgs& a) {
   ReduceOptions opts;
   opts.reduceOp = a.op;
   opts.rootRank = a.root;
-  // c10d's reduce is in-place on the root: out-of-place, the root copies its input over first;
-  // the others reduce from their input, which the op leaves untouched.
-  if (a.inPlace || a.pg->rank() != a.root) {
-    return a.pg->reduce(a.tensor(a.inPlace ? a.recv : a.send, a.count), opts);
-  }
-  a.copy(a.recv, a.send, a.count);
-  return a.pg->reduce(a.tensor(a.recv, a.count), opts);
+  // Out of place: reduceInto (the root's output is recv; other ranks pass none).
+  if (a.inPlace) return a.pg->reduce(a.tensor(a.recv, a.count), opts);
+  const Tensor out = a.pg->rank() == a.root ? a.tensor(a.recv, a.count) : Tensor{};
+  return a.pg->reduceInto(out, a.tensor(a.send, a.count), opts);
 }
 
 }  // namespace

@@ -51,6 +51,21 @@ std::shared_ptr<Work> ProcessGroupNccl::doAllreduce(Tensor t, const AllreduceOpt
   });
 }
 
+std::shared_ptr<Work> ProcessGroupNccl::doAllreduceInto(Tensor output, Tensor input,
+                                                        const AllreduceOptions& opts,
+                                                        uint64_t seq) {
+  if (input.numel == 0) return makeCompletedWork(OpType::kAllreduce, seq, name());
+  const ReduceOp op = opts.reduceOp;
+  return launch(
+      OpType::kAllreduce, seq, opts.timeout, input.device.index, {output, input}, [=](Launch& l) {
+        C10D_NCCL_CHECK(
+            ncclAllReduce(input.data, output.data, input.numel, toNcclDataType(input.dtype),
+                          l.redOp(op, input.dtype), l.comm, l.stream),
+            l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", op ",
+            toString(op), ", out of place");
+      });
+}
+
 std::shared_ptr<Work> ProcessGroupNccl::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
                                                              const AllreduceCoalescedOptions& opts,
                                                              uint64_t seq) {
@@ -82,6 +97,22 @@ std::shared_ptr<Work> ProcessGroupNccl::doReduce(Tensor t, const ReduceOptions& 
                                l.redOp(op, t.dtype), root, l.comm, l.stream),
                     l.comm, l.what(), ", ", t.numel, " x ", toString(t.dtype), ", root ", root);
   });
+}
+
+std::shared_ptr<Work> ProcessGroupNccl::doReduceInto(Tensor output, Tensor input,
+                                                     const ReduceOptions& opts, uint64_t seq) {
+  if (input.numel == 0) return makeCompletedWork(OpType::kReduce, seq, name());
+  const ReduceOp op = opts.reduceOp;
+  const int root = opts.rootRank;
+  // Called on the root only (the core runs reduce() in place on the input elsewhere).
+  return launch(OpType::kReduce, seq, opts.timeout, input.device.index, {output, input},
+                [=](Launch& l) {
+                  C10D_NCCL_CHECK(
+                      ncclReduce(input.data, output.data, input.numel, toNcclDataType(input.dtype),
+                                 l.redOp(op, input.dtype), root, l.comm, l.stream),
+                      l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", root ",
+                      root, ", out of place");
+                });
 }
 
 std::shared_ptr<Work> ProcessGroupNccl::doAllgatherIntoTensor(Tensor output, Tensor input,

@@ -85,6 +85,10 @@ class ProcessGroupNccl : public ProcessGroup {
                                              const AllreduceCoalescedOptions& opts,
                                              uint64_t seq) override;
   std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doAllreduceInto(Tensor output, Tensor input, const AllreduceOptions& opts,
+                                        uint64_t seq) override;
+  std::shared_ptr<Work> doReduceInto(Tensor output, Tensor input, const ReduceOptions& opts,
+                                     uint64_t seq) override;
   std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
                                     const AllgatherOptions& opts, uint64_t seq) override;
   std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,

@@ -20,9 +20,12 @@ namespace c10d {
 namespace verbs {
 
 // ---- allreduce (in place on data) ----
-// Dispatcher: applies PREMUL_SUM's scale and AVG's division around the chosen algorithm.
-void allreduce(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
-               const ReduceOp& op, size_t smallBytes);
+// Dispatcher: applies PREMUL_SUM's scale and AVG's division around the chosen algorithm. `out`
+// receives the reduction of every rank's `in` (in == out: in place; otherwise disjoint, and `in`
+// is left as it was). The shm algorithm reads `in` and writes `out` itself; the others run in
+// place on `out` after a copy (or PREMUL_SUM's scaled copy) of `in`.
+void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
+               DataType dtype, const ReduceOp& op, size_t smallBytes);
 void allreduceRing(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
 void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtype,
                                 ReduceOp::Kind op);
@@ -35,8 +38,9 @@ void allreduceNetwork(Comm& c, Algo algo, void* data, size_t count, DataType dty
 void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t count,
                            DataType dtype, ReduceOp::Kind op);
 // Needs c.shm(). Divides by the group size itself when `avg` (so it happens once per element).
-void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
-                  size_t smallBytes);
+// Reads `in` into the staging slots and writes the result to `out` (in == out, or disjoint).
+void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
+                  ReduceOp::Kind op, bool avg, size_t smallBytes);
 
 // ---- reduce_scatter: buf holds size() blocks, block r at element offset off[r] with cnt[r]
 // elements; on return block rank() holds the reduction (other blocks are clobbered). ----
@@ -64,9 +68,10 @@ void broadcastBinomial(Comm& c, void* data, size_t bytes, int root);
 void broadcastChain(Comm& c, void* data, size_t bytes, int root);
 void broadcastShm(Comm& c, void* data, size_t bytes, int root);
 
-// ---- reduce to root (root's data in place; others' data untouched) ----
-void reduceBinomial(Comm& c, void* data, size_t count, DataType dtype, const ReduceOp& op,
-                    int root);
+// ---- reduce to root: root's `out` receives the reduction of every rank's `in`; `in` is left as
+// it was except on a root with in == out (in place). `out` is used on the root only. ----
+void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType dtype,
+                    const ReduceOp& op, int root);
 
 // ---- gather / scatter (root's blocks[r], blockBytes each) ----
 void gatherDirect(Comm& c, const std::vector<void*>& blocks, const void* input, size_t bytes,

@@ -70,7 +70,7 @@ void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t 
   for (const auto& h : layout.hosts) leaders.push_back(h[0]);
   if (local.size() > 1) {
     Comm::View v(c, local);
-    reduceBinomial(c, data, count, dtype, ReduceOp(op), 0);
+    reduceBinomial(c, data, data, count, dtype, ReduceOp(op), 0);
   }
   if (me == local[0]) {
     Comm::View v(c, leaders);

@@ -1,11 +1,12 @@
 // Direct shared-memory allreduce for groups whose ranks all share one host.
 //
-// Each rank copies a chunk (C10D_SHM_CHUNK bytes) of its buffer into its staging slot; after a
+// Each rank copies a chunk (C10D_SHM_CHUNK bytes) of its input into its staging slot; after a
 // barrier, rank q reduces piece q of the chunk straight from every rank's slot (one pass over n
 // sources) into its own slot, and after the next barrier every rank copies all finished pieces
-// out. That is a reduce-scatter + allgather with no intermediate messages: each rank moves
-// ~5x the chunk through memory (copy in 2, reduce 1 + 1/n, copy out 2). Slots rotate over three
-// sets (shm_transport.h), so the barrier that publishes chunk j's input also says chunk j-1's
+// out, into the output (the input, in place; another buffer out of place, at no extra cost:
+// allreduceInto). That is a reduce-scatter + allgather with no intermediate messages: each rank
+// moves ~5x the chunk through memory (copy in 2, reduce 1 + 1/n, copy out 2). Slots rotate over
+// three sets (shm_transport.h), so the barrier that publishes chunk j's input also says chunk j-1's
 // pieces are reduced: one barrier per chunk, plus one at the end.
 //
 // Small messages (<= C10D_SMALL_BYTES) take one barrier in all: every rank reduces the whole
@@ -32,18 +33,21 @@ void piece(size_t m, size_t es, int n, int q, size_t* begin, size_t* end) {
 
 }  // namespace
 
-void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op, bool avg,
-                  size_t smallBytes) {
+void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
+                  ReduceOp::Kind op, bool avg, size_t smallBytes) {
   ShmTransport& s = *c.shm();
   const int n = c.size(), r = c.rank();
   const size_t es = elementSize(dtype);
   const size_t chunkElems = s.slotBytes() / es;
-  uint8_t* d = static_cast<uint8_t*>(data);
+  // Chunk j is read from `src` before chunk j - 1 is written to `d`: with in == out each region
+  // is read before it is overwritten.
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  uint8_t* d = static_cast<uint8_t*>(out);
   std::vector<const void*> srcs(n);
 
   if (count * es <= std::min(smallBytes, s.slotBytes())) {
     const uint64_t t = s.step();
-    std::memcpy(s.slot(r, t), d, count * es);
+    std::memcpy(s.slot(r, t), src, count * es);
     c.shmBarrier();
     for (int q = 0; q < n; ++q) srcs[q] = s.slot(q, t);
     reduceSources(d, srcs.data(), n, count, dtype, op);
@@ -57,7 +61,7 @@ void allreduceShm(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::K
     const uint64_t t = first + j;
     const size_t off = j * chunkElems;
     const size_t m = j < nChunks ? std::min(chunkElems, count - off) : 0;
-    if (j < nChunks) std::memcpy(s.slot(r, t), d + off * es, m * es);
+    if (j < nChunks) std::memcpy(s.slot(r, t), src + off * es, m * es);
     c.shmBarrier();
     if (j < nChunks) {
       size_t a, b;

@@ -1,6 +1,7 @@
 #include "backends/verbs/comm.h"
 
 #include <algorithm>
+#include <exception>
 #include <sstream>
 
 #include "backends/verbs/collective_engine.h"
@@ -206,6 +207,16 @@ void Comm::run(std::vector<P2POp>& ops) {
 
 void Comm::runGroup(std::vector<P2POp>& ops) {
   constexpr uint8_t kFp = sizeof(OpDesc::Wire);
+  // Sends whose receivers still read from our buffers are withdrawn when this throws: the
+  // caller may reuse the buffers at once (transport.h, revokeSends).
+  struct RevokeOnThrow {
+    Transport& t;
+    int ch;
+    int uncaught = std::uncaught_exceptions();
+    ~RevokeOnThrow() {
+      if (std::uncaught_exceptions() > uncaught) t.revokeSends(ch);
+    }
+  } revokeOnThrow{t_, ch_};
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing
   for (;;) {
@@ -289,6 +300,7 @@ void Comm::runGroup(std::vector<P2POp>& ops) {
           if (op.done < op.len)
             pending << " " << (op.send ? "send to rank " : "recv from rank ") << op.peer << " ("
                     << op.done << "/" << op.len << " bytes)";
+        if (pending.tellp() == 0) pending << " sends not yet read by their receivers (single copy)";
         C10D_THROW(TimeoutError, what(), " timed out after ", timeout_.count(), " ms on rank ",
                    rank_, " (verbs/", t_.name(), "); pending:", pending.str(), goneNote());
       }

@@ -78,6 +78,11 @@ const SettingsTable<VerbsConfig>& table() {
                 c.shmRingBytes = x;
               },
               [](const VerbsConfig& c) { return std::to_string(c.shmRingBytes); }),
+          bytes("C10D_SHM_CMA",
+                "shm: stream sends of at least this many bytes are read by the receiver straight "
+                "from the sender's buffer (process_vm_readv: one copy instead of two through the "
+                "ring); 0: never. Used only where every rank of the host could read its peers",
+                0, &VerbsConfig::shmCmaBytes),
           bytes("C10D_INLINE_BYTES",
                 "collectives of at most this many bytes start on the caller's thread when nothing "
                 "is queued (0: every op goes through the engine thread)",

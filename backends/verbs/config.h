@@ -19,6 +19,7 @@ struct VerbsConfig {
   std::string algo;                 // C10D_ALGO: "op:algo,op:algo" overrides (algo_select.h)
   size_t shmChunkBytes = 1 << 20;   // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
+  size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)
   size_t inlineBytes = 64 << 10;    // C10D_INLINE_BYTES: ops this small may start inline
   int inlineUs = 100;               // C10D_INLINE_US: inline polling budget before a hand-off
   int spinUs = 60;                  // C10D_SPIN_US: spin (with sched_yield) before a futex sleep

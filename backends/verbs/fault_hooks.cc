@@ -1,6 +1,7 @@
 #include "backends/verbs/fault_hooks.h"
 
 #include "backends/verbs/process_group_verbs.h"
+#include "backends/verbs/shm_transport.h"
 #include "backends/verbs/tcp_transport.h"
 #include "c10d/error.h"
 
@@ -18,6 +19,17 @@ void closeConnectionForTesting(ProcessGroup& pg, int peer) {
                  "closeConnectionForTesting: peer ", peer, " is not another rank of group ",
                  pg.name(), " (rank ", pg.rank(), " of ", pg.size(), ")");
   tcp->shutdownConnection(peer);
+}
+
+uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg) {
+  auto* v = dynamic_cast<ProcessGroupVerbs*>(&pg);
+  C10D_CHECK_ARG(v != nullptr, "shmSingleCopySendsForTesting: group ", pg.name(), " is a ",
+                 pg.backendName(), " group, not verbs");
+  C10D_CHECK_ARG(v->shm_ != nullptr, "shmSingleCopySendsForTesting: group ", pg.name(), " runs on ",
+                 v->transportName(), ", not shm");
+  uint64_t n = 0;
+  for (int ch = 0; ch < kNumChannels; ++ch) n += v->shm_->offersPosted(ch);
+  return n;
 }
 
 }  // namespace verbs

@@ -3,6 +3,8 @@
 // no state and no check to any data path, so they cost nothing unless a test calls them.
 #pragma once
 
+#include <cstdint>
+
 namespace c10d {
 
 class ProcessGroup;
@@ -16,6 +18,11 @@ namespace verbs {
 // Any thread. Throws InvalidArgument when `pg` is not a verbs group on the tcp transport, or
 // `peer` is not another rank of it.
 void closeConnectionForTesting(ProcessGroup& pg, int peer);
+
+// The single-copy sends (C10D_SHM_CMA) this rank of `pg` posted so far, over both channels, so a
+// test can tell the path it meant to cover was taken. Call it with no op of `pg` running (after
+// wait()). Throws InvalidArgument when `pg` is not a verbs group on the shm transport.
+uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg);
 
 }  // namespace verbs
 }  // namespace c10d

@@ -91,6 +91,11 @@ bool MixedTransport::sendsComplete(int ch) {
   return local_->sendsComplete(ch) && net_->sendsComplete(ch);
 }
 
+void MixedTransport::revokeSends(int ch) {
+  local_->revokeSends(ch);
+  net_->revokeSends(ch);
+}
+
 bool MixedTransport::peerGone(int peer) {
   const int l = localIdx_[peer];
   return l >= 0 ? local_->peerGone(l) : net_->peerGone(peer);

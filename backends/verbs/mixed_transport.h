@@ -41,6 +41,7 @@ class MixedTransport : public Transport {
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
   bool sendsComplete(int ch) override;
+  void revokeSends(int ch) override;
   bool peerGone(int peer) override;
   void checkPeers() override;
   void abortCollectives() override;

@@ -301,9 +301,22 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOp
   return runCollective(
       OpType::kAllreduce, seq, opts.timeout, t.nbytes(),
       [this, t, rop](Comm& c) {
-        verbs::allreduce(c, selector_, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
+        verbs::allreduce(c, selector_, t.data, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
       },
       t.numel > 0 && shmAlgo(Collective::kAllreduce, t.nbytes(), t.numel));
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceInto(Tensor output, Tensor input,
+                                                         const AllreduceOptions& opts,
+                                                         uint64_t seq) {
+  const ReduceOp rop = opts.reduceOp;
+  return runCollective(
+      OpType::kAllreduce, seq, opts.timeout, input.nbytes(),
+      [this, output, input, rop](Comm& c) {
+        verbs::allreduce(c, selector_, input.data, output.data, input.numel, input.dtype, rop,
+                         cfg_.smallBytes);
+      },
+      input.numel > 0 && shmAlgo(Collective::kAllreduce, input.nbytes(), input.numel));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -326,7 +339,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
           off += t.nbytes();
         }
         const DataType dt = tensors[0].dtype;
-        verbs::allreduce(c, selector_, flat.data(), total / elementSize(dt), dt, rop,
+        verbs::allreduce(c, selector_, flat.data(), flat.data(), total / elementSize(dt), dt, rop,
                          cfg_.smallBytes);
         off = 0;
         for (const auto& t : tensors) {
@@ -343,8 +356,18 @@ std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions&
   const ReduceOp rop = opts.reduceOp;
   const int root = opts.rootRank;
   return runCollective(OpType::kReduce, seq, opts.timeout, t.nbytes(), [t, rop, root](Comm& c) {
-    reduceBinomial(c, t.data, t.numel, t.dtype, rop, root);
+    reduceBinomial(c, t.data, t.data, t.numel, t.dtype, rop, root);
   });
+}
+
+std::shared_ptr<Work> ProcessGroupVerbs::doReduceInto(Tensor output, Tensor input,
+                                                      const ReduceOptions& opts, uint64_t seq) {
+  const ReduceOp rop = opts.reduceOp;
+  const int root = opts.rootRank;
+  return runCollective(
+      OpType::kReduce, seq, opts.timeout, input.nbytes(), [output, input, rop, root](Comm& c) {
+        reduceBinomial(c, input.data, output.data, input.numel, input.dtype, rop, root);
+      });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllgather(const std::vector<Tensor>& outputs,

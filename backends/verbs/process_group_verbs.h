@@ -69,6 +69,10 @@ class ProcessGroupVerbs : public ProcessGroup {
                                              const AllreduceCoalescedOptions& opts,
                                              uint64_t seq) override;
   std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts, uint64_t seq) override;
+  std::shared_ptr<Work> doAllreduceInto(Tensor output, Tensor input, const AllreduceOptions& opts,
+                                        uint64_t seq) override;
+  std::shared_ptr<Work> doReduceInto(Tensor output, Tensor input, const ReduceOptions& opts,
+                                     uint64_t seq) override;
   std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
                                     const AllgatherOptions& opts, uint64_t seq) override;
   std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,
@@ -97,6 +101,7 @@ class ProcessGroupVerbs : public ProcessGroup {
 
  private:
   friend void closeConnectionForTesting(ProcessGroup& pg, int peer);  // fault_hooks.h
+  friend uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg);     // fault_hooks.h
 
   // Submits `fn(comm)` (an op moving about `bytes` bytes) to the engine; returns its Work.
   // `shmAlgo`: the op runs on the shm workspace's barrier (its fingerprint is checked there,

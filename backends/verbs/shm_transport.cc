@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,9 +23,19 @@ namespace verbs {
 
 struct alignas(64) ShmTransport::RingCtl {
   std::atomic<uint64_t> head{0};  // bytes written (by the sender)
-  char pad[56];
-  std::atomic<uint64_t> tail{0};  // bytes read (by the receiver)
-  char pad2[56];
+  // The sender's single-copy offer (see shm_transport.h): offerSeq counts offers posted; the one
+  // numbered offerSeq is pending while offerDone (the receiver's count) is behind it. Its bytes
+  // follow the ring's bytes up to `head` as it was when posted (the sender writes no more until
+  // it is done). offerAddr / offerBytes are written before offerSeq (release).
+  std::atomic<uint64_t> offerSeq{0};
+  std::atomic<uint64_t> offerAddr{0};
+  std::atomic<uint64_t> offerBytes{0};
+  std::atomic<uint64_t> offerRevoked{0};  // the offer number the sender withdrew (op failed)
+  char pad[24];
+  std::atomic<uint64_t> tail{0};       // bytes read (by the receiver)
+  std::atomic<uint64_t> offerDone{0};  // offers read (by the receiver)
+  std::atomic<uint32_t> cmaOk{0};      // 1: the receiver can read the sender's memory
+  char pad2[44];
 };
 
 struct alignas(64) ShmTransport::RankCtl {
@@ -39,6 +50,10 @@ struct alignas(64) ShmTransport::RankCtl {
   // Full fingerprints per barrier step (mod 3): written by this rank on every barrier (its own
   // line, so no traffic), read by peers only when the barrier's hash check failed.
   alignas(64) OpDesc::Wire fp[3];
+  // Where peers find this rank's probe word (its address in this process, and its value), set
+  // before the rank counts itself in at setup.
+  alignas(64) std::atomic<uint64_t> cmaProbeAddr{0};
+  std::atomic<uint64_t> cmaProbeValue{0};
 };
 
 struct alignas(64) ShmTransport::BarrierCtl {
@@ -105,7 +120,8 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       spinUs_(cfg.spinUs),
       busy_{BusyBudget(resolveBusyUs(cfg.busyUs, size)),
             BusyBudget(resolveBusyUs(cfg.busyUs, size))},
-      pids_(pids) {
+      pids_(pids),
+      cmaBytes_(cfg.shmCmaBytes) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
   C10D_CHECK_ARG(static_cast<uint64_t>(size) <= BarrierCtl::kArrivalMask, "shm transport: ", size,
                  " ranks on one host is more than the barrier counts (", BarrierCtl::kArrivalMask,
@@ -156,6 +172,17 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
                detail::errnoString(err));
   }
   map_ = std::make_unique<ShmMapping>(base, total);
+  for (int ch = 0; ch < kNumChannels; ++ch) {
+    probed_[ch].assign(size, 0);
+    taken_[ch].assign(size, 0);
+  }
+  if (cmaBytes_ > 0) {
+    cmaProbe_ = 0xC10DC3A0C10DC3A0ull ^ (static_cast<uint64_t>(getpid()) << 20) ^
+                reinterpret_cast<uintptr_t>(this);
+    rankCtl(rank).cmaProbeValue.store(cmaProbe_, std::memory_order_relaxed);
+    rankCtl(rank).cmaProbeAddr.store(reinterpret_cast<uintptr_t>(&cmaProbe_),
+                                     std::memory_order_release);
+  }
   if (store.add("shm/mapped", 1) == size) shm_unlink(shmName_.c_str());
 
   pidfds_.assign(size, -1);
@@ -165,6 +192,11 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
 #endif
   }
+  // Peers that mapped before us are probed now; the others at the first receive from them.
+  if (cmaBytes_ > 0)
+    for (int ch = 0; ch < kNumChannels; ++ch)
+      for (int r = 0; r < size; ++r)
+        if (r != rank) probeCma(ch, r);
 }
 
 ShmTransport::~ShmTransport() {
@@ -218,20 +250,81 @@ size_t ShmTransport::trySend(int ch, int peer, const void* buf, size_t n) {
 size_t ShmTransport::trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
                                 size_t n) {
   RingCtl& r = ring(ch, rank_, peer);
+  const uint64_t offered = r.offerSeq.load(std::memory_order_relaxed);
+  // Nothing more on this stream until the receiver has read our offer (its bytes come first).
+  if (offered != r.offerDone.load(std::memory_order_acquire)) return 0;
   const uint64_t head = r.head.load(std::memory_order_relaxed);
   const uint64_t tail = r.tail.load(std::memory_order_acquire);
   const size_t space = ringBytes_ - static_cast<size_t>(head - tail);
   const size_t kh = std::min(hn, space);
-  const size_t kb = std::min(n, space - kh);
-  if (kh + kb == 0) return 0;
+  // Single copy: the header (if any) through the ring, then an offer for the whole buffer.
+  const bool offer =
+      kh == hn && n >= cmaBytes_ && cmaBytes_ > 0 && r.cmaOk.load(std::memory_order_relaxed) != 0;
+  const size_t kb = offer ? 0 : std::min(n, space - kh);
+  if (kh + kb == 0 && !offer) return 0;
   uint8_t* data = ringData(ch, rank_, peer);
   if (kh) ringPut(data, ringBytes_, head, hdr, kh);
   if (kb) ringPut(data, ringBytes_, head + kh, buf, kb);
   r.head.store(head + kh + kb, std::memory_order_release);
+  if (offer) {
+    r.offerAddr.store(reinterpret_cast<uintptr_t>(buf), std::memory_order_relaxed);
+    r.offerBytes.store(n, std::memory_order_relaxed);
+    r.offerSeq.store(offered + 1, std::memory_order_release);
+    unacked_[ch].push_back(peer);
+    ++offersPosted_[ch];
+  }
   WaitWord& db = rankCtl(peer).doorbell[ch];
   db.value.fetch_add(1, std::memory_order_seq_cst);
   wake(db);
-  return kh + kb;
+  return kh + (offer ? n : kb);
+}
+
+bool ShmTransport::sendsComplete(int ch) {
+  std::vector<int>& u = unacked_[ch];
+  if (u.empty()) return true;
+  // A peer gone will never read: its offer is dropped, as bytes left in its ring would be. The
+  // check costs a syscall, so it runs on every 64th call only.
+  const bool checkGone = (++goneCheck_[ch] & 63) == 0;
+  size_t k = 0;
+  for (int peer : u) {
+    RingCtl& r = ring(ch, rank_, peer);
+    const uint64_t seq = r.offerSeq.load(std::memory_order_relaxed);
+    if (r.offerDone.load(std::memory_order_acquire) == seq) continue;
+    if (checkGone && peerGone(peer)) {
+      r.offerRevoked.store(seq, std::memory_order_release);
+      continue;
+    }
+    u[k++] = peer;
+  }
+  u.resize(k);
+  return u.empty();
+}
+
+void ShmTransport::revokeSends(int ch) {
+  for (int peer : unacked_[ch]) {
+    RingCtl& r = ring(ch, rank_, peer);
+    r.offerRevoked.store(r.offerSeq.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+  }
+  unacked_[ch].clear();
+}
+
+bool ShmTransport::cmaTo(int ch, int peer) const {
+  return cmaBytes_ > 0 && peer != rank_ &&
+         ring(ch, rank_, peer).cmaOk.load(std::memory_order_relaxed) != 0;
+}
+
+void ShmTransport::probeCma(int ch, int peer) {
+  const RankCtl& c = rankCtl(peer);
+  const uint64_t addr = c.cmaProbeAddr.load(std::memory_order_acquire);
+  if (addr == 0) return;  // not mapped yet (or single copy off there): try again later
+  const uint64_t want = c.cmaProbeValue.load(std::memory_order_relaxed);
+  uint64_t got = 0;
+  iovec local{&got, sizeof(got)};
+  iovec remote{reinterpret_cast<void*>(addr), sizeof(got)};
+  const ssize_t k = process_vm_readv(pids_[peer], &local, 1, &remote, 1, 0);
+  const bool ok = k == static_cast<ssize_t>(sizeof(got)) && got == want;
+  probed_[ch][peer] = ok ? 1 : -1;
+  if (ok) ring(ch, peer, rank_).cmaOk.store(1, std::memory_order_relaxed);
 }
 
 size_t ShmTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
@@ -240,9 +333,14 @@ size_t ShmTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
 
 size_t ShmTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
   RingCtl& r = ring(ch, peer, rank_);
+  if (cmaBytes_ > 0 && probed_[ch][peer] == 0) probeCma(ch, peer);
+  // The offer count before the head: an offer seen implies the ring bytes ahead of it are too.
+  const uint64_t offered = r.offerSeq.load(std::memory_order_acquire);
   const uint64_t tail = r.tail.load(std::memory_order_relaxed);
   const uint64_t head = r.head.load(std::memory_order_acquire);
   const size_t avail = static_cast<size_t>(head - tail);
+  if (avail == 0 && offered != r.offerDone.load(std::memory_order_relaxed))
+    return readOffer(ch, peer, r, offered, hdr, hn, buf, n);
   const size_t kh = std::min(hn, avail);
   const size_t kb = std::min(n, avail - kh);
   if (kh + kb == 0) return 0;
@@ -254,6 +352,51 @@ size_t ShmTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* bu
   db.value.fetch_add(1, std::memory_order_seq_cst);
   wake(db);
   return kh + kb;
+}
+
+size_t ShmTransport::readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void* hdr, size_t hn,
+                               void* buf, size_t n) {
+  const uint64_t addr = r.offerAddr.load(std::memory_order_relaxed);
+  const uint64_t bytes = r.offerBytes.load(std::memory_order_relaxed);
+  uint64_t& taken = taken_[ch][peer];
+  const int who = groupRanks_.empty() ? peer : groupRanks_[peer];
+  auto revoked = [&] {
+    if (r.offerRevoked.load(std::memory_order_seq_cst) != seq) return;
+    C10D_THROW(CommError, "verbs/shm: rank ", who, " withdrew a single-copy send of ", bytes,
+               " bytes at byte ", taken, " (its op failed); seen by rank ",
+               groupRanks_.empty() ? rank_ : groupRanks_[rank_]);
+  };
+  revoked();
+  // The offer is a stretch of the stream like any other: the header first if one is expected.
+  const size_t left = static_cast<size_t>(bytes - taken);
+  const size_t kh = std::min(hn, left);
+  const size_t kb = std::min(n, left - kh);
+  if (kh + kb == 0) return 0;
+  iovec local[2];
+  int nl = 0;
+  if (kh) local[nl++] = iovec{hdr, kh};
+  if (kb) local[nl++] = iovec{buf, kb};
+  iovec remote{reinterpret_cast<void*>(addr + taken), kh + kb};
+  const ssize_t k = process_vm_readv(pids_[peer], local, nl, &remote, 1, 0);
+  if (k < 0) {
+    const int err = errno;
+    revoked();  // a buffer freed after its op failed reads as EFAULT: say why
+    C10D_THROW(CommError, "verbs/shm: single-copy read of ", kh + kb, " bytes from rank ", who,
+               " (pid ", pids_[peer], ") failed: ", detail::errnoString(err), "; seen by rank ",
+               groupRanks_.empty() ? rank_ : groupRanks_[rank_],
+               " (C10D_SHM_CMA=0 turns single-copy sends off)");
+  }
+  // Withdrawn while we read: what we read may have changed under us.
+  revoked();
+  taken += static_cast<uint64_t>(k);
+  if (taken == bytes) {
+    taken = 0;
+    r.offerDone.store(seq, std::memory_order_release);
+    WaitWord& db = rankCtl(peer).doorbell[ch];
+    db.value.fetch_add(1, std::memory_order_seq_cst);
+    wake(db);
+  }
+  return static_cast<size_t>(k);
 }
 
 uint32_t ShmTransport::progressToken(int ch) {

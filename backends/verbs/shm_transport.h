@@ -15,6 +15,21 @@
 //               of step t is written before barrier t and read by peers only until they reach
 //               barrier t+2, so rotating three slots makes one barrier per pipeline step enough.
 //
+// Single copy (C10D_SHM_CMA): a stream send of at least that many bytes does not go through the
+// ring. The sender posts an offer on the ring's control block (its buffer's address and length,
+// at the stream position where those bytes belong) and returns; the receiver, once it has read
+// the ring up to that position, copies the bytes straight from the sender's memory into its own
+// buffer with process_vm_readv (Linux cross-memory attach) and marks the offer done. One copy
+// instead of two, and none on the sender's core. The sender's sendsComplete() stays false until
+// every offer was read (Comm::run does not return before: the caller's buffer stays untouched),
+// and it writes nothing more on that stream meanwhile. An offer to a peer that is gone is dropped
+// (as bytes left in its ring would be); one outstanding when this rank's op fails is revoked, and
+// a receiver that then reads it fails with CommError instead of keeping what it read. Each
+// receiver proves at setup (or at its first receive) that it can read each peer — the peer
+// publishes the address and value of a probe word — and says so on that peer's rings; senders
+// offer only to receivers that did (ptrace restrictions, seccomp or other pid namespaces make
+// the kernel refuse, and the ring is used as before).
+//
 // Peer death: every local peer's pid is known (exchanged through the Store); waiters check a
 // pidfd per peer between sleep slices (every ~10 ms) and throw CommError naming the dead rank.
 //
@@ -70,6 +85,8 @@ class ShmTransport : public Transport {
   void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
             Milliseconds maxWait) override;
   void wakeSelf(int ch) override;
+  bool sendsComplete(int ch) override;
+  void revokeSends(int ch) override;
   void checkPeers() override;
   bool peerGone(int peer) override;
   // Marks this rank departed (as its destructor does): peers' barriers and waits on it fail.
@@ -113,6 +130,10 @@ class ShmTransport : public Transport {
   int spinUs() const { return spinUs_; }
   // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
   const std::string& shmName() const { return shmName_; }
+  // Whether `peer` proved it can read this rank's memory (single-copy sends to it are possible).
+  bool cmaTo(int ch, int peer) const;
+  // Single-copy offers posted so far by this rank on channel `ch` (tests, benchmarks).
+  uint64_t offersPosted(int ch) const { return offersPosted_[ch]; }
 
  private:
   struct RingCtl;
@@ -125,6 +146,12 @@ class ShmTransport : public Transport {
   // barrier's sum, waits; returns whether the ranks' hashes differed.
   bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
   static constexpr int kWireWords = sizeof(OpDesc::Wire) / sizeof(uint64_t);
+  // Single copy: tryRecvHdr's part once the ring is drained and `peer` has an offer pending.
+  size_t readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void* hdr, size_t hn, void* buf,
+                   size_t n);
+  // The receiver's probe of `peer` for channel `ch` (see the header comment; each channel's
+  // state belongs to that channel's thread); records the result on the peer's ring to us.
+  void probeCma(int ch, int peer);
 
   const int rank_;
   const int size_;
@@ -140,6 +167,14 @@ class ShmTransport : public Transport {
   std::vector<int> pids_;
   std::vector<int> groupRanks_;  // empty: local rank == group rank
   std::vector<int> pidfds_;      // -1 where pidfd_open failed (then /proc is checked)
+  // Single copy. cmaBytes_ == 0: off. cmaProbe_ is the word peers read to prove they can.
+  const size_t cmaBytes_;
+  uint64_t cmaProbe_ = 0;
+  std::vector<int8_t> probed_[kNumChannels];   // per peer: 0 not yet, 1 readable, -1 not
+  std::vector<uint64_t> taken_[kNumChannels];  // per peer: bytes read of its pending offer
+  std::vector<int> unacked_[kNumChannels];     // peers holding an offer of ours not yet read
+  uint64_t offersPosted_[kNumChannels] = {0, 0};
+  uint32_t goneCheck_[kNumChannels] = {0, 0};  // sendsComplete calls since a peerGone check
 };
 
 }  // namespace verbs

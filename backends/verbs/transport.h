@@ -73,6 +73,10 @@ class Transport {
   // False while this rank's sends on `ch` may still read from callers' buffers (zero-copy
   // transports); Comm::run does not return before it is true. The default copies, so: true.
   virtual bool sendsComplete(int /*ch*/) { return true; }
+  // The op that sent on `ch` failed: its buffers may be reused at once, so sends that still read
+  // from them are withdrawn (a receiver that had not finished reading gets an error, never
+  // bytes that changed under it). Comm::run calls it when it throws. Never throws.
+  virtual void revokeSends(int /*ch*/) {}
   // Whether `peer` is known to be gone (process exited, connection closed). Data it sent before
   // may still be readable. Never throws.
   virtual bool peerGone(int /*peer*/) { return false; }

@@ -49,6 +49,19 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
       expectValues(b, ref, caseName(pg, "allreduce", dt, &op, c), s, ulps);
     }
     {
+      // Out of place: the output gets the reduction, the input stays as it was.
+      Buffer in(p, c, dt), out(p, c, dt);
+      fillInput(in, op, r);
+      fillInput(out, op, r + 17);  // stale contents that must not leak into the result
+      AllreduceOptions ao;
+      ao.reduceOp = op;
+      pg.allreduceInto(out.tensor(), in.tensor(), ao)->wait();
+      expectValues(out, ref, caseName(pg, "allreduceInto", dt, &op, c), s, ulps);
+      expectValues(
+          in, [&](size_t i) { return inputValue(dt, op, r, i); },
+          caseName(pg, "allreduceInto(input unchanged)", dt, &op, c), s);
+    }
+    {
       const int root = rootCounter++ % s;
       Buffer b(p, c, dt);
       fillInput(b, op, r);
@@ -63,6 +76,21 @@ void reductions(ProcessGroup& pg, const BackendParam& p, DataType dt, size_t c,
             b, [&](size_t i) { return inputValue(dt, op, r, i); },
             caseName(pg, "reduce(non-root unchanged)", dt, &op, c), s);
       }
+    }
+    {
+      const int root = rootCounter++ % s;
+      Buffer in(p, c, dt), out(p, c, dt);
+      fillInput(in, op, r);
+      fillInput(out, op, r + 17);
+      ReduceOptions ro;
+      ro.reduceOp = op;
+      ro.rootRank = root;
+      // Off the root the output is not the rank's to write: pass none.
+      pg.reduceInto(r == root ? out.tensor() : Tensor{}, in.tensor(), ro)->wait();
+      if (r == root) expectValues(out, ref, caseName(pg, "reduceInto(root)", dt, &op, c), s, ulps);
+      expectValues(
+          in, [&](size_t i) { return inputValue(dt, op, r, i); },
+          caseName(pg, "reduceInto(input unchanged)", dt, &op, c), s);
     }
     {
       std::vector<Buffer> bufs;

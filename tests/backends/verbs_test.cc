@@ -21,6 +21,7 @@
 #include "backends/verbs/algo_select.h"
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/config.h"
+#include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/ib_addr.h"
 #include "backends/verbs/ib_transport.h"
@@ -493,6 +494,65 @@ TEST(VerbsShmAlgos, RingAndChainOverShmStreams) {
   sweepWith(3, {{"C10D_ALGO", "allreduce:ring,broadcast:chain,barrier:dissemination"}},
             {1, 7, 65537});
 }
+// Single-copy sends (C10D_SHM_CMA, off by default) forced on from 4 KiB: the conformance sweep
+// (every collective, send/recv included) over them with the stream algorithms, and proof that
+// the path was taken.
+TEST(VerbsShmCma, SweepOverSingleCopySends) {
+  const std::string path = uniqueTempPath("verbs-cma");
+  test::BackendParam p;
+  p.backend = "verbs";
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(100);
+  expectAllRanksOk(
+      3,
+      [&](int rank, int n) {
+        auto pg =
+            makeVerbs(path, rank, n,
+                      {{"C10D_SHM_CMA", "4096"}, {"C10D_ALGO", "allreduce:ring,broadcast:chain"}});
+        test::SweepOptions o;
+        o.counts = {1, 7, 65537};
+        test::runSweep(*pg, p, o);
+        pg->barrier()->wait();
+        EXPECT_GT(shmSingleCopySendsForTesting(*pg), 0u) << "rank " << rank;
+      },
+      mp);
+}
+
+// A sender whose op failed (here: timed out before its receiver came) withdraws its single-copy
+// send; the receiver, arriving later, fails with CommError saying so instead of reading a buffer
+// the sender's caller may have reused.
+TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
+  const std::string path = uniqueTempPath("verbs-cma-revoke");
+  const std::string arrived = path + ".arrived";
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg =
+        makeVerbs(path, rank, size, {{"C10D_SHM_CMA", "4096"}, {"C10D_ALGO", "broadcast:chain"}});
+    std::vector<float> buf(1 << 18, rank == 0 ? 1.0f : 0.0f);
+    BroadcastOptions bo;
+    bo.rootRank = 0;
+    if (rank == 0) {
+      bo.timeout = Milliseconds(300);
+      test::expectThrowsWith<TimeoutError>(
+          // The op's own timeout fails it; the wait's bound is only a backstop.
+          [&] { pg->broadcast(tensorOf(buf.data(), buf.size()), bo)->wait(Milliseconds(5000)); },
+          {"broadcast #0", "not yet read by their receivers"});
+      std::fill(buf.begin(), buf.end(), -7.0f);  // the caller reuses its buffer at once
+      // Keep the group (and the process) until rank 1 tried.
+      for (int i = 0; i < 1000 && access(arrived.c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      bo.timeout = Milliseconds(5000);
+      test::expectThrowsWith<CommError>(
+          [&] { pg->broadcast(tensorOf(buf.data(), buf.size()), bo)->wait(); },
+          {"rank 0 withdrew a single-copy send of 1048576 bytes"});
+      EXPECT_EQ(buf[0], 0.0f) << "bytes of a withdrawn send were delivered";
+      std::fclose(std::fopen(arrived.c_str(), "w"));
+    }
+  });
+  std::remove(arrived.c_str());
+}
+
 TEST(VerbsShmAlgos, RecursiveDoublingAndBinomial) {
   sweepWith(3, {{"C10D_ALGO", "allreduce:recursive_doubling,broadcast:binomial"}}, {1, 7, 1001});
 }

@@ -64,6 +64,12 @@ void test_errors(c10d_pg_t* pg, int rank, int size) {
     CHECK_FAILS(c10d_allreduce_coalesced(pg, pair, 2, C10D_REDUCE_SUM, NULL, &w),
                 C10D_STATUS_INVALID_ARGUMENT, "tensors[1]", "dtype 9", NULL);
   }
+  CHECK_FAILS(c10d_allreduce_into(pg, NULL, &t, C10D_REDUCE_SUM, NULL, &w),
+              C10D_STATUS_INVALID_ARGUMENT, "c10d_allreduce_into", "output is NULL", NULL);
+  bad = t;
+  bad.numel = t.numel + 1;
+  CHECK_FAILS(c10d_allreduce_into(pg, &bad, &t, C10D_REDUCE_SUM, NULL, &w),
+              C10D_STATUS_INVALID_ARGUMENT, "output has", "the input's numel", NULL);
   CHECK_FAILS(c10d_allreduce(pg, &t, (c10d_reduce_op_t)99, NULL, &w), C10D_STATUS_INVALID_ARGUMENT,
               "reduce op 99", NULL, NULL);
   CHECK_FAILS(c10d_allreduce(pg, &t, C10D_REDUCE_PREMUL_SUM, NULL, &w),

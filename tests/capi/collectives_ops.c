@@ -286,6 +286,36 @@ void test_reduce(c10d_pg_t* pg, int rank, int size) {
   }
 }
 
+void test_out_of_place(c10d_pg_t* pg, int rank, int size) {
+  double in[5], out[5];
+  c10d_tensor_t ti, to;
+  c10d_work_t* w;
+  const int root = size - 1;
+  size_t i;
+  for (i = 0; i < 5; ++i) {
+    in[i] = 10.0 * rank + (double)i;
+    out[i] = -1.0;
+  }
+  ti = c10d_tensor_cpu(in, 5, C10D_FLOAT64);
+  to = c10d_tensor_cpu(out, 5, C10D_FLOAT64);
+  CHECK_OK(c10d_allreduce_into(pg, &to, &ti, C10D_REDUCE_SUM, NULL, &w));
+  finish(w, "allreduce_into");
+  for (i = 0; i < 5; ++i) {
+    expect_f64("allreduce_into output", i, out[i],
+               10.0 * size * (size - 1) / 2 + (double)(size * (int)i));
+    expect_f64("allreduce_into input (untouched)", i, in[i], 10.0 * rank + (double)i);
+    out[i] = -1.0;
+  }
+  /* The output is the root's only: NULL elsewhere. */
+  CHECK_OK(c10d_reduce_into(pg, rank == root ? &to : NULL, &ti, root, C10D_REDUCE_MAX, NULL, &w));
+  finish(w, "reduce_into");
+  for (i = 0; i < 5; ++i) {
+    expect_f64("reduce_into output", i, out[i],
+               rank == root ? 10.0 * (size - 1) + (double)i : -1.0);
+    expect_f64("reduce_into input (untouched)", i, in[i], 10.0 * rank + (double)i);
+  }
+}
+
 void test_allgather(c10d_pg_t* pg, int rank, int size) {
   int32_t in[3], outs[MAX_RANKS][3], flat[MAX_RANKS * 3];
   c10d_tensor_t outputs[MAX_RANKS];

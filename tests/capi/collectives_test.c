@@ -47,6 +47,7 @@ static void run_case(c10d_pg_t* pg, const backend_case* c, int rank, int size) {
   test_reduce_ops(pg, rank, size);
   test_allreduce_coalesced(pg, rank, size);
   test_reduce(pg, rank, size);
+  test_out_of_place(pg, rank, size);
   test_allgather(pg, rank, size);
   test_gather_scatter(pg, rank, size);
   test_reduce_scatter(pg, rank, size);

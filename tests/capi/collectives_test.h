@@ -31,6 +31,7 @@ void test_allreduce_dtypes(c10d_pg_t* pg, int rank, int size);
 void test_reduce_ops(c10d_pg_t* pg, int rank, int size);
 void test_allreduce_coalesced(c10d_pg_t* pg, int rank, int size);
 void test_reduce(c10d_pg_t* pg, int rank, int size);
+void test_out_of_place(c10d_pg_t* pg, int rank, int size);
 void test_allgather(c10d_pg_t* pg, int rank, int size);
 void test_gather_scatter(c10d_pg_t* pg, int rank, int size);
 void test_reduce_scatter(c10d_pg_t* pg, int rank, int size);

@@ -154,6 +154,50 @@ TEST_F(ProcessGroupTest, ListSizesAndNumels) {
   expectInvalid([&] { pg_->allgatherIntoTensor(gpu, t()); }, {"cuda:1"});
 }
 
+TEST_F(ProcessGroupTest, OutOfPlaceArguments) {
+  // Partial overlap, numel, dtype: InvalidArgument naming output and input.
+  Tensor lo = tensorOf(big_.data(), 8), hi = tensorOf(big_.data() + 4, 8);
+  expectInvalid([&] { pg_->allreduceInto(hi, lo); },
+                {"allreduce", "output (32 bytes at", "partly overlaps input"});
+  expectInvalid([&] { pg_->allreduceInto(t(), big()); },
+                {"output has 8 elements, expected 32 (the input's numel)"});
+  std::vector<double> d(8);
+  expectInvalid([&] { pg_->allreduceInto(tensorOf(d.data(), 8), t()); },
+                {"output has dtype double", "input has dtype float"});
+  ReduceOptions ro;
+  ro.rootRank = 1;  // this rank: its output is checked
+  expectInvalid([&] { pg_->reduceInto(lo, hi, ro); }, {"reduce", "partly overlaps input"});
+  expectInvalid([&] { pg_->reduceInto(Tensor{}, t(), ro); }, {"reduce", "output has"});
+  // Touching but disjoint is fine; so is the same memory (in place).
+  EXPECT_NO_THROW(pg_->allreduceInto(tensorOf(big_.data() + 8, 8), lo)->wait());
+  EXPECT_NO_THROW(pg_->allreduceInto(t(), t())->wait());
+}
+
+TEST_F(ProcessGroupTest, OutOfPlaceIsTheSameCollective) {
+  // The default copies input into output and runs the in-place op: the backend sees allreduce /
+  // reduce with the output, and the sequence numbers go on as for any op.
+  for (size_t i = 0; i < a_.size(); ++i) a_[i] = static_cast<float>(i + 1);
+  auto w = pg_->allreduceInto(u(), t());
+  w->wait();
+  EXPECT_EQ(b_, a_);
+  EXPECT_EQ(w->desc().op, OpType::kAllreduce);
+  EXPECT_EQ(w->desc().count, 8u);
+  ReduceOptions ro;
+  ro.rootRank = 2;  // not this rank: no output needed, none written
+  std::fill(b_.begin(), b_.end(), -1.0f);
+  pg_->reduceInto(Tensor{}, t(), ro)->wait();
+  EXPECT_EQ(b_[0], -1.0f);
+  ro.rootRank = 1;
+  pg_->reduceInto(u(), t(), ro)->wait();
+  EXPECT_EQ(b_, a_);
+  const auto calls = pg_->calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].op, OpType::kAllreduce);
+  EXPECT_EQ(calls[1].op, OpType::kReduce);
+  EXPECT_EQ(calls[2].op, OpType::kReduce);
+  EXPECT_EQ(pg_->sequenceNumber(), 3u);
+}
+
 TEST_F(ProcessGroupTest, GatherScatterRootOnlyLists) {
   // Rank 1 is not the root (0): outputs must be empty.
   expectInvalid([&] { pg_->gather(four(), t()); }, {"gather", "non-root", "root is 0"});
