@@ -32,6 +32,7 @@
 #include "backends/verbs/mr_cache.h"
 #include "backends/verbs/spin_wait.h"
 #include "c10d/error.h"
+#include "c10d/fd.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -112,7 +113,7 @@ class IbTransport : public Transport {
   ibv_gid gid_{};
   ibv_comp_channel* chan_[kNumChannels] = {nullptr, nullptr};
   ibv_cq* cq_[kNumChannels] = {nullptr, nullptr};
-  int eventFds_[kNumChannels] = {-1, -1};
+  Fd eventFds_[kNumChannels];
   int inflight_[kNumChannels] = {0, 0};
   std::vector<Endpoint> eps_;
   std::unique_ptr<MrCache> mrs_[kNumChannels];
@@ -151,8 +152,8 @@ IbTransport::IbTransport(Store& store, int rank, int size, const VerbsConfig& cf
     fcntl(chan_[ch]->fd, F_SETFL, fcntl(chan_[ch]->fd, F_GETFL) | O_NONBLOCK);
     C10D_IBV_PTR(cq_[ch], api_->createCq(ctx_, size * (kSqDepth + kRqDepth), nullptr, chan_[ch], 0),
                  devName);
-    eventFds_[ch] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    C10D_SYSCHECK(eventFds_[ch], "verbs/ibverbs: eventfd");
+    eventFds_[ch].reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    C10D_SYSCHECK(eventFds_[ch].get(), "verbs/ibverbs: eventfd");
     ibv_pd* pd = pd_;
     const IbvApi* api = api_;
     mrs_[ch] = std::make_unique<MrCache>(
@@ -270,7 +271,7 @@ IbTransport::~IbTransport() {
   for (int ch = 0; ch < kNumChannels; ++ch) {
     if (cq_[ch]) api_->destroyCq(cq_[ch]);
     if (chan_[ch]) api_->destroyCompChannel(chan_[ch]);
-    if (eventFds_[ch] >= 0) close(eventFds_[ch]);
+    eventFds_[ch].reset();
   }
   if (pd_) api_->deallocPd(pd_);
   if (ctx_) api_->closeDevice(ctx_);
@@ -382,7 +383,7 @@ void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseco
   }
   C10D_IBV_CHECK(ibv_req_notify_cq(cq_[ch], 0), "arming the CQ");
   if (pollCq(ch) > 0) return;
-  pollfd p[2] = {{chan_[ch]->fd, POLLIN, 0}, {eventFds_[ch], POLLIN, 0}};
+  pollfd p[2] = {{chan_[ch]->fd, POLLIN, 0}, {eventFds_[ch].get(), POLLIN, 0}};
   if (::poll(p, 2, static_cast<int>(maxWait.count())) > 0) {
     if (p[0].revents & POLLIN) {
       ibv_cq* cq;
@@ -391,7 +392,7 @@ void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseco
     }
     if (p[1].revents & POLLIN) {
       uint64_t v;
-      ssize_t ignored = read(eventFds_[ch], &v, sizeof(v));
+      ssize_t ignored = read(eventFds_[ch].get(), &v, sizeof(v));
       (void)ignored;
     }
   }
@@ -422,7 +423,7 @@ void IbTransport::abortCollectives() {
 
 void IbTransport::wakeSelf(int ch) {
   uint64_t one = 1;
-  ssize_t ignored = write(eventFds_[ch], &one, sizeof(one));
+  ssize_t ignored = write(eventFds_[ch].get(), &one, sizeof(one));
   (void)ignored;
 }
 

@@ -89,13 +89,6 @@ std::string randomName() {
   return buf;
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 bool procAlive(int pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   // A zombie is dead for us: read the state letter of /proc/<pid>/stat.
@@ -143,9 +136,9 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
   Fd fd;
   if (rank == 0) {
     shmName_ = randomName();
-    fd.fd = shm_open(shmName_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    C10D_SYSCHECK(fd.fd, "shm_open(", shmName_, ") for the verbs workspace of ", size, " ranks");
-    if (ftruncate(fd.fd, static_cast<off_t>(total)) != 0) {
+    fd.reset(shm_open(shmName_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
+    C10D_SYSCHECK(fd.get(), "shm_open(", shmName_, ") for the verbs workspace of ", size, " ranks");
+    if (ftruncate(fd.get(), static_cast<off_t>(total)) != 0) {
       int err = errno;
       shm_unlink(shmName_.c_str());
       C10D_THROW(Error, "ftruncate(", shmName_, ", ", total,
@@ -155,8 +148,8 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
   } else {
     store.wait({"shm/name"}, timeout);
     shmName_ = c10d::toString(store.get("shm/name"));
-    fd.fd = shm_open(shmName_.c_str(), O_RDWR, 0600);
-    if (fd.fd < 0) {
+    fd.reset(shm_open(shmName_.c_str(), O_RDWR, 0600));
+    if (!fd.valid()) {
       const int err = errno;
       C10D_THROW(Error, "verbs/shm: rank ", rank, " of ", size, " could not open the workspace ",
                  shmName_, " that rank 0 created: shm_open failed: ", detail::errnoString(err),
@@ -165,7 +158,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
                                : "");
     }
   }
-  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0);
+  void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) {
     int err = errno;
     C10D_THROW(Error, "mmap of ", total, " bytes of ", shmName_, " failed on rank ", rank, ": ",
@@ -185,11 +178,11 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
   }
   if (store.add("shm/mapped", 1) == size) shm_unlink(shmName_.c_str());
 
-  pidfds_.assign(size, -1);
+  pidfds_.resize(size);
   for (int r = 0; r < size; ++r) {
     if (r == rank) continue;
 #ifdef SYS_pidfd_open
-    pidfds_[r] = static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0));
+    pidfds_[r].reset(static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0)));
 #endif
   }
   // Peers that mapped before us are probed now; the others at the first receive from them.
@@ -201,8 +194,6 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
 
 ShmTransport::~ShmTransport() {
   if (map_) rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
-  for (int fd : pidfds_)
-    if (fd >= 0) close(fd);
   if (rank_ == 0) shm_unlink(shmName_.c_str());  // ENOENT when everyone mapped it: fine
 }
 
@@ -439,8 +430,8 @@ bool ShmTransport::peerGone(int r) {
   if (r == rank_) return false;
   // Destroyed its group (the process may live on): gone for this group as much as an exit.
   if (rankCtl(r).departed.load(std::memory_order_acquire) != 0) return true;
-  if (pidfds_[r] >= 0) {
-    pollfd p{pidfds_[r], POLLIN, 0};
+  if (pidfds_[r].valid()) {
+    pollfd p{pidfds_[r].get(), POLLIN, 0};
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
   }
   return !procAlive(pids_[r]);

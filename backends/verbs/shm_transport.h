@@ -45,6 +45,7 @@
 #include "backends/verbs/config.h"
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport.h"
+#include "c10d/fd.h"
 
 namespace c10d {
 
@@ -166,7 +167,7 @@ class ShmTransport : public Transport {
   uint64_t step_ = 0;
   std::vector<int> pids_;
   std::vector<int> groupRanks_;  // empty: local rank == group rank
-  std::vector<int> pidfds_;      // -1 where pidfd_open failed (then /proc is checked)
+  std::vector<Fd> pidfds_;       // invalid where pidfd_open failed (then /proc is checked)
   // Single copy. cmaBytes_ == 0: off. cmaProbe_ is the word peers read to prove they can.
   const size_t cmaBytes_;
   uint64_t cmaProbe_ = 0;

@@ -27,17 +27,14 @@ namespace verbs {
 
 namespace {
 
-// Closes the accepted sockets whose hello is not (yet) read, however setup ends.
+// The accepted sockets whose hello is not (yet) read (closed however setup ends).
 struct PendingHellos {
   struct Conn {
-    int fd;
+    Fd fd;
     TcpHello h;
     size_t got;
   };
   std::vector<Conn> conns;
-  ~PendingHellos() {
-    for (auto& c : conns) close(c.fd);
-  }
 };
 
 // The address peers reach this rank at: C10D_TCP_IFADDR; else the local end of the route to
@@ -113,7 +110,7 @@ Milliseconds tcpConnectBackoff(int attempt) {
 
 TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                            Milliseconds timeout)
-    : rank_(rank), size_(size), fds_(kNumChannels * size, -1), addrs_(size), closed_(size) {
+    : rank_(rank), size_(size), conns_(kNumChannels * size), addrs_(size), closed_(size) {
   try {
     setup(store, cfg, timeout);
   } catch (...) {
@@ -124,17 +121,14 @@ TcpTransport::TcpTransport(Store& store, int rank, int size, const VerbsConfig& 
 
 void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds timeout) {
   const int rank = rank_, size = size_;
-  for (auto& e : eventFds_) {
-    e = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    C10D_SYSCHECK(e, "verbs/tcp: eventfd");
+  for (Fd& e : eventFds_) {
+    e.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    C10D_SYSCHECK(e.get(), "verbs/tcp: eventfd");
   }
   const auto deadline = Clock::now() + timeout;
-  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const Fd listener(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int lfd = listener.get();
   C10D_SYSCHECK(lfd, "verbs/tcp: socket");
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } lcloser{lfd};
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -157,15 +151,15 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
                    "verbs/tcp: bad address '", a, "' of rank ", q);
     for (int ch = 0; ch < kNumChannels; ++ch) {
       for (int attempt = 0;; ++attempt) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        C10D_SYSCHECK(s, "verbs/tcp: socket");
-        tune(s, cfg);
-        if (connect(s, reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0) {
-          fd(ch, q) = s;
+        Fd s(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        C10D_SYSCHECK(s.get(), "verbs/tcp: socket");
+        tune(s.get(), cfg);
+        if (connect(s.get(), reinterpret_cast<sockaddr*>(&peer), sizeof(peer)) == 0) {
+          conn(ch, q) = std::move(s);
           break;
         }
-        int err = errno;
-        close(s);
+        const int err = errno;
+        s.reset();
         if (Clock::now() >= deadline)
           C10D_THROW(TimeoutError, "verbs/tcp: rank ", rank, " could not connect to rank ", q,
                      " at ", a, ": ", detail::errnoString(err));
@@ -184,7 +178,7 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
   std::vector<pollfd> p;
   while (arrived < expected) {
     p.assign(1, pollfd{lfd, POLLIN, 0});
-    for (const auto& c : pending.conns) p.push_back(pollfd{c.fd, POLLIN, 0});
+    for (const auto& c : pending.conns) p.push_back(pollfd{c.fd.get(), POLLIN, 0});
     const int left =
         static_cast<int>(std::chrono::duration_cast<Milliseconds>(deadline - Clock::now()).count());
     const int ready = left > 0 ? ::poll(p.data(), p.size(), left) : 0;
@@ -199,14 +193,14 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
     for (size_t i = pending.conns.size(); i-- > 0;) {
       if (p[i + 1].revents == 0) continue;
       auto& c = pending.conns[i];
-      ssize_t r = ::recv(c.fd, reinterpret_cast<char*>(&c.h) + c.got, sizeof(c.h) - c.got, 0);
+      ssize_t r = ::recv(c.fd.get(), reinterpret_cast<char*>(&c.h) + c.got, sizeof(c.h) - c.got, 0);
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
       if (r > 0) c.got += static_cast<size_t>(r);
       if (r > 0 && c.got < sizeof(c.h)) continue;
       const std::optional<TcpHello> h = r > 0 ? parseTcpHello(&c.h, c.got, rank) : std::nullopt;
       const bool valid = h && fd(h->channel, h->rank) == -1;
       if (valid) {
-        fd(h->channel, h->rank) = c.fd;
+        conn(h->channel, h->rank) = std::move(c.fd);
         ++arrived;
       } else {
         if (r > 0) {
@@ -215,8 +209,7 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
                        "hello (a stray client?)\n",
                        rank, me.c_str());
         }
-        ++dropped;
-        close(c.fd);
+        ++dropped;  // closed as it leaves the list
       }
       pending.conns.erase(pending.conns.begin() + static_cast<std::ptrdiff_t>(i));
     }
@@ -224,15 +217,15 @@ void TcpTransport::setup(Store& store, const VerbsConfig& cfg, Milliseconds time
       int s = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (s >= 0) {
         tune(s, cfg);
-        pending.conns.push_back(PendingHellos::Conn{s, TcpHello{}, 0});
+        pending.conns.push_back(PendingHellos::Conn{Fd(s), TcpHello{}, 0});
       } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
                  errno != ECONNABORTED) {
         C10D_SYSCHECK(s, "verbs/tcp: accept");
       }
     }
   }
-  for (int x : fds_)
-    if (x >= 0) setNonBlocking(x);
+  for (const Fd& x : conns_)
+    if (x.valid()) setNonBlocking(x.get());
 }
 
 TcpTransport::~TcpTransport() {
@@ -240,20 +233,14 @@ TcpTransport::~TcpTransport() {
 }
 
 void TcpTransport::closeAll() {
-  for (int& x : fds_) {
-    if (x >= 0) close(x);
-    x = -1;
-  }
-  for (int& e : eventFds_) {
-    if (e >= 0) close(e);
-    e = -1;
-  }
+  for (Fd& x : conns_) x.reset();
+  for (Fd& e : eventFds_) e.reset();
 }
 
 bool TcpTransport::peerGone(int peer) {
   if (peer == rank_) return false;
   if (closed_[peer].load(std::memory_order_relaxed)) return true;
-  const int s = fds_[kCollectiveChannel * size_ + peer];
+  const int s = fd(kCollectiveChannel, peer);
   if (s < 0) return false;
   pollfd p{s, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
@@ -266,7 +253,7 @@ void TcpTransport::shutdownConnection(int peer) {
 
 void TcpTransport::abortCollectives() {
   for (int q = 0; q < size_; ++q) {
-    const int s = fds_[kCollectiveChannel * size_ + q];
+    const int s = fd(kCollectiveChannel, q);
     if (s >= 0) ::shutdown(s, SHUT_RDWR);
   }
 }
@@ -346,7 +333,7 @@ void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests
                         Milliseconds maxWait) {
   std::vector<pollfd> p;
   p.reserve(interests.size() + 1);
-  p.push_back(pollfd{eventFds_[ch], POLLIN, 0});
+  p.push_back(pollfd{eventFds_[ch].get(), POLLIN, 0});
   for (const auto& i : interests) {
     if (ch == kP2PChannel && closed_[i.peer].load(std::memory_order_relaxed)) continue;
     short ev = 0;
@@ -357,14 +344,14 @@ void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests
   int r = ::poll(p.data(), p.size(), static_cast<int>(maxWait.count()));
   if (r > 0 && (p[0].revents & POLLIN)) {
     uint64_t v;
-    ssize_t ignored = read(eventFds_[ch], &v, sizeof(v));
+    ssize_t ignored = read(eventFds_[ch].get(), &v, sizeof(v));
     (void)ignored;
   }
 }
 
 void TcpTransport::wakeSelf(int ch) {
   uint64_t one = 1;
-  ssize_t ignored = write(eventFds_[ch], &one, sizeof(one));
+  ssize_t ignored = write(eventFds_[ch].get(), &one, sizeof(one));
   (void)ignored;
 }
 

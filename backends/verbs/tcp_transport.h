@@ -22,6 +22,7 @@
 
 #include "backends/verbs/config.h"
 #include "backends/verbs/transport.h"
+#include "c10d/fd.h"
 
 namespace c10d {
 
@@ -73,7 +74,8 @@ class TcpTransport : public Transport {
   void shutdownConnection(int peer);
 
  private:
-  int& fd(int ch, int peer) { return fds_[ch * size_ + peer]; }
+  int fd(int ch, int peer) const { return conns_[ch * size_ + peer].get(); }
+  Fd& conn(int ch, int peer) { return conns_[ch * size_ + peer]; }
   [[noreturn]] void fail(int peer, const char* what, int err);
   // "rank 0, rank 2": every peer whose connections are closed now (for error messages).
   std::string gonePeers();
@@ -82,10 +84,10 @@ class TcpTransport : public Transport {
 
   const int rank_;
   const int size_;
-  std::vector<int> fds_;  // [channel * size + peer]
+  std::vector<Fd> conns_;  // [channel * size + peer]
   std::vector<std::string> addrs_;
   std::vector<std::atomic<bool>> closed_;  // peer closed its p2p connection (set by the p2p thread)
-  int eventFds_[kNumChannels] = {-1, -1};
+  Fd eventFds_[kNumChannels];
 };
 
 }  // namespace verbs
