@@ -46,7 +46,7 @@ bool implements(Collective c, Algo a) {
     case Collective::kBroadcast:
       return a == Algo::kShm || a == Algo::kBinomial || a == Algo::kChain;
     case Collective::kReduce:
-      return a == Algo::kBinomial;
+      return a == Algo::kShm || a == Algo::kBinomial;
     case Collective::kGather:
     case Collective::kScatter:
       return a == Algo::kDirect;
@@ -155,7 +155,7 @@ Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int world
       if (shm) return Algo::kShm;
       return bytes <= kBinomialBroadcastMax ? Algo::kBinomial : Algo::kChain;
     case Collective::kReduce:
-      return Algo::kBinomial;
+      return shm ? Algo::kShm : Algo::kBinomial;
     case Collective::kGather:
     case Collective::kScatter:
       return Algo::kDirect;
@@ -186,7 +186,9 @@ void AlgoSelector::print(std::ostream& os) const {
      << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, else\n"
      << "                 rabenseifner; other sizes: <= 64 KiB recursive_doubling, else ring\n"
      << "  broadcast      shm workspace: shm; else <= 256 KiB: binomial; else chain\n"
-     << "  reduce_scatter ring   allgather ring   reduce binomial   gather/scatter direct\n"
+     << "  reduce         shm workspace: shm (others copy into slots, the root reduces them\n"
+     << "                 with its input into the output); else binomial\n"
+     << "  reduce_scatter ring   allgather ring   gather/scatter direct\n"
      << "  alltoall       pairwise   barrier: shm workspace: shm, else dissemination\n";
   for (const auto& kv : overrides_)
     os << "  override: " << toString(kv.first) << " -> " << toString(kv.second) << "\n";

@@ -41,6 +41,11 @@ void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t 
 // Reads `in` into the staging slots and writes the result to `out` (in == out, or disjoint).
 void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
                   ReduceOp::Kind op, bool avg, size_t smallBytes);
+// Needs c.shm(). Reduce to `root` through the staging slots: per chunk, the other ranks copy
+// theirs in, one barrier, and the root reduces its own input and their slots straight into `out`
+// while they copy the next chunk (one copy per non-root byte, one reduction pass on the root).
+void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype, ReduceOp::Kind op,
+               bool avg, int root);
 
 // ---- reduce_scatter: buf holds size() blocks, block r at element offset off[r] with cnt[r]
 // elements; on return block rank() holds the reduction (other blocks are clobbered). ----
@@ -70,6 +75,10 @@ void broadcastShm(Comm& c, void* data, size_t bytes, int root);
 
 // ---- reduce to root: root's `out` receives the reduction of every rank's `in`; `in` is left as
 // it was except on a root with in == out (in place). `out` is used on the root only. ----
+// Dispatcher: the shm algorithm (allreduceShm with a root) where the selector picks it, else
+// binomial. Applies PREMUL_SUM's scale and AVG's division.
+void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
+            DataType dtype, const ReduceOp& op, int root);
 void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType dtype,
                     const ReduceOp& op, int root);
 

@@ -87,5 +87,34 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
   }
 }
 
+void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype, ReduceOp::Kind op,
+               bool avg, int root) {
+  ShmTransport& s = *c.shm();
+  const int n = c.size(), r = c.rank();
+  const size_t es = elementSize(dtype);
+  const size_t chunkElems = s.slotBytes() / es;
+  const uint8_t* src = static_cast<const uint8_t*>(in);
+  uint8_t* d = static_cast<uint8_t*>(out);
+  // The root's own input first (reduceSources lets the destination alias only the first source:
+  // in place, out == in), then the others in rank order.
+  std::vector<const void*> srcs(n);
+  const size_t nChunks = (count + chunkElems - 1) / chunkElems;
+  for (size_t j = 0; j < nChunks; ++j) {
+    const uint64_t t = s.step();
+    const size_t off = j * chunkElems;
+    const size_t m = std::min(chunkElems, count - off);
+    if (r != root) std::memcpy(s.slot(r, t), src + off * es, m * es);
+    // Chunk j's slots are full; the root has finished chunk j - 1 (it reduces before arriving),
+    // so the slots of step t - 2 are free again for step t + 1.
+    c.shmBarrier();
+    if (r != root) continue;
+    srcs[0] = src + off * es;
+    for (int q = 0, i = 1; q < n; ++q)
+      if (q != root) srcs[i++] = s.slot(q, t);
+    reduceSources(d + off * es, srcs.data(), n, m, dtype, op);
+    if (avg) divide(d + off * es, m, dtype, n);
+  }
+}
+
 }  // namespace verbs
 }  // namespace c10d

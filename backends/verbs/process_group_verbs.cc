@@ -355,9 +355,12 @@ std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions&
                                                   uint64_t seq) {
   const ReduceOp rop = opts.reduceOp;
   const int root = opts.rootRank;
-  return runCollective(OpType::kReduce, seq, opts.timeout, t.nbytes(), [t, rop, root](Comm& c) {
-    reduceBinomial(c, t.data, t.data, t.numel, t.dtype, rop, root);
-  });
+  return runCollective(
+      OpType::kReduce, seq, opts.timeout, t.nbytes(),
+      [this, t, rop, root](Comm& c) {
+        verbs::reduce(c, selector_, t.data, t.data, t.numel, t.dtype, rop, root);
+      },
+      t.numel > 0 && shmAlgo(Collective::kReduce, t.nbytes(), t.numel));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduceInto(Tensor output, Tensor input,
@@ -365,9 +368,11 @@ std::shared_ptr<Work> ProcessGroupVerbs::doReduceInto(Tensor output, Tensor inpu
   const ReduceOp rop = opts.reduceOp;
   const int root = opts.rootRank;
   return runCollective(
-      OpType::kReduce, seq, opts.timeout, input.nbytes(), [output, input, rop, root](Comm& c) {
-        reduceBinomial(c, input.data, output.data, input.numel, input.dtype, rop, root);
-      });
+      OpType::kReduce, seq, opts.timeout, input.nbytes(),
+      [this, output, input, rop, root](Comm& c) {
+        verbs::reduce(c, selector_, input.data, output.data, input.numel, input.dtype, rop, root);
+      },
+      input.numel > 0 && shmAlgo(Collective::kReduce, input.nbytes(), input.numel));
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllgather(const std::vector<Tensor>& outputs,

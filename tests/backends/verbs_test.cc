@@ -157,6 +157,8 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
   EXPECT_EQ(def.select(Collective::kAllreduce, 1 << 20, 1 << 18, 8, true), Algo::kShm);
   EXPECT_EQ(def.select(Collective::kBroadcast, 1 << 24, 1 << 24, 4, false), Algo::kChain);
   EXPECT_EQ(def.select(Collective::kBarrier, 0, 0, 4, false), Algo::kDissemination);
+  EXPECT_EQ(def.select(Collective::kReduce, 1 << 24, 1 << 22, 4, true), Algo::kShm);
+  EXPECT_EQ(def.select(Collective::kReduce, 1 << 24, 1 << 22, 4, false), Algo::kBinomial);
   AlgoSelector o(VerbsConfig::load({{"C10D_ALGO", "allreduce:ring,barrier:shm"}}));
   EXPECT_EQ(o.select(Collective::kAllreduce, 8, 2, 4, true), Algo::kRing);
   // "shm" needs a workspace: falls back to the default without one.
@@ -554,7 +556,9 @@ TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
 }
 
 TEST(VerbsShmAlgos, RecursiveDoublingAndBinomial) {
-  sweepWith(3, {{"C10D_ALGO", "allreduce:recursive_doubling,broadcast:binomial"}}, {1, 7, 1001});
+  // reduce's default over shm is the shm algorithm: binomial (over shm streams) forced here.
+  sweepWith(3, {{"C10D_ALGO", "allreduce:recursive_doubling,broadcast:binomial,reduce:binomial"}},
+            {1, 7, 1001});
 }
 TEST(VerbsShmAlgos, ManySmallChunks) {
   // 4 KiB staging slots: the shm pipeline runs hundreds of steps, tails and all.
