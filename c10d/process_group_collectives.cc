@@ -306,26 +306,29 @@ std::shared_ptr<Work> ProcessGroup::reduceInto(Tensor output, Tensor input,
   });
 }
 
-// The defaults: copy, then the in-place op.
-std::shared_ptr<Work> ProcessGroup::doAllreduceInto(Tensor output, Tensor input,
-                                                    const AllreduceOptions& opts, uint64_t seq) {
+// The defaults: copy, then the in-place op (CPU memory only: other devices need the backend's
+// own copy, so they are refused).
+namespace {
+void copyForInPlace(const ProcessGroup& pg, const char* op, const Tensor& output,
+                    const Tensor& input) {
   if (!input.device.isCPU()) {
-    C10D_THROW(InvalidArgument, "allreduceInto: backend ", backendName(), " of group ", name(),
-               " has no out-of-place allreduce on device ", toString(input.device),
-               " (use allreduce in place)");
+    C10D_THROW(InvalidArgument, op, ": backend ", pg.backendName(), " of group ", pg.name(),
+               " has no out-of-place form on device ", toString(input.device),
+               " (use the in-place call)");
   }
   if (input.nbytes() > 0) std::memcpy(output.data, input.data, input.nbytes());
+}
+}  // namespace
+
+std::shared_ptr<Work> ProcessGroup::doAllreduceInto(Tensor output, Tensor input,
+                                                    const AllreduceOptions& opts, uint64_t seq) {
+  copyForInPlace(*this, "allreduceInto", output, input);
   return doAllreduce(output, opts, seq);
 }
 
 std::shared_ptr<Work> ProcessGroup::doReduceInto(Tensor output, Tensor input,
                                                  const ReduceOptions& opts, uint64_t seq) {
-  if (!input.device.isCPU()) {
-    C10D_THROW(InvalidArgument, "reduceInto: backend ", backendName(), " of group ", name(),
-               " has no out-of-place reduce on device ", toString(input.device),
-               " (use reduce in place)");
-  }
-  if (input.nbytes() > 0) std::memcpy(output.data, input.data, input.nbytes());
+  copyForInPlace(*this, "reduceInto", output, input);
   return doReduce(output, opts, seq);
 }
 
