@@ -72,7 +72,15 @@ class Check {
     }
   }
 
-  // Out-of-place ops: output and input the same memory (in place) or disjoint.
+  // allreduceInto / reduceInto's output: a tensor like the input, of its numel, and either the
+  // same memory (in place) or disjoint from it.
+  void outOfPlaceOutput(const Tensor& output, const Tensor& input) const {
+    tensor(output, "output");
+    like(output, "output", input, "input");
+    numel(output, "output", input.numel, "the input's numel");
+    sameOrDisjoint(output, "output", input, "input");
+  }
+
   void sameOrDisjoint(const Tensor& out, Name outWhat, const Tensor& in, Name inWhat) const {
     if (out.data == in.data || out.nbytes() == 0 || in.nbytes() == 0) return;
     const auto o = reinterpret_cast<uintptr_t>(out.data);
@@ -226,10 +234,7 @@ std::shared_ptr<Work> ProcessGroup::allreduceInto(Tensor output, Tensor input,
   Check c(*this, OpType::kAllreduce);
   c.timeout(opts.timeout);
   c.tensor(input, "input");
-  c.tensor(output, "output");
-  c.like(output, "output", input, "input");
-  c.numel(output, "output", input.numel, "the input's numel");
-  c.sameOrDisjoint(output, "output", input, "input");
+  c.outOfPlaceOutput(output, input);
   c.reduceOp(opts.reduceOp, input);
   OpDesc d;
   d.dtype = input.dtype;
@@ -285,10 +290,7 @@ std::shared_ptr<Work> ProcessGroup::reduceInto(Tensor output, Tensor input,
   c.tensor(input, "input");
   const bool root = rank() == opts.rootRank;
   if (root) {
-    c.tensor(output, "output");
-    c.like(output, "output", input, "input");
-    c.numel(output, "output", input.numel, "the input's numel");
-    c.sameOrDisjoint(output, "output", input, "input");
+    c.outOfPlaceOutput(output, input);
   } else {
     output = Tensor{};  // not this rank's to write
   }

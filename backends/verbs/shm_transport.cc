@@ -241,9 +241,10 @@ size_t ShmTransport::trySend(int ch, int peer, const void* buf, size_t n) {
 size_t ShmTransport::trySendHdr(int ch, int peer, const void* hdr, size_t hn, const void* buf,
                                 size_t n) {
   RingCtl& r = ring(ch, rank_, peer);
-  const uint64_t offered = r.offerSeq.load(std::memory_order_relaxed);
+  // Single copy off here (the default): no offer of ours can be pending, so none is looked at.
+  const uint64_t offered = cmaBytes_ > 0 ? r.offerSeq.load(std::memory_order_relaxed) : 0;
   // Nothing more on this stream until the receiver has read our offer (its bytes come first).
-  if (offered != r.offerDone.load(std::memory_order_acquire)) return 0;
+  if (cmaBytes_ > 0 && offered != r.offerDone.load(std::memory_order_acquire)) return 0;
   const uint64_t head = r.head.load(std::memory_order_relaxed);
   const uint64_t tail = r.tail.load(std::memory_order_acquire);
   const size_t space = ringBytes_ - static_cast<size_t>(head - tail);
@@ -299,11 +300,6 @@ void ShmTransport::revokeSends(int ch) {
   unacked_[ch].clear();
 }
 
-bool ShmTransport::cmaTo(int ch, int peer) const {
-  return cmaBytes_ > 0 && peer != rank_ &&
-         ring(ch, rank_, peer).cmaOk.load(std::memory_order_relaxed) != 0;
-}
-
 void ShmTransport::probeCma(int ch, int peer) {
   const RankCtl& c = rankCtl(peer);
   const uint64_t addr = c.cmaProbeAddr.load(std::memory_order_acquire);
@@ -324,13 +320,18 @@ size_t ShmTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
 
 size_t ShmTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) {
   RingCtl& r = ring(ch, peer, rank_);
-  if (cmaBytes_ > 0 && probed_[ch][peer] == 0) probeCma(ch, peer);
-  // The offer count before the head: an offer seen implies the ring bytes ahead of it are too.
-  const uint64_t offered = r.offerSeq.load(std::memory_order_acquire);
+  // A peer offers only to a receiver that proved it can read it, which only a receiver with
+  // single copy on does (probeCma): with it off (the default) no offer is ever looked for.
+  uint64_t offered = 0;
+  if (cmaBytes_ > 0) {
+    if (probed_[ch][peer] == 0) probeCma(ch, peer);
+    // The offer count before the head: an offer seen implies the ring bytes ahead of it are too.
+    offered = r.offerSeq.load(std::memory_order_acquire);
+  }
   const uint64_t tail = r.tail.load(std::memory_order_relaxed);
   const uint64_t head = r.head.load(std::memory_order_acquire);
   const size_t avail = static_cast<size_t>(head - tail);
-  if (avail == 0 && offered != r.offerDone.load(std::memory_order_relaxed))
+  if (avail == 0 && cmaBytes_ > 0 && offered != r.offerDone.load(std::memory_order_relaxed))
     return readOffer(ch, peer, r, offered, hdr, hn, buf, n);
   const size_t kh = std::min(hn, avail);
   const size_t kb = std::min(n, avail - kh);
@@ -350,12 +351,12 @@ size_t ShmTransport::readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void*
   const uint64_t addr = r.offerAddr.load(std::memory_order_relaxed);
   const uint64_t bytes = r.offerBytes.load(std::memory_order_relaxed);
   uint64_t& taken = taken_[ch][peer];
-  const int who = groupRanks_.empty() ? peer : groupRanks_[peer];
+  const int who = groupRank(peer);
   auto revoked = [&] {
     if (r.offerRevoked.load(std::memory_order_seq_cst) != seq) return;
     C10D_THROW(CommError, "verbs/shm: rank ", who, " withdrew a single-copy send of ", bytes,
                " bytes at byte ", taken, " (its op failed); seen by rank ",
-               groupRanks_.empty() ? rank_ : groupRanks_[rank_]);
+               groupRank(rank_));
   };
   revoked();
   // The offer is a stretch of the stream like any other: the header first if one is expected.
@@ -374,7 +375,7 @@ size_t ShmTransport::readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void*
     revoked();  // a buffer freed after its op failed reads as EFAULT: say why
     C10D_THROW(CommError, "verbs/shm: single-copy read of ", kh + kb, " bytes from rank ", who,
                " (pid ", pids_[peer], ") failed: ", detail::errnoString(err), "; seen by rank ",
-               groupRanks_.empty() ? rank_ : groupRanks_[rank_],
+               groupRank(rank_),
                " (C10D_SHM_CMA=0 turns single-copy sends off)");
   }
   // Withdrawn while we read: what we read may have changed under us.
@@ -442,9 +443,9 @@ void ShmTransport::checkPeers() {
     // A peer that shut its group down and exited is not a failure unless an op still waits on it
     // (Comm::run checks the peers of its pending operations itself).
     if (peerGone(r) && rankCtl(r).departed.load(std::memory_order_seq_cst) == 0)
-      C10D_THROW(CommError, "verbs/shm: rank ", groupRanks_.empty() ? r : groupRanks_[r], " (pid ",
+      C10D_THROW(CommError, "verbs/shm: rank ", groupRank(r), " (pid ",
                  pids_[r], ") on this host died; seen by rank ",
-                 groupRanks_.empty() ? rank_ : groupRanks_[rank_]);
+                 groupRank(rank_));
   }
 }
 
@@ -484,7 +485,7 @@ void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
   for (int r = 0; r < size_; ++r) {
     const OpDesc::Wire& theirs = rankCtl(r).fp[step_ % 3];
     if (r != rank_ && theirs != mine)
-      throw Mismatch{groupRanks_.empty() ? r : groupRanks_[r], theirs};
+      throw Mismatch{groupRank(r), theirs};
   }
 }
 
@@ -523,7 +524,7 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
     // failed first and left may be seen before the rank that started it all.
     PeerLeft left;
     for (int r = 0; r < size_; ++r)
-      if (peerGone(r)) left.ranks.push_back(groupRanks_.empty() ? r : groupRanks_[r]);
+      if (peerGone(r)) left.ranks.push_back(groupRank(r));
     if (!left.ranks.empty() && !released()) throw left;
   };
   waitUntil(b.generation, gen, released, busy.current(), spinUs_, checkAll);

@@ -131,8 +131,6 @@ class ShmTransport : public Transport {
   int spinUs() const { return spinUs_; }
   // The shm object's name (for tests: it must be gone from /dev/shm once setup finishes).
   const std::string& shmName() const { return shmName_; }
-  // Whether `peer` proved it can read this rank's memory (single-copy sends to it are possible).
-  bool cmaTo(int ch, int peer) const;
   // Single-copy offers posted so far by this rank on channel `ch` (tests, benchmarks).
   uint64_t offersPosted(int ch) const { return offersPosted_[ch]; }
 
@@ -143,6 +141,8 @@ class ShmTransport : public Transport {
   RingCtl& ring(int ch, int from, int to) const;
   uint8_t* ringData(int ch, int from, int to) const;
   RankCtl& rankCtl(int r) const;
+  // Local rank `r` as the group numbers it (what errors name).
+  int groupRank(int r) const { return groupRanks_.empty() ? r : groupRanks_[r]; }
   // The barrier proper: stores `fp` (all zero when null) for this step, adds its hash to the
   // barrier's sum, waits; returns whether the ranks' hashes differed.
   bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
