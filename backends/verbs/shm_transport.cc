@@ -355,8 +355,7 @@ size_t ShmTransport::readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void*
   auto revoked = [&] {
     if (r.offerRevoked.load(std::memory_order_seq_cst) != seq) return;
     C10D_THROW(CommError, "verbs/shm: rank ", who, " withdrew a single-copy send of ", bytes,
-               " bytes at byte ", taken, " (its op failed); seen by rank ",
-               groupRank(rank_));
+               " bytes at byte ", taken, " (its op failed); seen by rank ", groupRank(rank_));
   };
   revoked();
   // The offer is a stretch of the stream like any other: the header first if one is expected.
@@ -375,8 +374,7 @@ size_t ShmTransport::readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void*
     revoked();  // a buffer freed after its op failed reads as EFAULT: say why
     C10D_THROW(CommError, "verbs/shm: single-copy read of ", kh + kb, " bytes from rank ", who,
                " (pid ", pids_[peer], ") failed: ", detail::errnoString(err), "; seen by rank ",
-               groupRank(rank_),
-               " (C10D_SHM_CMA=0 turns single-copy sends off)");
+               groupRank(rank_), " (C10D_SHM_CMA=0 turns single-copy sends off)");
   }
   // Withdrawn while we read: what we read may have changed under us.
   revoked();
@@ -443,9 +441,8 @@ void ShmTransport::checkPeers() {
     // A peer that shut its group down and exited is not a failure unless an op still waits on it
     // (Comm::run checks the peers of its pending operations itself).
     if (peerGone(r) && rankCtl(r).departed.load(std::memory_order_seq_cst) == 0)
-      C10D_THROW(CommError, "verbs/shm: rank ", groupRank(r), " (pid ",
-                 pids_[r], ") on this host died; seen by rank ",
-                 groupRank(rank_));
+      C10D_THROW(CommError, "verbs/shm: rank ", groupRank(r), " (pid ", pids_[r],
+                 ") on this host died; seen by rank ", groupRank(rank_));
   }
 }
 
@@ -484,8 +481,7 @@ void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
   const OpDesc::Wire& mine = rankCtl(rank_).fp[step_ % 3];
   for (int r = 0; r < size_; ++r) {
     const OpDesc::Wire& theirs = rankCtl(r).fp[step_ % 3];
-    if (r != rank_ && theirs != mine)
-      throw Mismatch{groupRank(r), theirs};
+    if (r != rank_ && theirs != mine) throw Mismatch{groupRank(r), theirs};
   }
 }
 
