@@ -2,196 +2,221 @@
 
 #include <sstream>
 
+#include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
 #include "c10d/error.h"
+#include "c10d/settings.h"
 
 namespace c10d {
 namespace verbs {
 
 namespace {
-constexpr size_t kRecursiveDoublingMax = 64 << 10;
-// Power-of-two groups of 4+ ranks: recursive doubling up to here, Rabenseifner above
-// (measurements in algo_select.h).
-constexpr size_t kRecursiveDoublingPow2Max = 32 << 10;
 
-constexpr size_t kBinomialBroadcastMax = 256 << 10;
-
-// Groups across hosts: the hierarchical allreduce above this size (scripts/hier-perf.sh over a
-// veth pair: at 64 KiB the flat ring's fewer steps win; from 256 KiB up the hierarchical one moved
-// 1.2-1.4x faster at 2 hosts x 2 ranks).
-constexpr size_t kHierarchicalMin = 64 << 10;
+constexpr const char* kCollectiveNames[kNumCollectives] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "reduce",
+    "gather",    "scatter",        "alltoall",  "barrier"};
+constexpr const char* kAlgoNames[kNumAlgos] = {
+    "shm",    "ring",     "recursive_doubling", "binomial",     "chain",
+    "direct", "pairwise", "dissemination",      "rabenseifner", "hierarchical"};
 
 bool isPowerOfTwo(int n) {
   return n > 0 && (n & (n - 1)) == 0;
 }
 
-const Collective kAllCollectives[] = {
-    Collective::kAllreduce, Collective::kReduceScatter, Collective::kAllgather,
-    Collective::kBroadcast, Collective::kReduce,        Collective::kGather,
-    Collective::kScatter,   Collective::kAlltoall,      Collective::kBarrier};
-const Algo kAllAlgos[] = {Algo::kShm,         Algo::kRing,          Algo::kRecursiveDoubling,
-                          Algo::kBinomial,    Algo::kChain,         Algo::kDirect,
-                          Algo::kPairwise,    Algo::kDissemination, Algo::kRabenseifner,
-                          Algo::kHierarchical};
-
-// Which algorithms implement which collective.
-bool implements(Collective c, Algo a) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return a == Algo::kShm || a == Algo::kRing || a == Algo::kRecursiveDoubling ||
-             a == Algo::kRabenseifner || a == Algo::kHierarchical;
-    case Collective::kReduceScatter:
-    case Collective::kAllgather:
-      return a == Algo::kRing;
-    case Collective::kBroadcast:
-      return a == Algo::kShm || a == Algo::kBinomial || a == Algo::kChain;
-    case Collective::kReduce:
-      return a == Algo::kShm || a == Algo::kBinomial;
-    case Collective::kGather:
-    case Collective::kScatter:
-      return a == Algo::kDirect;
-    case Collective::kAlltoall:
-      return a == Algo::kPairwise;
-    case Collective::kBarrier:
-      return a == Algo::kShm || a == Algo::kDissemination;
+bool canRun(Needs n, const SelectCtx& ctx) {
+  switch (n) {
+    case Needs::kNothing:
+      return true;
+    case Needs::kShm:
+      return ctx.shm;
+    case Needs::kMultiHost:
+      return ctx.multiHost;
   }
   return false;
 }
+
+const char* describe(Needs n) {
+  switch (n) {
+    case Needs::kNothing:
+      return "";
+    case Needs::kShm:
+      return " [needs a shm workspace]";
+    case Needs::kMultiHost:
+      return " [needs hosts with several ranks]";
+  }
+  return "";
+}
+
+const char* describe(Shape s) {
+  switch (s) {
+    case Shape::kAny:
+      return "";
+    case Shape::kFewerElementsThanRanks:
+      return " fewer elements than ranks";
+    case Shape::kPowerOfTwoFromFour:
+      return " 4, 8, 16.. ranks";
+  }
+  return "";
+}
+
+bool parseCollective(const std::string& s, Collective* c) {
+  for (size_t i = 0; i < kNumCollectives; ++i) {
+    if (s == kCollectiveNames[i]) {
+      *c = static_cast<Collective>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+size_t parseBound(const std::string& s, const std::string& rule) {
+  if (s == "inf") return SIZE_MAX;
+  return parseBytesSetting(s, "C10D_ALGO rule '" + rule + "': range bound");
+}
+
+void printRange(std::ostream& os, size_t lo, size_t hi) {
+  os << formatRangeBound(lo) << "-" << formatRangeBound(hi);
+}
+
 }  // namespace
 
 const char* toString(Collective c) {
-  switch (c) {
-    case Collective::kAllreduce:
-      return "allreduce";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    case Collective::kAllgather:
-      return "allgather";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kGather:
-      return "gather";
-    case Collective::kScatter:
-      return "scatter";
-    case Collective::kAlltoall:
-      return "alltoall";
-    case Collective::kBarrier:
-      return "barrier";
-  }
-  return "?";
+  const auto i = static_cast<size_t>(c);
+  return i < kNumCollectives ? kCollectiveNames[i] : "?";
 }
 
 const char* toString(Algo a) {
-  switch (a) {
-    case Algo::kShm:
-      return "shm";
-    case Algo::kRing:
-      return "ring";
-    case Algo::kRecursiveDoubling:
-      return "recursive_doubling";
-    case Algo::kBinomial:
-      return "binomial";
-    case Algo::kChain:
-      return "chain";
-    case Algo::kDirect:
-      return "direct";
-    case Algo::kPairwise:
-      return "pairwise";
-    case Algo::kDissemination:
-      return "dissemination";
-    case Algo::kRabenseifner:
-      return "rabenseifner";
-    case Algo::kHierarchical:
-      return "hierarchical";
+  const auto i = static_cast<size_t>(a);
+  return i < kNumAlgos ? kAlgoNames[i] : "?";
+}
+
+std::string formatRangeBound(size_t bytes) {
+  if (bytes == SIZE_MAX) return "inf";
+  static const struct {
+    int shift;
+    const char* suffix;
+  } kUnits[] = {{30, "G"}, {20, "M"}, {10, "K"}};
+  for (const auto& u : kUnits) {
+    const size_t unit = size_t{1} << u.shift;
+    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + u.suffix;
   }
-  return "?";
+  return std::to_string(bytes);
+}
+
+bool Rule::holds(const SelectCtx& ctx) const {
+  if (ctx.bytes < lo || ctx.bytes >= hi) return false;
+  switch (shape) {
+    case Shape::kAny:
+      return true;
+    case Shape::kFewerElementsThanRanks:
+      return ctx.count < static_cast<size_t>(ctx.worldSize);
+    case Shape::kPowerOfTwoFromFour:
+      return ctx.worldSize >= 4 && isPowerOfTwo(ctx.worldSize);
+  }
+  return false;
+}
+
+const AlgoEntry* CollectiveTable::find(Algo a) const {
+  for (const AlgoEntry& e : algos)
+    if (e.id == a) return &e;
+  return nullptr;
 }
 
 AlgoSelector::AlgoSelector(const VerbsConfig& cfg) : overrides_(parseOverrides(cfg.algo)) {}
 
-std::map<Collective, Algo> AlgoSelector::parseOverrides(const std::string& spec) {
-  std::map<Collective, Algo> out;
+AlgoSelector::Overrides AlgoSelector::parseOverrides(const std::string& spec) {
+  Overrides out;
   std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    auto colon = item.find(':');
-    C10D_CHECK_ARG(colon != std::string::npos, "C10D_ALGO entry '", item,
-                   "' is not op:algo (e.g. allreduce:ring)");
-    std::string op = item.substr(0, colon), algo = item.substr(colon + 1);
-    bool found = false;
-    for (Collective c : kAllCollectives) {
-      if (op != toString(c)) continue;
-      for (Algo a : kAllAlgos) {
-        if (algo != toString(a)) continue;
-        C10D_CHECK_ARG(implements(c, a), "C10D_ALGO entry '", item, "': ", algo,
-                       " does not implement ", op);
-        out[c] = a;
-        found = true;
-      }
-      C10D_CHECK_ARG(found, "C10D_ALGO entry '", item, "': unknown algorithm '", algo, "'");
+  std::string rule;
+  bool haveCollective = false;
+  Collective c = Collective::kAllreduce;
+  while (std::getline(ss, rule, ',')) {
+    if (rule.empty()) continue;
+    std::vector<std::string> parts;
+    std::stringstream rs(rule);
+    for (std::string p; std::getline(rs, p, ':');) parts.push_back(p);
+    C10D_CHECK_ARG(
+        !parts.empty() && parts.size() <= 3 && rule.back() != ':', "C10D_ALGO rule '", rule,
+        "' is not [collective:][lo-hi:]algorithm (e.g. allreduce:ring, allreduce:0-4K:ring)");
+    Collective named;
+    C10D_CHECK_ARG(parts.size() > 1 || !parseCollective(parts[0], &named), "C10D_ALGO rule '", rule,
+                   "' names no algorithm (e.g. ", rule, ":ring)");
+    size_t i = 0;
+    // Two parts: collective:algorithm, or range:algorithm continuing the previous collective.
+    if (parts.size() == 3 || (parts.size() == 2 && parts[0].find('-') == std::string::npos)) {
+      C10D_CHECK_ARG(parseCollective(parts[0], &c), "C10D_ALGO rule '", rule,
+                     "': unknown collective '", parts[0], "'");
+      haveCollective = true;
+      i = 1;
     }
-    C10D_CHECK_ARG(found, "C10D_ALGO entry '", item, "': unknown collective '", op, "'");
+    C10D_CHECK_ARG(haveCollective, "C10D_ALGO rule '", rule,
+                   "' names no collective and follows none (e.g. allreduce:",
+                   parts.size() == 1 ? "" : "0-4K:", parts.back(), ")");
+    Rule r;
+    if (parts.size() - i == 2) {
+      const std::string& range = parts[i];
+      const size_t dash = range.find('-');
+      C10D_CHECK_ARG(dash != std::string::npos, "C10D_ALGO rule '", rule, "': '", range,
+                     "' is not a range lo-hi (e.g. 0-4K, 4K-inf)");
+      r.lo = parseBound(range.substr(0, dash), rule);
+      r.hi = parseBound(range.substr(dash + 1), rule);
+      C10D_CHECK_ARG(r.lo < r.hi, "C10D_ALGO rule '", rule, "': the range ", range,
+                     " is empty (lo must be below hi; ranges are [lo, hi))");
+    }
+    const std::string& algo = parts.back();
+    bool known = false;
+    for (size_t a = 0; a < kNumAlgos && !known; ++a) {
+      if (algo != kAlgoNames[a]) continue;
+      known = true;
+      r.algo = static_cast<Algo>(a);
+    }
+    C10D_CHECK_ARG(known, "C10D_ALGO rule '", rule, "': unknown algorithm '", algo, "'");
+    C10D_CHECK_ARG(algoTable(c).find(r.algo) != nullptr, "C10D_ALGO rule '", rule, "': ", algo,
+                   " does not implement ", toString(c));
+    out[static_cast<size_t>(c)].push_back(r);
   }
   return out;
 }
 
-Algo AlgoSelector::byDefault(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
-                             bool multiHost) const {
-  switch (c) {
-    case Collective::kAllreduce:
-      if (shm) return Algo::kShm;
-      if (multiHost && bytes > kHierarchicalMin) return Algo::kHierarchical;
-      if (count < static_cast<size_t>(worldSize)) return Algo::kRecursiveDoubling;
-      if (worldSize >= 4 && isPowerOfTwo(worldSize))
-        return bytes <= kRecursiveDoublingPow2Max ? Algo::kRecursiveDoubling : Algo::kRabenseifner;
-      return bytes <= kRecursiveDoublingMax ? Algo::kRecursiveDoubling : Algo::kRing;
-    case Collective::kReduceScatter:
-    case Collective::kAllgather:
-      return Algo::kRing;
-    case Collective::kBroadcast:
-      if (shm) return Algo::kShm;
-      return bytes <= kBinomialBroadcastMax ? Algo::kBinomial : Algo::kChain;
-    case Collective::kReduce:
-      return shm ? Algo::kShm : Algo::kBinomial;
-    case Collective::kGather:
-    case Collective::kScatter:
-      return Algo::kDirect;
-    case Collective::kAlltoall:
-      return Algo::kPairwise;
-    case Collective::kBarrier:
-      return shm ? Algo::kShm : Algo::kDissemination;
+const AlgoEntry& AlgoSelector::pick(Collective c, const SelectCtx& ctx) const {
+  const CollectiveTable& t = algoTable(c);
+  for (const Rule& r : overrides_[static_cast<size_t>(c)]) {
+    const AlgoEntry* e = t.find(r.algo);
+    if (r.holds(ctx) && canRun(e->needs, ctx)) return *e;
   }
-  return Algo::kRing;
+  for (const Rule& r : t.defaults) {
+    const AlgoEntry* e = t.find(r.algo);
+    if (r.holds(ctx) && canRun(e->needs, ctx)) return *e;
+  }
+  C10D_THROW(Error, "verbs: no default rule of ", toString(c), " holds for ", ctx.bytes,
+             " bytes on ", ctx.worldSize, " ranks");
 }
 
-Algo AlgoSelector::select(Collective c, size_t bytes, size_t count, int worldSize, bool shm,
-                          bool multiHost) const {
-  auto it = overrides_.find(c);
-  // An override that cannot run here (shm without a workspace, hierarchical on one host) falls
-  // back to the default.
-  if (it != overrides_.end() && (it->second != Algo::kShm || shm) &&
-      (it->second != Algo::kHierarchical || multiHost))
-    return it->second;
-  return byDefault(c, bytes, count, worldSize, shm, multiHost);
+void AlgoSelector::run(Collective c, Comm& comm, const CollArgs& a) const {
+  const SelectCtx ctx{a.bytes, a.count, comm.size(), comm.shm() != nullptr,
+                      comm.hosts() != nullptr && comm.hosts()->multiHost};
+  pick(c, ctx).fn(comm, a, *this);
 }
 
 void AlgoSelector::print(std::ostream& os) const {
-  os << "verbs algorithm table (C10D_ALGO=op:algo overrides):\n"
-     << "  allreduce      shm workspace: shm (1 sync/chunk; 1 sync below C10D_SMALL_BYTES);\n"
-     << "                 several hosts, some with several ranks: > 64 KiB hierarchical (shm\n"
-     << "                 inside hosts, the flat algorithm below between them);\n"
-     << "                 else 4, 8, 16.. ranks: <= 32 KiB recursive_doubling, else\n"
-     << "                 rabenseifner; other sizes: <= 64 KiB recursive_doubling, else ring\n"
-     << "  broadcast      shm workspace: shm; else <= 256 KiB: binomial; else chain\n"
-     << "  reduce         shm workspace: shm (others copy into slots, the root reduces them\n"
-     << "                 with its input into the output); else binomial\n"
-     << "  reduce_scatter ring   allgather ring   gather/scatter direct\n"
-     << "  alltoall       pairwise   barrier: shm workspace: shm, else dissemination\n";
-  for (const auto& kv : overrides_)
-    os << "  override: " << toString(kv.first) << " -> " << toString(kv.second) << "\n";
+  os << "verbs algorithm table (first rule that holds and can run; C10D_ALGO rules first;\n"
+     << "ranges [lo, hi) bytes per rank):\n";
+  for (size_t i = 0; i < kNumCollectives; ++i) {
+    const CollectiveTable& t = algoTable(static_cast<Collective>(i));
+    os << "  " << kCollectiveNames[i] << "\n";
+    for (const AlgoEntry& e : t.algos)
+      os << "    algorithm " << toString(e.id) << ": " << e.what << describe(e.needs) << "\n";
+    for (const Rule& r : overrides_[i]) {
+      os << "    override: ";
+      printRange(os, r.lo, r.hi);
+      os << " -> " << toString(r.algo) << "\n";
+    }
+    for (const Rule& r : t.defaults) {
+      os << "    default:  ";
+      printRange(os, r.lo, r.hi);
+      os << describe(r.shape) << " -> " << toString(r.algo) << "\n";
+    }
+  }
 }
 
 }  // namespace verbs

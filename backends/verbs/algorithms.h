@@ -1,10 +1,10 @@
 // The collective algorithms of the verbs backend, each written once over Comm (comm.h), one file
-// per algorithm. The dispatchers (allreduce.cc, broadcast.cc, ...) pick one through AlgoSelector.
+// per algorithm. The tables in algo_table.cc name them; AlgoSelector::run picks one and runs it.
 //
 // Conventions: every function is collective over the Comm's group and blocks the calling thread
 // until this rank's part is done (or throws TimeoutError / CommError). Buffers are raw bytes plus
 // an element count and dtype; `op` is already a base kind (SUM for PREMUL_SUM/AVG: the
-// dispatchers scale inputs and divide results).
+// entries and table adapters scale inputs and divide results).
 #pragma once
 
 #include <cstddef>
@@ -20,9 +20,9 @@ namespace c10d {
 namespace verbs {
 
 // ---- allreduce (in place on data) ----
-// Dispatcher: applies PREMUL_SUM's scale and AVG's division around the chosen algorithm. `out`
-// receives the reduction of every rank's `in` (in == out: in place; otherwise disjoint, and `in`
-// is left as it was). The shm algorithm reads `in` and writes `out` itself; the others run in
+// Entry: applies PREMUL_SUM's scale, then runs the algorithm the table picks (AVG divides there).
+// `out` receives the reduction of every rank's `in` (in == out: in place; otherwise disjoint, and
+// `in` is left as it was). The shm algorithm reads `in` and writes `out` itself; the others run in
 // place on `out` after a copy (or PREMUL_SUM's scaled copy) of `in`.
 void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
                DataType dtype, const ReduceOp& op, size_t smallBytes);
@@ -31,9 +31,6 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
                                 ReduceOp::Kind op);
 // Reduce-scatter by recursive halving + allgather by recursive doubling (non-powers of two fold).
 void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
-// One of the stream algorithms by name: recursive doubling, Rabenseifner, else ring.
-void allreduceNetwork(Comm& c, Algo algo, void* data, size_t count, DataType dtype,
-                      ReduceOp::Kind op);
 // Needs c.hosts() with multiHost: shm inside hosts, the network across (allreduce_hierarchical.cc).
 void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t count,
                            DataType dtype, ReduceOp::Kind op);
@@ -75,8 +72,8 @@ void broadcastShm(Comm& c, void* data, size_t bytes, int root);
 
 // ---- reduce to root: root's `out` receives the reduction of every rank's `in`; `in` is left as
 // it was except on a root with in == out (in place). `out` is used on the root only. ----
-// Dispatcher: the shm algorithm (allreduceShm with a root) where the selector picks it, else
-// binomial. Applies PREMUL_SUM's scale and AVG's division.
+// Entry: the algorithm the table picks (shm where a workspace exists, else binomial); each
+// applies PREMUL_SUM's scale and AVG's division.
 void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
             DataType dtype, const ReduceOp& op, int root);
 void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType dtype,

@@ -23,13 +23,20 @@ namespace verbs {
 
 namespace {
 
-// The flat (network) allreduce for a group of n ranks, as the table picks it without a workspace.
+// The flat (network) allreduce for a group of n ranks, as the table picks it without a workspace
+// or hosts.
 void allreduceFlat(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
                    ReduceOp::Kind op) {
   if (count == 0 || c.size() == 1) return;
-  const size_t bytes = count * elementSize(dtype);
-  allreduceNetwork(c, sel.select(Collective::kAllreduce, bytes, count, c.size(), false), data,
-                   count, dtype, op);
+  CollArgs a;
+  a.in = data;
+  a.out = data;
+  a.count = count;
+  a.bytes = count * elementSize(dtype);
+  a.dtype = dtype;
+  a.op = op;
+  const SelectCtx flat{a.bytes, count, c.size(), /*shm=*/false, /*multiHost=*/false};
+  sel.pick(Collective::kAllreduce, flat).fn(c, a, sel);
 }
 
 }  // namespace

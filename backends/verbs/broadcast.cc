@@ -1,4 +1,5 @@
-// broadcast: dispatcher plus the binomial-tree, pipelined-chain and shm variants.
+// broadcast: entry (the table picks, algo_table.cc) plus the binomial-tree, pipelined-chain and shm
+// variants.
 //
 // binomial: log2(n) rounds; in relative ranks (v = rank - root mod n) v receives from v minus its
 //   lowest set bit and sends to v + 2^k for every 2^k below that bit. Best for small messages.
@@ -21,14 +22,12 @@ constexpr size_t kChainSegment = 256 << 10;
 
 void broadcast(Comm& c, const AlgoSelector& sel, void* data, size_t bytes, int root) {
   if (bytes == 0 || c.size() == 1) return;
-  switch (sel.select(Collective::kBroadcast, bytes, bytes, c.size(), c.shm() != nullptr)) {
-    case Algo::kShm:
-      return broadcastShm(c, data, bytes, root);
-    case Algo::kChain:
-      return broadcastChain(c, data, bytes, root);
-    default:
-      return broadcastBinomial(c, data, bytes, root);
-  }
+  CollArgs a;
+  a.out = data;
+  a.bytes = bytes;
+  a.count = bytes;
+  a.root = root;
+  sel.run(Collective::kBroadcast, c, a);
 }
 
 void broadcastBinomial(Comm& c, void* data, size_t bytes, int root) {

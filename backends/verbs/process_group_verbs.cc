@@ -156,6 +156,29 @@ size_t totalBytes(const std::vector<Tensor>& ts) {
   return b;
 }
 
+// allgather of `blockBytes` per rank into `blocks` (this rank's block filled already).
+void allgatherBlocks(const AlgoSelector& sel, Comm& c, const std::vector<void*>& blocks,
+                     size_t blockBytes) {
+  const std::vector<size_t> bytes(blocks.size(), blockBytes);
+  CollArgs a;
+  a.bytes = blockBytes;
+  a.outBlocks = &blocks;
+  a.outBlockBytes = &bytes;
+  sel.run(Collective::kAllgather, c, a);
+}
+
+void alltoallBlocks(const AlgoSelector& sel, Comm& c, const std::vector<const void*>& send,
+                    const std::vector<size_t>& sendBytes, const std::vector<void*>& recv,
+                    const std::vector<size_t>& recvBytes) {
+  CollArgs a;
+  for (size_t b : sendBytes) a.bytes = std::max(a.bytes, b);
+  a.inBlocks = &send;
+  a.inBlockBytes = &sendBytes;
+  a.outBlocks = &recv;
+  a.outBlockBytes = &recvBytes;
+  sel.run(Collective::kAlltoall, c, a);
+}
+
 }  // namespace
 
 template <typename Fn>
@@ -384,7 +407,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllgather(const std::vector<Tensor>& 
                        [this, blocks, input](Comm& c) {
                          if (input.nbytes() && blocks[rank()] != input.data)
                            std::memcpy(blocks[rank()], input.data, input.nbytes());
-                         allgatherRing(c, blocks, std::vector<size_t>(size(), input.nbytes()));
+                         allgatherBlocks(selector_, c, blocks, input.nbytes());
                        });
 }
 
@@ -399,7 +422,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllgatherIntoTensor(Tensor output, Te
                            blocks[r] = static_cast<uint8_t*>(output.data) + r * b;
                          if (b && blocks[rank()] != input.data)
                            std::memmove(blocks[rank()], input.data, b);
-                         allgatherRing(c, blocks, std::vector<size_t>(size(), b));
+                         allgatherBlocks(selector_, c, blocks, b);
                        });
 }
 
@@ -410,8 +433,13 @@ std::shared_ptr<Work> ProcessGroupVerbs::doGather(const std::vector<Tensor>& out
   if (rank() == root)
     for (int r = 0; r < size(); ++r) blocks[r] = outputs[r].data;
   return runCollective(OpType::kGather, seq, opts.timeout, input.nbytes() * size(),
-                       [blocks, input, root](Comm& c) {
-                         gatherDirect(c, blocks, input.data, input.nbytes(), root);
+                       [this, blocks, input, root](Comm& c) {
+                         CollArgs a;
+                         a.in = input.data;
+                         a.bytes = input.nbytes();
+                         a.root = root;
+                         a.outBlocks = &blocks;
+                         selector_.run(Collective::kGather, c, a);
                        });
 }
 
@@ -422,8 +450,13 @@ std::shared_ptr<Work> ProcessGroupVerbs::doScatter(Tensor output, const std::vec
   if (rank() == root)
     for (int r = 0; r < size(); ++r) blocks[r] = inputs[r].data;
   return runCollective(OpType::kScatter, seq, opts.timeout, output.nbytes() * size(),
-                       [blocks, output, root](Comm& c) {
-                         scatterDirect(c, blocks, output.data, output.nbytes(), root);
+                       [this, blocks, output, root](Comm& c) {
+                         CollArgs a;
+                         a.out = output.data;
+                         a.bytes = output.nbytes();
+                         a.root = root;
+                         a.inBlocks = &blocks;
+                         selector_.run(Collective::kScatter, c, a);
                        });
 }
 
@@ -459,7 +492,15 @@ void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
       scale(dst, src, k, dt, factor);
     };
   }
-  reduceScatterRingInputs(c, blocks, output.data, cnt, output.dtype, baseKind(op.kind), scaleCopy);
+  CollArgs a;
+  a.out = output.data;
+  a.count = cnt;
+  a.bytes = b;
+  a.dtype = output.dtype;
+  a.op = op;
+  a.inBlocks = &blocks;
+  a.scaleCopy = &scaleCopy;
+  selector_.run(Collective::kReduceScatter, c, a);
   if (op.kind == ReduceOp::AVG) divide(output.data, cnt, output.dtype, n);
 }
 
@@ -498,9 +539,9 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAlltoall(const std::vector<Tensor>& o
     r[q] = outputs[q].data;
     rb[q] = outputs[q].nbytes();
   }
-  return runCollective(OpType::kAlltoall, seq, opts.timeout,
-                       std::max(totalBytes(inputs), totalBytes(outputs)),
-                       [s, sb, r, rb](Comm& c) { alltoallPairwise(c, s, sb, r, rb); });
+  return runCollective(
+      OpType::kAlltoall, seq, opts.timeout, std::max(totalBytes(inputs), totalBytes(outputs)),
+      [this, s, sb, r, rb](Comm& c) { alltoallBlocks(selector_, c, s, sb, r, rb); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor input,
@@ -522,9 +563,9 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAlltoallSingle(Tensor output, Tensor 
     rb[q] = outputSplits[q] * es;
     ro += outputSplits[q];
   }
-  return runCollective(OpType::kAlltoallSingle, seq, opts.timeout,
-                       std::max(input.nbytes(), output.nbytes()),
-                       [s, sb, r, rb](Comm& c) { alltoallPairwise(c, s, sb, r, rb); });
+  return runCollective(
+      OpType::kAlltoallSingle, seq, opts.timeout, std::max(input.nbytes(), output.nbytes()),
+      [this, s, sb, r, rb](Comm& c) { alltoallBlocks(selector_, c, s, sb, r, rb); });
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, uint64_t seq) {
@@ -532,10 +573,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doBarrier(const BarrierOptions& opts, u
       OpType::kBarrier, seq, opts.timeout, 0,
       [this](Comm& c) {
         if (size() == 1) return;
-        if (selector_.select(Collective::kBarrier, 0, 0, size(), shm_ != nullptr) == Algo::kShm)
-          c.shmBarrier();
-        else
-          barrierDissemination(c);
+        selector_.run(Collective::kBarrier, c, CollArgs{});
       },
       shmAlgo(Collective::kBarrier, 0, 0));
 }

@@ -1,7 +1,8 @@
-// reduce dispatcher (shm or binomial), and the binomial-tree reduce to root. In relative ranks (v =
-// rank - root mod n), v receives from v + 2^k for each 2^k below its lowest set bit (in increasing
-// k), reduces, and sends the partial result to v - lowbit(v). Non-root ranks work on a scratch copy
-// so their input stays untouched; the root reduces into its output (its input, in place).
+// reduce entry (the table picks shm or binomial, algo_table.cc), and the binomial-tree reduce to
+// root. In relative ranks (v = rank - root mod n), v receives from v + 2^k for each 2^k below its
+// lowest set bit (in increasing k), reduces, and sends the partial result to v - lowbit(v).
+// Non-root ranks work on a scratch copy so their input stays untouched; the root reduces into its
+// output (its input, in place).
 #include <cstring>
 
 #include "backends/verbs/algorithms.h"
@@ -13,19 +14,19 @@ namespace verbs {
 void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
             DataType dtype, const ReduceOp& op, int root) {
   if (count == 0) return;
-  const size_t bytes = count * elementSize(dtype);
-  if (c.size() == 1 ||
-      sel.select(Collective::kReduce, bytes, count, c.size(), c.shm() != nullptr) != Algo::kShm) {
-    reduceBinomial(c, in, out, count, dtype, op, root);
+  CollArgs a;
+  a.in = in;
+  a.out = out;
+  a.count = count;
+  a.bytes = count * elementSize(dtype);
+  a.dtype = dtype;
+  a.op = op;
+  a.root = root;
+  if (c.size() == 1) {
+    reduceBinomial(c, in, out, count, dtype, op, root);  // the copy / scale it does alone
     return;
   }
-  if (op.kind == ReduceOp::PREMUL_SUM) {
-    // Scaled into the output on the root; elsewhere into scratch (the input stays as it was).
-    void* scaled = c.rank() == root ? out : c.scratch(bytes, 1);
-    scale(scaled, in, count, dtype, op.scale);
-    in = scaled;
-  }
-  reduceShm(c, in, out, count, dtype, baseKind(op.kind), op.kind == ReduceOp::AVG, root);
+  sel.run(Collective::kReduce, c, a);
 }
 
 void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType dtype,
