@@ -90,11 +90,12 @@ FlightRecorder::FlightRecorder(size_t capacity, std::string group, std::string b
       backend_(std::move(backend)),
       rank_(rank),
       size_(size),
+      capacity_(capacity),
       ring_(capacity) {}
 
 FlightRecorder::Id FlightRecorder::record(const OpDesc& desc, int64_t issueNs) {
-  if (ring_.empty()) return kNoId;
-  std::lock_guard<SpinLock> lock(mu_);
+  if (capacity_ == 0) return kNoId;
+  SpinLockGuard lock(mu_);
   const Id id = next_++;
   Entry& e = ring_[id % ring_.size()];
   e.desc = desc;
@@ -108,7 +109,7 @@ FlightRecorder::Id FlightRecorder::record(const OpDesc& desc, int64_t issueNs) {
 
 void FlightRecorder::onStart(Id id, int64_t ns) {
   if (id == kNoId) return;
-  std::lock_guard<SpinLock> lock(mu_);
+  SpinLockGuard lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;  // overwritten
   Entry& e = ring_[id % ring_.size()];
   if (e.state != State::kIssued) return;
@@ -119,7 +120,7 @@ void FlightRecorder::onStart(Id id, int64_t ns) {
 void FlightRecorder::onEnd(Id id, int64_t ns, const std::exception_ptr& error) {
   if (id == kNoId) return;
   std::string text = error ? detail::messageOf(error) : std::string();
-  std::lock_guard<SpinLock> lock(mu_);
+  SpinLockGuard lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;
   Entry& e = ring_[id % ring_.size()];
   if (e.state == State::kCompleted || e.state == State::kFailed) return;
@@ -155,15 +156,15 @@ double FlightRecorder::bucketMidUs(int b) {
 
 std::vector<FlightRecorder::Entry> FlightRecorder::snapshot() const {
   std::vector<Entry> out;
-  out.reserve(ring_.size());  // outside the lock (the ring's size never changes)
-  std::lock_guard<SpinLock> lock(mu_);
+  out.reserve(capacity_);  // outside the lock
+  SpinLockGuard lock(mu_);
   const Id n = std::min<Id>(next_, ring_.size());
   for (Id id = next_ - n; id < next_; ++id) out.push_back(ring_[id % ring_.size()]);
   return out;
 }
 
 bool FlightRecorder::position(Entry* out) const {
-  std::lock_guard<SpinLock> lock(mu_);
+  SpinLockGuard lock(mu_);
   if (next_ == 0 || ring_.empty()) return false;
   const Id n = std::min<Id>(next_, ring_.size());
   for (Id id = next_ - n; id < next_; ++id) {
@@ -181,7 +182,7 @@ OpStats FlightRecorder::stats() const {
   OpStats s;
   s.group = group_;
   s.rank = rank_;
-  std::lock_guard<SpinLock> lock(mu_);
+  SpinLockGuard lock(mu_);
   for (size_t k = 0; k < counters_.size(); ++k) {
     const OpCounters& c = counters_[k];
     if (c.count == 0) continue;
@@ -238,7 +239,7 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
   gethostname(host, sizeof(host) - 1);
   uint64_t nextSeq = 0;
   {
-    std::lock_guard<SpinLock> lock(mu_);
+    SpinLockGuard lock(mu_);
     nextSeq = next_;
   }
   std::ostringstream os;
@@ -250,7 +251,7 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
   jsonString(os, host);
   os << ",\"reason\":";
   jsonString(os, reason);
-  os << ",\"dumped_us\":" << wallNowUs << ",\"capacity\":" << ring_.size()
+  os << ",\"dumped_us\":" << wallNowUs << ",\"capacity\":" << capacity_
      << ",\"recorded\":" << nextSeq << ",\"entries\":[";
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];

@@ -30,6 +30,7 @@
 
 #include "c10d/op_desc.h"
 #include "c10d/spin_lock.h"
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 
@@ -73,7 +74,7 @@ class FlightRecorder {
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
-  size_t capacity() const { return ring_.size(); }
+  size_t capacity() const { return capacity_; }
   const std::string& group() const { return group_; }
 
   // Records an op issued at `issueNs` (steady clock); kNoId when the capacity is 0.
@@ -115,11 +116,13 @@ class FlightRecorder {
   const std::string backend_;
   const int rank_;
   const int size_;
+  // ring_.size(), which never changes: readable without the lock.
+  const size_t capacity_;
 
   mutable SpinLock mu_;
-  std::vector<Entry> ring_;  // guarded by mu_; slot = id % capacity
-  Id next_ = 0;              // guarded by mu_
-  std::array<OpCounters, static_cast<size_t>(OpType::kUnknown) + 1> counters_;  // guarded by mu_
+  std::vector<Entry> ring_ C10D_GUARDED_BY(mu_);  // slot = id % capacity
+  Id next_ C10D_GUARDED_BY(mu_) = 0;
+  std::array<OpCounters, static_cast<size_t>(OpType::kUnknown) + 1> counters_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace c10d

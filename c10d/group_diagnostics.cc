@@ -90,7 +90,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   if (!timeout && !comm) return error;
   // A failure reported while the first one's report runs (the backend's deadline and the
   // caller's Work::wait expire together) waits for it, then carries the same report.
-  std::lock_guard<std::mutex> lock(reportMu_);
+  MutexLock lock(reportMu_);
   if (failed_.load()) {
     if (timeout && !report_.empty()) {
       const std::string text = detail::messageOf(error);

@@ -28,6 +28,7 @@
 
 #include "c10d/diagnostics_config.h"
 #include "c10d/flight_recorder.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 
 namespace c10d {
@@ -49,7 +50,7 @@ class GroupDiagnostics {
   // the desync report appended (same exception kind), after dumping the ring. A later
   // TimeoutError gets the same report appended (a call made while the first report runs waits
   // for it); other errors are returned as is.
-  std::exception_ptr onFailure(std::exception_ptr error);
+  std::exception_ptr onFailure(std::exception_ptr error) C10D_EXCLUDES(reportMu_);
 
   // Publishes this rank's position, waits up to C10D_DESYNC_WAIT_MS for the others' and says who
   // is behind. Never throws (a store failure is described in the text).
@@ -76,9 +77,9 @@ class GroupDiagnostics {
   const int size_;
   const DiagnosticsConfig cfg_;
   FlightRecorder recorder_;
-  std::mutex reportMu_;  // held while the first failure is reported
+  Mutex reportMu_;  // held while the first failure is reported
   std::atomic<bool> failed_{false};
-  std::string report_;  // guarded by reportMu_: the first failure's desync report
+  std::string report_ C10D_GUARDED_BY(reportMu_);  // the first failure's desync report
   std::atomic<uint64_t> stragglerCalls_{0};
 };
 

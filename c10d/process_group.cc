@@ -39,13 +39,13 @@ std::string ProcessGroup::name() const {
 
 std::exception_ptr ProcessGroup::brokenError() const {
   if (!brokenSet_.load(std::memory_order_acquire)) return nullptr;
-  std::lock_guard<std::mutex> lock(brokenMu_);
+  MutexLock lock(brokenMu_);
   return broken_;
 }
 
 void ProcessGroup::setBroken(std::exception_ptr error) {
   if (!error) return;
-  std::lock_guard<std::mutex> lock(brokenMu_);
+  MutexLock lock(brokenMu_);
   if (!broken_) broken_ = std::move(error);
   brokenSet_.store(true, std::memory_order_release);
 }

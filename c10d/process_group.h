@@ -48,6 +48,7 @@
 #include "c10d/op_desc.h"
 #include "c10d/options.h"
 #include "c10d/reduce_op.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 #include "c10d/work.h"
 
@@ -178,7 +179,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   virtual void shutdown() {}
 
   // The error that broke this group, if any (see header comment).
-  std::exception_ptr brokenError() const;
+  std::exception_ptr brokenError() const C10D_EXCLUDES(brokenMu_);
 
   // Number of ops issued so far (the next op's sequence number).
   uint64_t sequenceNumber() const { return seq_.load(); }
@@ -201,7 +202,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
  protected:
   // Backends mark the group broken with the first asynchronous error.
-  void setBroken(std::exception_ptr error);
+  void setBroken(std::exception_ptr error) C10D_EXCLUDES(brokenMu_);
   // Backends pass a timeout / communication error through this before delivering it (and before
   // setBroken): the group's first one runs the desync report (TimeoutError: the returned error
   // names who is behind) and dumps the flight record; later TimeoutErrors get the same report
@@ -333,8 +334,8 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // diag_.get() once made: the lock-free fast path of diagnostics().
   mutable std::atomic<GroupDiagnostics*> diagPtr_{nullptr};
 
-  mutable std::mutex brokenMu_;
-  std::exception_ptr broken_;           // guarded by brokenMu_
+  mutable Mutex brokenMu_;
+  std::exception_ptr broken_ C10D_GUARDED_BY(brokenMu_);
   std::atomic<bool> brokenSet_{false};  // broken_ != nullptr; read without the lock on every op
 };
 

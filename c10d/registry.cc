@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 
+#include "c10d/thread_annotations.h"
+
 namespace c10d {
 
 namespace detail {
@@ -22,8 +24,8 @@ struct Entry {
 };
 
 struct Registry {
-  std::mutex mu;
-  std::map<std::string, Entry> entries;  // guarded by mu
+  Mutex mu;
+  std::map<std::string, Entry> entries C10D_GUARDED_BY(mu);
 };
 
 Registry& rawRegistry() {
@@ -62,7 +64,7 @@ bool isAvailable(const BackendInfo& info, std::string* reason) {
   }
 }
 
-std::string namesLocked(const Registry& r) {
+std::string namesLocked(const Registry& r) C10D_REQUIRES(r.mu) {
   std::vector<const Entry*> sorted;
   for (const auto& kv : r.entries) sorted.push_back(&kv.second);
   std::stable_sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) {
@@ -80,14 +82,14 @@ void registerBackend(BackendInfo info, BackendFactory factory) {
   C10D_CHECK_ARG(info.name != "auto", "registerBackend: 'auto' is reserved");
   C10D_CHECK_ARG(factory != nullptr, "registerBackend: no factory for backend ", info.name);
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   std::string name = info.name;
   r.entries[name] = Entry{std::move(info), std::move(factory)};
 }
 
 bool isBackendRegistered(const std::string& name) {
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   return r.entries.count(name) != 0;
 }
 
@@ -95,7 +97,7 @@ std::vector<std::string> registeredBackends() {
   Registry& r = registry();
   std::vector<std::pair<int, std::string>> v;
   {
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(r.mu);
     for (const auto& kv : r.entries) v.emplace_back(kv.second.info.priority, kv.first);
   }
   std::stable_sort(v.begin(), v.end(),
@@ -107,7 +109,7 @@ std::vector<std::string> registeredBackends() {
 
 BackendInfo backendInfo(const std::string& name) {
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  MutexLock lock(r.mu);
   auto it = r.entries.find(name);
   if (it == r.entries.end()) {
     C10D_THROW(InvalidArgument, "unknown backend '", name, "' (registered: ", namesLocked(r), ")");
@@ -132,7 +134,7 @@ std::string defaultBackend() {
       Error, "no process-group backend is available here (registered: ",
       [] {
         Registry& r = registry();
-        std::lock_guard<std::mutex> lock(r.mu);
+        MutexLock lock(r.mu);
         return namesLocked(r);
       }(),
       why, ")");
@@ -145,7 +147,7 @@ std::shared_ptr<ProcessGroup> createProcessGroup(const std::string& name,
   Entry entry;
   {
     Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    MutexLock lock(r.mu);
     auto it = r.entries.find(resolved);
     if (it == r.entries.end()) {
       C10D_THROW(InvalidArgument, "unknown backend '", resolved, "' (registered: ", namesLocked(r),

@@ -18,12 +18,17 @@ using BackendFactory = std::function<std::shared_ptr<ProcessGroup>(
 
 struct BackendInfo {
   std::string name;
-  std::string description;  // one line, for c10d-info / --help
+  std::string description;  // one line, for --print-config / --help
   // Backends are tried in decreasing priority when the user asks for none.
   int priority = 0;
   // Whether this backend can run here at all (e.g. a GPU is present); when false, `reason`
   // says why, and "auto" selection skips it.
   std::function<bool(std::string* reason)> available;
+  // The backend's settings as a group made now would load them (options.config empty, so the
+  // environment and the defaults), one per line with where each value came from, plus anything
+  // else that decides what it runs (verbs: its algorithm table). For --print-config. Throws
+  // InvalidArgument naming a malformed setting. Unset: the backend has no settings.
+  std::function<std::string()> describeConfig;
 };
 
 // Registers (or replaces) a backend.

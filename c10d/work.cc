@@ -77,17 +77,17 @@ Work::Work(OpType op, uint64_t seq, std::string group, Milliseconds timeout)
 Work::~Work() = default;
 
 bool Work::isCompleted() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return completed_;
 }
 
 bool Work::isSuccess() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return completed_ && !error_;
 }
 
 std::exception_ptr Work::exception() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 
@@ -97,12 +97,13 @@ bool Work::wait(Milliseconds timeout) {
   if (t > kMaxWait) t = kMaxWait;
   if (done_.load(std::memory_order_acquire)) {
     // error_ is final once done_ is set.
-    if (error_) std::rethrow_exception(error_);
+    const std::exception_ptr& error = finalError();
+    if (error) std::rethrow_exception(error);
     return true;
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  auto done = [this] { return completed_; };
-  if (!cv_.wait_for(lock, t, done)) {
+  MutexLock lock(mu_);
+  auto done = [this]() C10D_REQUIRES(mu_) { return completed_; };
+  if (!lock.waitFor(cv_, t, done)) {
     // The op's own timeout passed: report it through the group's diagnostics (desync report,
     // dump), which waits for a report the backend may be running for the same stuck op.
     // Pending, so diagOwner_ is set if diag_ is (see retainDiagnostics()).
@@ -128,7 +129,7 @@ bool Work::wait(Milliseconds timeout) {
 
 void Work::abort() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (completed_ || aborting_) return;
     aborting_ = true;
   }
@@ -145,7 +146,7 @@ void Work::abort() {
 void Work::then(Callback cb) {
   if (!cb) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!completed_) {
       callbacks_.push_back(std::move(cb));
       return;
@@ -155,7 +156,7 @@ void Work::then(Callback cb) {
 }
 
 std::shared_future<void> Work::future() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!promise_) {
     promise_ = std::make_unique<std::promise<void>>();
     future_ = promise_->get_future().share();
@@ -173,7 +174,7 @@ std::shared_future<void> Work::future() {
 // The flight record is updated under mu_ (the recorder's lock nests inside it and never calls
 // back): a waiter that sees the Work complete also sees its record and stats updated.
 void Work::markStarted(int64_t ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (startNs_ != 0 || completed_) return;
   startNs_ = ns != 0 ? ns : FlightRecorder::nowNs();
   if (diag_) diag_->recorder().onStart(recordId_, startNs_);
@@ -198,7 +199,7 @@ void Work::finishUnshared(std::exception_ptr error) {
 
 void Work::attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId) {
   if (!diag || recordId == FlightRecorder::kNoId) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   diagOwner_ = std::move(diag);
   diag_ = diagOwner_.get();
   recordId_ = recordId;
@@ -213,7 +214,7 @@ void Work::linkDiagnostics(GroupDiagnostics* diag, uint64_t recordId) {
 
 void Work::retainDiagnostics(const std::shared_ptr<GroupDiagnostics>& diag) {
   if (done_.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!completed_) diagOwner_ = diag;
 }
 
@@ -225,7 +226,7 @@ bool Work::finish(std::exception_ptr error) {
     GroupDiagnostics* d = nullptr;
     std::shared_ptr<GroupDiagnostics> keep;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (completed_) return false;
       d = diag_;
       keep = diagOwner_;
@@ -234,7 +235,7 @@ bool Work::finish(std::exception_ptr error) {
   }
   std::vector<Callback> callbacks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (completed_) return false;
     completed_ = true;
     error_ = std::move(error);

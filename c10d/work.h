@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "c10d/op_desc.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 
 namespace c10d {
@@ -67,24 +68,24 @@ class Work : public std::enable_shared_from_this<Work> {
   const std::string& groupName() const { return group_; }
   Milliseconds timeout() const { return timeout_; }
 
-  bool isCompleted() const;
+  bool isCompleted() const C10D_EXCLUDES(mu_);
   // True when completed without an error.
-  bool isSuccess() const;
+  bool isSuccess() const C10D_EXCLUDES(mu_);
   // The error it completed with; null while pending or on success.
-  std::exception_ptr exception() const;
+  std::exception_ptr exception() const C10D_EXCLUDES(mu_);
 
   // See the header comment. Returns true (kept for torch's signature).
-  virtual bool wait(Milliseconds timeout = kUnsetTimeout);
+  virtual bool wait(Milliseconds timeout = kUnsetTimeout) C10D_EXCLUDES(mu_);
   // For device work: make the caller's current stream wait for the op. CPU: no-op.
   virtual void synchronize() {}
   // Gives up on the op: completes the Work with an Error ("aborted") if still pending, and lets
   // the backend cancel what it can (onAbort()).
-  virtual void abort();
+  virtual void abort() C10D_EXCLUDES(mu_);
 
   // Runs `cb` once after completion (see header comment).
-  void then(Callback cb);
+  void then(Callback cb) C10D_EXCLUDES(mu_);
   // A future that becomes ready (or holds the error) on completion.
-  std::shared_future<void> future();
+  std::shared_future<void> future() C10D_EXCLUDES(mu_);
 
   // For recv from any source: the rank the message came from; -1 otherwise or while pending.
   int sourceRank() const { return sourceRank_.load(); }
@@ -92,7 +93,7 @@ class Work : public std::enable_shared_from_this<Work> {
   // ---- backend side ----
   // Completes the Work; the first call wins, later ones are ignored. Returns whether this call
   // completed it. Runs callbacks on the calling thread after releasing the lock.
-  bool finish(std::exception_ptr error = nullptr);
+  bool finish(std::exception_ptr error = nullptr) C10D_EXCLUDES(mu_);
   void setSourceRank(int r) { sourceRank_.store(r); }
 
   // A message prefix naming the op: "allreduce #12 in group gloo:world".
@@ -106,15 +107,17 @@ class Work : public std::enable_shared_from_this<Work> {
 
   // Backends: the op began running (its flight record's start time). Only the first call counts.
   // `ns`: when (steady clock ns, e.g. the issue time of an op run inline at issue); 0 = now.
-  void markStarted(int64_t ns = 0);
+  void markStarted(int64_t ns = 0) C10D_EXCLUDES(mu_);
   // markStarted() and finish() for a Work that no other thread can reach yet: a backend running
   // the op inline, on the issuing thread, before its do*() returns the Work (no callbacks, future
-  // or waiters can exist). The same effects without the lock or the wake-up.
-  void markStartedUnshared(int64_t ns);
-  void finishUnshared(std::exception_ptr error = nullptr);
+  // or waiters can exist). The same effects without the lock or the wake-up (unchecked: safe
+  // because no other thread can see the Work yet).
+  void markStartedUnshared(int64_t ns) C10D_NO_THREAD_SAFETY_ANALYSIS;
+  void finishUnshared(std::exception_ptr error = nullptr) C10D_NO_THREAD_SAFETY_ANALYSIS;
   // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
   // already started or completed reports that at once.
-  void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId);
+  void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId)
+      C10D_EXCLUDES(mu_);
 
  protected:
   // Called once by abort() while the Work is still pending; backends override to cancel.
@@ -126,8 +129,13 @@ class Work : public std::enable_shared_from_this<Work> {
   // the lock and without owning `diag`: valid while the group lives, which covers every use by a
   // Work completed before the group returns it. retainDiagnostics() (track()) makes a Work still
   // pending own it, since it may complete or time out in wait() after the group is gone.
-  void linkDiagnostics(GroupDiagnostics* diag, uint64_t recordId);
-  void retainDiagnostics(const std::shared_ptr<GroupDiagnostics>& diag);
+  // Unchecked: writes diag_ and recordId_ without the lock, safe because no other thread can see
+  // the Work yet.
+  void linkDiagnostics(GroupDiagnostics* diag, uint64_t recordId) C10D_NO_THREAD_SAFETY_ANALYSIS;
+  void retainDiagnostics(const std::shared_ptr<GroupDiagnostics>& diag) C10D_EXCLUDES(mu_);
+  // error_ for wait()'s fast path, read without the lock (unchecked): safe once done_ was seen set
+  // (acquire), since error_ never changes after finish() sets done_.
+  const std::exception_ptr& finalError() const C10D_NO_THREAD_SAFETY_ANALYSIS { return error_; }
 
  private:
   const OpType op_;
@@ -137,22 +145,23 @@ class Work : public std::enable_shared_from_this<Work> {
   std::atomic<int> sourceRank_{-1};
   OpDesc desc_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool completed_ = false;  // guarded by mu_
+  bool completed_ C10D_GUARDED_BY(mu_) = false;
   // completed_, readable without mu_ (wait()'s fast path): set (release) as finish()'s last
   // access to the Work, after error_ is final and the callbacks ran.
   std::atomic<bool> done_{false};
-  bool aborting_ = false;                        // guarded by mu_; abort() calls onAbort() once
-  std::exception_ptr error_;                     // guarded by mu_
-  std::vector<Callback> callbacks_;              // guarded by mu_
-  std::unique_ptr<std::promise<void>> promise_;  // guarded by mu_
-  std::shared_future<void> future_;              // guarded by mu_
-  GroupDiagnostics* diag_ = nullptr;             // guarded by mu_ (see linkDiagnostics)
-  std::shared_ptr<GroupDiagnostics> diagOwner_;  // guarded by mu_; keeps diag_ alive if set
-  uint64_t recordId_ = ~uint64_t(0);             // guarded by mu_
-  int64_t startNs_ = 0;                          // guarded by mu_; steady clock, 0 = not yet
-  int64_t endNs_ = 0;                            // guarded by mu_
+  bool aborting_ C10D_GUARDED_BY(mu_) = false;  // abort() calls onAbort() once
+  std::exception_ptr error_ C10D_GUARDED_BY(mu_);
+  std::vector<Callback> callbacks_ C10D_GUARDED_BY(mu_);
+  std::unique_ptr<std::promise<void>> promise_ C10D_GUARDED_BY(mu_);
+  std::shared_future<void> future_ C10D_GUARDED_BY(mu_);
+  GroupDiagnostics* diag_ C10D_GUARDED_BY(mu_) = nullptr;  // see linkDiagnostics
+  // Keeps diag_ alive if set.
+  std::shared_ptr<GroupDiagnostics> diagOwner_ C10D_GUARDED_BY(mu_);
+  uint64_t recordId_ C10D_GUARDED_BY(mu_) = ~uint64_t(0);
+  int64_t startNs_ C10D_GUARDED_BY(mu_) = 0;  // steady clock, 0 = not yet
+  int64_t endNs_ C10D_GUARDED_BY(mu_) = 0;
 };
 
 // A Work that completes when all of `parts` complete; its error is the first part's error (in

@@ -31,6 +31,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "c10d/thread_annotations.h"
 #include "store/socket.h"
 #include "store/store_registry.h"
 #include "store/tcp_store.h"
@@ -63,10 +64,20 @@ struct Result {
 
 struct Shared {
   Config cfg;
-  std::mutex mu;
-  Result result;           // guarded by mu
-  std::string firstError;  // guarded by mu
+  Mutex mu;
+  Result result C10D_GUARDED_BY(mu);
+  std::string firstError C10D_GUARDED_BY(mu);
 };
+
+// The combined result once every client thread has been joined, reporting the first error.
+// Unchecked: reads `shared` without the lock, which is safe because no client thread is left.
+Result joinedResult(const Shared& shared) C10D_NO_THREAD_SAFETY_ANALYSIS {
+  if (!shared.firstError.empty()) {
+    std::fprintf(stderr, "store_perf: %lld clients failed; first error: %s\n",
+                 static_cast<long long>(shared.result.failures), shared.firstError.c_str());
+  }
+  return shared.result;
+}
 
 // add(counterKey); the last arriver releases everyone; everyone waits.
 void barrier(Store& store, const std::string& name, int total) {
@@ -108,12 +119,12 @@ void* clientMain(void* arg) {
     }
     mine.opsEnd = nowNs();
   } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> lock(shared->mu);
+    MutexLock lock(shared->mu);
     if (shared->firstError.empty()) shared->firstError = e.what();
     ++shared->result.failures;
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(shared->mu);
+  MutexLock lock(shared->mu);
   Result& r = shared->result;
   r.rendezvousEnd = std::max(r.rendezvousEnd, mine.rendezvousEnd);
   r.opsStart = std::min(r.opsStart, mine.opsStart);
@@ -136,7 +147,7 @@ Result runClients(const Config& cfg, int count) {
     if (rc != 0) {
       std::fprintf(stderr, "store_perf: pthread_create failed for client %d: %s\n", i,
                    std::strerror(rc));
-      std::lock_guard<std::mutex> lock(shared.mu);
+      MutexLock lock(shared.mu);
       ++shared.result.failures;
       continue;
     }
@@ -144,11 +155,7 @@ Result runClients(const Config& cfg, int count) {
   }
   pthread_attr_destroy(&attr);
   for (pthread_t t : threads) pthread_join(t, nullptr);
-  if (!shared.firstError.empty()) {
-    std::fprintf(stderr, "store_perf: %lld clients failed; first error: %s\n",
-                 static_cast<long long>(shared.result.failures), shared.firstError.c_str());
-  }
-  return shared.result;
+  return joinedResult(shared);
 }
 
 // Forks `procs` processes that each run their share of the clients; combines their results.

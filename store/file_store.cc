@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "c10d/thread_annotations.h"
 #include "store/file_store_log.h"
 #include "store/store_util.h"
 
@@ -45,13 +46,13 @@ struct FileStore::Impl {
 
   const std::string path;
   const int numUsers;
-  std::mutex mu;  // serializes this process's threads; the flock serializes processes
+  Mutex mu;  // serializes this process's threads; the flock serializes processes
   detail::File file;
-  std::unordered_map<std::string, Bytes> map;  // guarded by mu
-  uint64_t offset = 0;                         // bytes of the log already applied; guarded by mu
+  std::unordered_map<std::string, Bytes> map C10D_GUARDED_BY(mu);
+  uint64_t offset C10D_GUARDED_BY(mu) = 0;  // bytes of the log already applied
 
   // Applies what other processes appended since the last call. Caller holds mu and a flock.
-  void replay() {
+  void replay() C10D_REQUIRES(mu) {
     const uint64_t size = file.size();
     if (size < offset) {
       C10D_THROW(Error, "FileStore: '", path, "' shrank from ", offset, " to ", size,
@@ -66,7 +67,7 @@ struct FileStore::Impl {
 
   // Appends one record and applies it locally. Caller holds mu and an exclusive flock and has
   // replayed, so the local map is exactly the log up to the end.
-  void write(RecordType type, const std::string& key, const Bytes& value) {
+  void write(RecordType type, const std::string& key, const Bytes& value) C10D_REQUIRES(mu) {
     Bytes record;
     detail::encodeRecord(type, key, value, record);
     file.append(record, offset);
@@ -74,7 +75,7 @@ struct FileStore::Impl {
     detail::applyRecord(type, key, value, map);
   }
 
-  int64_t counter(const std::string& key) const {
+  int64_t counter(const std::string& key) const C10D_REQUIRES(mu) {
     auto it = map.find(key);
     if (it == map.end()) return 0;
     const Bytes& v = it->second;
@@ -88,7 +89,7 @@ struct FileStore::Impl {
     return n;
   }
 
-  int64_t addLocked(const std::string& key, int64_t delta) {
+  int64_t addLocked(const std::string& key, int64_t delta) C10D_REQUIRES(mu) {
     const int64_t result =
         static_cast<int64_t>(static_cast<uint64_t>(counter(key)) + static_cast<uint64_t>(delta));
     write(RecordType::kSet, key, toBytes(std::to_string(result)));
@@ -98,13 +99,13 @@ struct FileStore::Impl {
   // Polls until every key exists or the deadline; returns the keys still missing. With `value`,
   // copies the (first) key's value out under the same lock that saw it.
   std::vector<std::string> waitFor(const std::vector<std::string>& keys, Milliseconds timeout,
-                                   Bytes* value = nullptr) {
+                                   Bytes* value = nullptr) C10D_EXCLUDES(mu) {
     const auto deadline = deadlineAfter(timeout);
     Milliseconds sleep = kFirstPoll;
     while (true) {
       std::vector<std::string> missing;
       {
-        std::lock_guard<std::mutex> guard(mu);
+        MutexLock guard(mu);
         FileLock lock(file, FileLock::kShared);
         replay();
         for (const auto& key : keys) {
@@ -124,7 +125,7 @@ FileStore::FileStore(const std::string& path, int numUsers, Milliseconds timeout
   C10D_CHECK_ARG(numUsers != 0, "FileStore('", path, "'): numUsers must be > 0, or < 0 for never ",
                  "removing the file; got 0");
   impl_ = std::make_unique<Impl>(path, numUsers);
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   impl_->addLocked(kJoinedUsersKey, 1);
@@ -133,7 +134,7 @@ FileStore::FileStore(const std::string& path, int numUsers, Milliseconds timeout
 
 FileStore::~FileStore() {
   try {
-    std::lock_guard<std::mutex> guard(impl_->mu);
+    MutexLock guard(impl_->mu);
     FileLock lock(impl_->file, FileLock::kExclusive);
     impl_->replay();
     const int64_t active = impl_->addLocked(kActiveUsersKey, -1);
@@ -157,7 +158,7 @@ const std::string& FileStore::path() const {
 }
 
 void FileStore::set(const std::string& key, const Bytes& value) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   impl_->write(RecordType::kSet, key, value);
@@ -174,14 +175,14 @@ Bytes FileStore::get(const std::string& key) {
 }
 
 int64_t FileStore::add(const std::string& key, int64_t delta) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   return impl_->addLocked(key, delta);
 }
 
 Bytes FileStore::compareSet(const std::string& key, const Bytes& expected, const Bytes& desired) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   auto it = impl_->map.find(key);
@@ -192,7 +193,7 @@ Bytes FileStore::compareSet(const std::string& key, const Bytes& expected, const
 }
 
 bool FileStore::check(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kShared);
   impl_->replay();
   for (const auto& key : keys) {
@@ -202,7 +203,7 @@ bool FileStore::check(const std::vector<std::string>& keys) {
 }
 
 bool FileStore::deleteKey(const std::string& key) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   if (impl_->map.find(key) == impl_->map.end()) return false;
@@ -211,7 +212,7 @@ bool FileStore::deleteKey(const std::string& key) {
 }
 
 int64_t FileStore::getNumKeys() {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kShared);
   impl_->replay();
   int64_t n = 0;
@@ -233,7 +234,7 @@ void FileStore::wait(const std::vector<std::string>& keys, Milliseconds timeout)
 }
 
 void FileStore::append(const std::string& key, const Bytes& value) {
-  std::lock_guard<std::mutex> guard(impl_->mu);
+  MutexLock guard(impl_->mu);
   FileLock lock(impl_->file, FileLock::kExclusive);
   impl_->replay();
   impl_->write(RecordType::kAppend, key, value);

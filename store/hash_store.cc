@@ -27,7 +27,7 @@ int64_t parseCounter(const std::string& key, const Bytes& value) {
 
 void HashStore::set(const std::string& key, const Bytes& value) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     map_[key] = value;
   }
   cv_.notify_all();
@@ -35,9 +35,9 @@ void HashStore::set(const std::string& key, const Bytes& value) {
 
 Bytes HashStore::get(const std::string& key) {
   const Milliseconds timeout = resolve(kUnsetTimeout);
-  std::unique_lock<std::mutex> lock(mu_);
-  auto found = [&] { return map_.find(key) != map_.end(); };
-  if (!cv_.wait_until(lock, deadlineAfter(timeout), found)) {
+  MutexLock lock(mu_);
+  auto found = [&]() C10D_REQUIRES(mu_) { return map_.find(key) != map_.end(); };
+  if (!lock.waitUntil(cv_, deadlineAfter(timeout), found)) {
     C10D_THROW(TimeoutError, "HashStore::get: key '", key, "' was not set within the timeout of ",
                timeout.count(), " ms");
   }
@@ -47,7 +47,7 @@ Bytes HashStore::get(const std::string& key) {
 int64_t HashStore::add(const std::string& key, int64_t delta) {
   int64_t result = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = map_.find(key);
     int64_t current = it == map_.end() ? 0 : parseCounter(key, it->second);
     result = static_cast<int64_t>(static_cast<uint64_t>(current) + static_cast<uint64_t>(delta));
@@ -58,7 +58,7 @@ int64_t HashStore::add(const std::string& key, int64_t delta) {
 }
 
 Bytes HashStore::compareSet(const std::string& key, const Bytes& expected, const Bytes& desired) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = map_.find(key);
   if (it == map_.end() && !expected.empty()) return expected;
   if (it != map_.end() && it->second != expected) return it->second;
@@ -69,7 +69,7 @@ Bytes HashStore::compareSet(const std::string& key, const Bytes& expected, const
 }
 
 bool HashStore::check(const std::vector<std::string>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& key : keys) {
     if (map_.find(key) == map_.end()) return false;
   }
@@ -77,12 +77,12 @@ bool HashStore::check(const std::vector<std::string>& keys) {
 }
 
 bool HashStore::deleteKey(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return map_.erase(key) > 0;
 }
 
 int64_t HashStore::getNumKeys() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int64_t>(map_.size());
 }
 
@@ -90,15 +90,16 @@ void HashStore::wait(const std::vector<std::string>& keys, Milliseconds timeout)
   timeout = resolve(timeout);
   C10D_CHECK_ARG(timeout.count() >= 0, "HashStore::wait: negative timeout ", timeout.count(),
                  " ms for keys ", describeKeys(keys));
-  std::unique_lock<std::mutex> lock(mu_);
-  auto missing = [&] {
+  MutexLock lock(mu_);
+  auto missing = [&]() C10D_REQUIRES(mu_) {
     std::vector<std::string> out;
     for (const auto& key : keys) {
       if (map_.find(key) == map_.end()) out.push_back(key);
     }
     return out;
   };
-  if (!cv_.wait_until(lock, deadlineAfter(timeout), [&] { return missing().empty(); })) {
+  if (!lock.waitUntil(cv_, deadlineAfter(timeout),
+                      [&]() C10D_REQUIRES(mu_) { return missing().empty(); })) {
     C10D_THROW(TimeoutError, "HashStore::wait: keys ", describeKeys(missing()),
                " were not set within the timeout of ", timeout.count(), " ms");
   }
@@ -106,7 +107,7 @@ void HashStore::wait(const std::vector<std::string>& keys, Milliseconds timeout)
 
 void HashStore::append(const std::string& key, const Bytes& value) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Bytes& current = map_[key];
     current.insert(current.end(), value.begin(), value.end());
   }

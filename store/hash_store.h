@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "c10d/thread_annotations.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -28,9 +29,9 @@ class HashStore : public Store {
   using Store::wait;
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::unordered_map<std::string, Bytes> map_;  // guarded by mu_
+  std::unordered_map<std::string, Bytes> map_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace c10d

@@ -8,18 +8,20 @@
 
 #include "c10d/c_api.h"
 #include "c10d/error.h"
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 
 namespace {
 
-std::mutex& registryMutex() {
-  static std::mutex mu;
+Mutex& registryMutex() {
+  static Mutex mu;
   return mu;
 }
 
-std::map<std::string, StoreFactory>& registry() {
-  static std::map<std::string, StoreFactory> factories;  // guarded by registryMutex()
+// The factories; registry() is the only way to them, and requires registryMutex().
+std::map<std::string, StoreFactory>& registry() C10D_REQUIRES(registryMutex()) {
+  static std::map<std::string, StoreFactory> factories;
   return factories;
 }
 
@@ -43,7 +45,7 @@ std::string ownDirectory() {
 }
 
 bool registered(const std::string& scheme) {
-  std::lock_guard<std::mutex> lock(registryMutex());
+  MutexLock lock(registryMutex());
   return registry().count(scheme) != 0;
 }
 
@@ -51,7 +53,7 @@ bool registered(const std::string& scheme) {
 
 void registerStoreScheme(const std::string& scheme, StoreFactory factory) {
   C10D_CHECK_ARG(validScheme(scheme), "registerStoreScheme: bad scheme name '", scheme, "'");
-  std::lock_guard<std::mutex> lock(registryMutex());
+  MutexLock lock(registryMutex());
   registry()[scheme] = std::move(factory);
 }
 
@@ -89,7 +91,7 @@ std::shared_ptr<Store> createStoreFromUrl(const std::string& url, Milliseconds t
   }
   StoreFactory factory;
   {
-    std::lock_guard<std::mutex> lock(registryMutex());
+    MutexLock lock(registryMutex());
     factory = registry().at(scheme);
   }
   return factory(url, timeout);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "c10d/thread_annotations.h"
 #include "store/store_util.h"
 #include "store/tcp_store_client.h"
 #include "store/tcp_store_config.h"
@@ -83,11 +84,12 @@ struct TCPStore::Impl {
   uint16_t port = 0;
   std::unique_ptr<TCPStoreServer> server;  // destroyed after the connection below
   std::unique_ptr<TCPStoreConnection> conn;
-  std::mutex timeoutMu;
-  Milliseconds timeout;  // guarded by timeoutMu; mirrors Store::timeout_ for use from any thread
+  Mutex timeoutMu;
+  // Mirrors Store::timeout_ for use from any thread.
+  Milliseconds timeout C10D_GUARDED_BY(timeoutMu);
 
-  Milliseconds currentTimeout() {
-    std::lock_guard<std::mutex> lock(timeoutMu);
+  Milliseconds currentTimeout() C10D_EXCLUDES(timeoutMu) {
+    MutexLock lock(timeoutMu);
     return timeout;
   }
   Reply call(FrameWriter& w, const std::string& what, Milliseconds t = kUnsetTimeout) {
@@ -217,7 +219,7 @@ void TCPStore::multiSet(const std::vector<std::string>& keys, const std::vector<
 }
 
 void TCPStore::setTimeout(Milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(impl_->timeoutMu);
+  MutexLock lock(impl_->timeoutMu);
   impl_->timeout = timeout;
   Store::setTimeout(timeout);
 }

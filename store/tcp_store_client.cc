@@ -94,7 +94,7 @@ void TCPStoreConnection::checkRequestSize(size_t bytes, const std::string& what)
 }
 
 void TCPStoreConnection::connect(Milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto deadline = net::deadlineAfter(timeout);
   fd_ = net::connectTo(host_, port_, timeout);
   handshake(true, deadline, timeout);
@@ -104,7 +104,7 @@ std::vector<uint8_t> TCPStoreConnection::call(tcpstore::FrameWriter& request,
                                               const std::string& what, Milliseconds timeout) {
   checkRequestSize(request.bodySize(), what);
   const auto& frame = request.finish();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto deadline = net::deadlineAfter(timeout);
   ensureConnected(deadline, timeout, what);
   return exchange(frame, what, deadline, timeout);

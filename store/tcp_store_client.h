@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 #include "store/socket.h"
 #include "store/tcp_store_protocol.h"
@@ -26,13 +27,13 @@ class TCPStoreConnection {
 
   // Connects, retrying with backoff until `timeout`, and runs the handshake (counted as a new
   // worker).
-  void connect(Milliseconds timeout);
+  void connect(Milliseconds timeout) C10D_EXCLUDES(mu_);
 
   // Sends `request` (a finished op frame) and returns the reply body after the status byte.
   // `what` describes the request for error messages ("get of key 'k'"). Throws TimeoutError,
   // CommError, or the server's InvalidArgument / Error.
   std::vector<uint8_t> call(tcpstore::FrameWriter& request, const std::string& what,
-                            Milliseconds timeout);
+                            Milliseconds timeout) C10D_EXCLUDES(mu_);
 
   // Throws InvalidArgument when a request body of `bytes` exceeds the protocol's frame limit.
   static void checkRequestSize(size_t bytes, const std::string& what);
@@ -45,23 +46,25 @@ class TCPStoreConnection {
 
   // Reconnects as the state requires, before `deadline`. Caller holds mu_.
   void ensureConnected(net::Clock::time_point deadline, Milliseconds timeout,
-                       const std::string& what);
+                       const std::string& what) C10D_REQUIRES(mu_);
   // The handshake on a fresh fd_; on failure fd_ is closed and the error thrown.
-  void handshake(bool first, net::Clock::time_point deadline, Milliseconds timeout);
-  [[noreturn]] void authFailed(const std::string& detail);
+  void handshake(bool first, net::Clock::time_point deadline, Milliseconds timeout)
+      C10D_REQUIRES(mu_);
+  [[noreturn]] void authFailed(const std::string& detail) C10D_REQUIRES(mu_);
   // One exchange on fd_; caller holds mu_.
   std::vector<uint8_t> exchange(const std::vector<uint8_t>& frame, const std::string& what,
-                                net::Clock::time_point deadline, Milliseconds timeout);
+                                net::Clock::time_point deadline, Milliseconds timeout)
+      C10D_REQUIRES(mu_);
   [[noreturn]] void fail(bool timedOut, int err, const char* detail, const std::string& what,
-                         Milliseconds timeout);
+                         Milliseconds timeout) C10D_REQUIRES(mu_);
 
   const std::string host_;
   const uint16_t port_;
   const std::string secret_;
-  std::mutex mu_;
-  net::Fd fd_;                 // guarded by mu_
-  State state_ = State::kNew;  // guarded by mu_
-  std::string lostReason_;     // guarded by mu_
+  Mutex mu_;
+  net::Fd fd_ C10D_GUARDED_BY(mu_);
+  State state_ C10D_GUARDED_BY(mu_) = State::kNew;
+  std::string lostReason_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace c10d

@@ -230,7 +230,7 @@ void ServerCore::completeHandshake(Conn& c) {
   c.phase = Phase::kReady;
   if (!c.firstConnect) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++workers_;
   }
   workersCv_.notify_all();
@@ -346,15 +346,16 @@ ServerCore::Conn* ServerCore::findAny(uint64_t id) {
 }
 
 void ServerCore::waitForWorkers(int n, Milliseconds timeout, uint16_t port) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!workersCv_.wait_until(lock, net::deadlineAfter(timeout), [&] { return workers_ >= n; })) {
+  MutexLock lock(mu_);
+  if (!lock.waitUntil(workersCv_, net::deadlineAfter(timeout),
+                      [&]() C10D_REQUIRES(mu_) { return workers_ >= n; })) {
     C10D_THROW(TimeoutError, "TCPStore server on port ", port, ": only ", workers_, " of ", n,
                " workers connected within the timeout of ", timeout.count(), " ms");
   }
 }
 
 int64_t ServerCore::numWorkers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return workers_;
 }
 

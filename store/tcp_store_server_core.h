@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "c10d/fd.h"
+#include "c10d/thread_annotations.h"
 #include "store/tcp_store_auth.h"
 #include "store/tcp_store_config.h"
 #include "store/tcp_store_protocol.h"
@@ -125,8 +126,8 @@ class ServerCore {
   Conn* find(uint64_t id);
   Conn* findAny(uint64_t id);
 
-  void waitForWorkers(int n, Milliseconds timeout, uint16_t port);
-  int64_t numWorkers() const;
+  void waitForWorkers(int n, Milliseconds timeout, uint16_t port) C10D_EXCLUDES(mu_);
+  int64_t numWorkers() const C10D_EXCLUDES(mu_);
   int64_t numConnections() const { return numConns_.load(); }
   int64_t numKeys() const { return static_cast<int64_t>(kv_.size()); }
   // "" when the internal bookkeeping is consistent (charges sum to the per-client and total
@@ -197,9 +198,9 @@ class ServerCore {
   int logLinesInWindow_ = 0;
   uint64_t logSuppressed_ = 0;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable workersCv_;
-  int64_t workers_ = 0;  // guarded by mu_
+  int64_t workers_ C10D_GUARDED_BY(mu_) = 0;
   std::atomic<int64_t> numConns_{0};
 };
 

@@ -36,7 +36,7 @@ const SettingsTable<GlooConfig>& glooSettings();
 // InvalidArgument naming the setting for an unknown key or a malformed value.
 GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config);
 
-// The table with each setting's current value, one per line, for --print-config / c10d-info.
+// The table with each setting's current value, one per line, for the perf binaries' --print-config.
 std::string describeGlooConfig(const GlooConfig& config);
 
 // The local address to bind to when neither ifname nor hostname is set (see header comment).

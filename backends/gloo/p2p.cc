@@ -18,7 +18,7 @@ namespace c10d {
 namespace glooimpl {
 
 bool P2pWaiters::submit(std::function<void()> job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return false;
   jobs_.push_back(std::move(job));
   if (idle_ == 0 && static_cast<int>(threads_.size()) < maxThreads_) {
@@ -32,7 +32,7 @@ bool P2pWaiters::submit(std::function<void()> job) {
 void P2pWaiters::stop() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     threads.swap(threads_);
     cv_.notify_all();
@@ -48,12 +48,12 @@ void P2pWaiters::stop() {
 
 void P2pWaiters::loop() {
   pthread_setname_np(pthread_self(), "c10d-gloo-p2p");
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (jobs_.empty()) {
       if (stopping_) return;
       ++idle_;
-      cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      lock.wait(cv_, [&]() C10D_REQUIRES(mu_) { return stopping_ || !jobs_.empty(); });
       --idle_;
       continue;
     }
@@ -101,7 +101,7 @@ std::shared_ptr<Work> ProcessGroupGloo::postP2p(Tensor tensor, int peer, bool is
       buf.recv(sources, slot);
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       // Drop entries of completed ops so the list stays as long as what is in flight.
       std::vector<std::weak_ptr<glooimpl::P2pWork>> live;
       for (auto& w : posted_) {

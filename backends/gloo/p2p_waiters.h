@@ -7,9 +7,10 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 namespace glooimpl {
@@ -22,19 +23,19 @@ class P2pWaiters {
   P2pWaiters& operator=(const P2pWaiters&) = delete;
 
   // Runs `job` on a waiter thread. Returns false (and runs nothing) after stop().
-  bool submit(std::function<void()> job);
-  void stop();
+  bool submit(std::function<void()> job) C10D_EXCLUDES(mu_);
+  void stop() C10D_EXCLUDES(mu_);
 
  private:
-  void loop();
+  void loop() C10D_EXCLUDES(mu_);
 
   const int maxThreads_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  std::vector<std::thread> threads_;        // guarded by mu_
-  int idle_ = 0;                            // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
+  std::deque<std::function<void()>> jobs_ C10D_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ C10D_GUARDED_BY(mu_);
+  int idle_ C10D_GUARDED_BY(mu_) = 0;
+  bool stopping_ C10D_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace glooimpl

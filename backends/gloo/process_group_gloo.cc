@@ -220,7 +220,7 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
 std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<Work> work, TaskFn fn) {
   std::exception_ptr refuse;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       refuse =
           std::make_exception_ptr(Error(work->describe() + ": group " + name() + " was shut down"));
@@ -242,8 +242,8 @@ void ProcessGroupGloo::workerLoop() {
   for (;;) {
     Task task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      lock.wait(cv_, [&]() C10D_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();
@@ -344,7 +344,7 @@ std::exception_ptr ProcessGroupGloo::handleFailure(const Work& work, std::except
   setBroken(converted);
   std::deque<Task> queued;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queued.swap(queue_);
   }
   for (Task& t : queued) t.work->finish(brokenFor(*t.work, converted));
@@ -356,7 +356,7 @@ void ProcessGroupGloo::shutdown() {
   std::deque<Task> queued;
   std::vector<std::shared_ptr<glooimpl::P2pWork>> posted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
     queued.swap(queue_);

@@ -37,13 +37,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/gloo/config.h"
 #include "c10d/process_group.h"
+#include "c10d/thread_annotations.h"
 
 namespace gloo {
 class Context;
@@ -68,7 +68,7 @@ class ProcessGroupGloo : public ProcessGroup {
   std::string backendName() const override { return "gloo"; }
   bool supports(ReduceOp::Kind op, DataType dtype, Device device) const override;
   bool supportsDevice(Device device) const override { return device.isCPU(); }
-  void shutdown() override;
+  void shutdown() override C10D_EXCLUDES(mu_);
 
   const GlooConfig& config() const { return config_; }
   // "host" the device is bound to (for messages and tests).
@@ -124,17 +124,17 @@ class ProcessGroupGloo : public ProcessGroup {
   void connect();
   // Creates the op's Work and queues `fn` for the worker; returns the Work.
   std::shared_ptr<Work> enqueue(OpType op, uint64_t seq, Milliseconds timeout, TaskFn fn);
-  std::shared_ptr<Work> enqueueWork(std::shared_ptr<Work> work, TaskFn fn);
+  std::shared_ptr<Work> enqueueWork(std::shared_ptr<Work> work, TaskFn fn) C10D_EXCLUDES(mu_);
   // Before each collective (on the worker): an allgather of the ranks' fingerprints; throws
   // CollectiveMismatchError on every rank when they differ (see process_group_gloo.cc).
   void checkAgreement(const OpDesc& desc, Milliseconds timeout);
   static constexpr uint32_t kAgreementTag = 0xC10DC10Du;
-  void workerLoop();
+  void workerLoop() C10D_EXCLUDES(mu_);
   // Runs a p2p continuation on a waiter thread and completes `work` with its outcome.
   void runContinuation(const std::shared_ptr<Work>& work, Continuation cont);
   // Turns an exception from a running op into the error its Work completes with; breaks the
   // group (and fails queued ops) when the error leaves the transport in an unknown state.
-  std::exception_ptr handleFailure(const Work& work, std::exception_ptr error);
+  std::exception_ptr handleFailure(const Work& work, std::exception_ptr error) C10D_EXCLUDES(mu_);
   // "rank N (host:port)" for the peer named in a gloo message, or "" when none matches.
   std::string peerFromMessage(const std::string& msg) const;
   std::shared_ptr<Work> postP2p(Tensor tensor, int peer, bool isSend, const SendRecvOptions& opts,
@@ -157,12 +157,12 @@ class ProcessGroupGloo : public ProcessGroup {
   std::shared_ptr<::gloo::transport::Device> device_;
   std::shared_ptr<::gloo::Context> context_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> queue_;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
+  std::deque<Task> queue_ C10D_GUARDED_BY(mu_);
+  bool stopping_ C10D_GUARDED_BY(mu_) = false;
   // Posted sends/recvs, so shutdown can abort their waits.
-  std::vector<std::weak_ptr<glooimpl::P2pWork>> posted_;  // guarded by mu_
+  std::vector<std::weak_ptr<glooimpl::P2pWork>> posted_ C10D_GUARDED_BY(mu_);
   std::thread worker_;
   std::unique_ptr<glooimpl::P2pWaiters> waiters_;
 };

@@ -1,5 +1,6 @@
 #include "backends/gloo/register.h"
 
+#include "backends/gloo/config.h"
 #include "backends/gloo/process_group_gloo.h"
 #include "c10d/registry.h"
 
@@ -11,6 +12,7 @@ void registerGlooBackend() {
   info.description = "Gloo 0.5 over TCP: every collective for CPU tensors";
   info.priority = 10;
   info.available = [](std::string* /*reason*/) { return true; };
+  info.describeConfig = [] { return describeGlooConfig(parseGlooConfig({})); };
   registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
                                       const ProcessGroup::Options& options) {
     return std::static_pointer_cast<ProcessGroup>(

@@ -54,7 +54,7 @@ const SettingsTable<Config>& settings();
 Config parseConfig(const std::map<std::string, std::string>& config);
 
 // The table with each setting's value, one per line ("nccl.eager_init = 0 (env ..., default 0):
-// ..."), for --print-config / c10d-info.
+// ..."), for the perf binaries' --print-config.
 std::string describeConfig(const Config& config);
 
 }  // namespace nccl

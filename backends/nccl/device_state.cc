@@ -15,7 +15,7 @@ EventPool::~EventPool() {
 
 cudaEvent_t EventPool::get() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!free_.empty()) {
       cudaEvent_t e = free_.back();
       free_.pop_back();
@@ -32,7 +32,7 @@ cudaEvent_t EventPool::get() {
 void EventPool::put(cudaEvent_t event) noexcept {
   if (event == nullptr) return;
   try {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     free_.push_back(event);
   } catch (...) {
     cudaEventDestroy(event);
@@ -41,14 +41,14 @@ void EventPool::put(cudaEvent_t event) noexcept {
 
 void DeviceShared::fail(std::exception_ptr e) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!error_) error_ = std::move(e);
   }
   failed.store(true);
 }
 
 std::exception_ptr DeviceShared::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 

@@ -18,8 +18,9 @@
 #include <atomic>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 namespace nccl {
@@ -32,13 +33,13 @@ class EventPool {
   EventPool& operator=(const EventPool&) = delete;
 
   // A free event (cudaEventDisableTiming), created on demand on the pool's device.
-  cudaEvent_t get();
-  void put(cudaEvent_t event) noexcept;
+  cudaEvent_t get() C10D_EXCLUDES(mu_);
+  void put(cudaEvent_t event) noexcept C10D_EXCLUDES(mu_);
 
  private:
   const int device_;
-  std::mutex mu_;
-  std::vector<cudaEvent_t> free_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<cudaEvent_t> free_ C10D_GUARDED_BY(mu_);
 };
 
 struct DeviceShared {
@@ -47,12 +48,12 @@ struct DeviceShared {
   EventPool events;
   std::atomic<bool> failed{false};
 
-  void fail(std::exception_ptr e);
-  std::exception_ptr error() const;
+  void fail(std::exception_ptr e) C10D_EXCLUDES(mu_);
+  std::exception_ptr error() const C10D_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::exception_ptr error_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::exception_ptr error_ C10D_GUARDED_BY(mu_);
 };
 
 class CompletionEvent {
@@ -77,14 +78,19 @@ struct DeviceState {
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
 
+  // Sets the communicator of a state no other thread can reach yet (made by the caller and not
+  // yet published), so without taking mu.
+  void setUnsharedComm(ncclComm_t c) C10D_NO_THREAD_SAFETY_ANALYSIS { comm = c; }
+
   const int device;
   const std::shared_ptr<DeviceShared> shared;
-  std::mutex mu;                    // guards comm and syncEvent
-  ncclComm_t comm = nullptr;        // null until created, and after an abort
-  cudaStream_t stream = nullptr;    // the group's op stream on this device
-  cudaEvent_t syncEvent = nullptr;  // recorded on the caller's stream before each op
-  void* scratch = nullptr;          // 16 bytes of device memory (barrier)
-  void* fingerprints = nullptr;     // C10D_DEBUG=DETAIL: (size + 1) OpDesc::Wires, made on use
+  Mutex mu;
+  ncclComm_t comm C10D_GUARDED_BY(mu) = nullptr;  // null until created, and after an abort
+  cudaStream_t stream = nullptr;                  // the group's op stream on this device
+  // Recorded on the caller's stream before each op.
+  cudaEvent_t syncEvent C10D_GUARDED_BY(mu) = nullptr;
+  void* scratch = nullptr;       // 16 bytes of device memory (barrier)
+  void* fingerprints = nullptr;  // C10D_DEBUG=DETAIL: (size + 1) OpDesc::Wires, made on use
 };
 
 class DeviceGuard {

@@ -27,12 +27,12 @@ NcclWork::NcclWork(OpType op, uint64_t seq, std::string group, Milliseconds time
       blockingWait_(blockingWait) {}
 
 void NcclWork::setEvent(std::shared_ptr<CompletionEvent> event) {
-  std::lock_guard<std::mutex> lock(eventMu_);
+  MutexLock lock(eventMu_);
   event_ = std::move(event);
 }
 
 std::shared_ptr<CompletionEvent> NcclWork::event() const {
-  std::lock_guard<std::mutex> lock(eventMu_);
+  MutexLock lock(eventMu_);
   return event_;
 }
 

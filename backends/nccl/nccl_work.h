@@ -24,11 +24,11 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "backends/nccl/device_state.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/work.h"
 
 namespace c10d {
@@ -40,7 +40,7 @@ class NcclWork : public Work {
            std::shared_ptr<DeviceShared> device, std::vector<Tensor> tensors, bool blockingWait);
 
   // Sets the completion event (once, before the Work is handed to the watchdog).
-  void setEvent(std::shared_ptr<CompletionEvent> event);
+  void setEvent(std::shared_ptr<CompletionEvent> event) C10D_EXCLUDES(eventMu_);
   // Whether the completion event has fired. False while no event is set. Throws the device's
   // failure when the communicator was aborted, and Error on a CUDA error.
   bool eventFired();
@@ -52,13 +52,13 @@ class NcclWork : public Work {
   std::string where() const;
 
  private:
-  std::shared_ptr<CompletionEvent> event() const;
+  std::shared_ptr<CompletionEvent> event() const C10D_EXCLUDES(eventMu_);
 
   const std::shared_ptr<DeviceShared> device_;
   const std::vector<Tensor> tensors_;  // views, kept for the record (see header comment)
   const bool blockingWait_;
-  mutable std::mutex eventMu_;
-  std::shared_ptr<CompletionEvent> event_;  // guarded by eventMu_
+  mutable Mutex eventMu_;
+  std::shared_ptr<CompletionEvent> event_ C10D_GUARDED_BY(eventMu_);
 };
 
 }  // namespace nccl

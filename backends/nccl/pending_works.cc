@@ -6,12 +6,12 @@ namespace c10d {
 namespace nccl {
 
 void PendingWorks::add(Entry entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   entries_.push_back(std::move(entry));
 }
 
 size_t PendingWorks::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 
@@ -20,7 +20,7 @@ PendingWorks::PollResult PendingWorks::poll(Clock::time_point now) {
   std::vector<std::shared_ptr<Work>> done;
   std::vector<std::pair<std::shared_ptr<Work>, std::exception_ptr>> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<Entry> keep;
     keep.reserve(entries_.size());
     const Entry* expired = nullptr;
@@ -62,7 +62,7 @@ PendingWorks::PollResult PendingWorks::poll(Clock::time_point now) {
 }
 
 PendingWorks::Clock::time_point PendingWorks::nextDeadline() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Clock::time_point next = Clock::time_point::max();
   for (const Entry& e : entries_) {
     if (e.deadline < next) next = e.deadline;
@@ -73,7 +73,7 @@ PendingWorks::Clock::time_point PendingWorks::nextDeadline() const {
 size_t PendingWorks::failAll(const ErrorFor& errorFor) {
   std::vector<Entry> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     all.swap(entries_);
   }
   size_t n = 0;

@@ -18,10 +18,10 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "c10d/thread_annotations.h"
 #include "c10d/work.h"
 
 namespace c10d {
@@ -48,22 +48,22 @@ class PendingWorks {
     std::string failureWhere;
   };
 
-  void add(Entry entry);
-  size_t size() const;
-  bool empty() const { return size() == 0; }
+  void add(Entry entry) C10D_EXCLUDES(mu_);
+  size_t size() const C10D_EXCLUDES(mu_);
+  bool empty() const C10D_EXCLUDES(mu_) { return size() == 0; }
 
-  PollResult poll(Clock::time_point now);
+  PollResult poll(Clock::time_point now) C10D_EXCLUDES(mu_);
 
   // The earliest deadline among the entries; Clock::time_point::max() when there are none.
-  Clock::time_point nextDeadline() const;
+  Clock::time_point nextDeadline() const C10D_EXCLUDES(mu_);
 
   // Fails every entry with errorFor(work, where) and drops it; returns how many were failed.
   using ErrorFor = std::function<std::exception_ptr(const Work& work, const std::string& where)>;
-  size_t failAll(const ErrorFor& errorFor);
+  size_t failAll(const ErrorFor& errorFor) C10D_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;  // guarded by mu_; in issue order
+  mutable Mutex mu_;
+  std::vector<Entry> entries_ C10D_GUARDED_BY(mu_);  // in issue order
 };
 
 }  // namespace nccl

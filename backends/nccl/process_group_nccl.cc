@@ -43,7 +43,7 @@ ProcessGroupNccl::ProcessGroupNccl(std::shared_ptr<Store> store, int rank, int s
     auto ds = std::make_shared<DeviceState>(device, config_.highPriorityStream);
     DeviceGuard guard(device);
     {
-      std::lock_guard<std::mutex> lock(split.parent->mu);
+      MutexLock lock(split.parent->mu);
       C10D_CHECK(split.parent->comm != nullptr, "nccl: the parent communicator of group ", name(),
                  " on cuda:", device, " was aborted");
       ds->comm = splitComm(split.parent->comm, split.color, split.key, this->options().timeout,
@@ -85,12 +85,12 @@ void ProcessGroupNccl::initCommunicator(Device device) {
 bool ProcessGroupNccl::hasCommunicator(Device device) const {
   auto ds = device.isCUDA() ? findDeviceState(device.index) : nullptr;
   if (!ds) return false;
-  std::lock_guard<std::mutex> lock(ds->mu);
+  MutexLock lock(ds->mu);
   return ds->comm != nullptr;
 }
 
 std::shared_ptr<DeviceState> ProcessGroupNccl::findDeviceState(int device) const {
-  std::lock_guard<std::mutex> lock(devicesMu_);
+  MutexLock lock(devicesMu_);
   auto it = devices_.find(device);
   return it == devices_.end() ? nullptr : it->second;
 }
@@ -118,9 +118,9 @@ std::shared_ptr<DeviceState> ProcessGroupNccl::deviceState(int device) {
   }
   {
     DeviceGuard guard(device);
-    ds->comm = createComm(id, size(), rank(), options().timeout, what);
+    ds->setUnsharedComm(createComm(id, size(), rank(), options().timeout, what));
   }
-  std::lock_guard<std::mutex> lock(devicesMu_);
+  MutexLock lock(devicesMu_);
   devices_[device] = ds;
   return ds;
 }
@@ -158,7 +158,7 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Millisec
   auto work = std::make_shared<NcclWork>(op, seq, name(), timeout, ds->shared, std::move(tensors),
                                          config_.blockingWait);
   DeviceGuard guard(device);
-  std::unique_lock<std::mutex> lock(ds->mu);
+  MutexLock lock(ds->mu);
   if (ds->comm == nullptr || ds->shared->failed.load()) {
     if (std::exception_ptr e = ds->shared->error()) std::rethrow_exception(e);
     C10D_THROW(Error, describeOp(op, seq, device), ": the communicator was aborted");
@@ -237,6 +237,7 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Millisec
 
 void ProcessGroupNccl::checkAgreement(DeviceState& ds, const std::string& what,
                                       Milliseconds timeout) {
+  ds.mu.assertHeld();  // launch() holds it (DeviceState is incomplete in our header)
   const OpDesc& desc = currentOp();
   const OpDesc::Wire mine = desc.wire();
   constexpr size_t kBytes = sizeof(OpDesc::Wire);
@@ -312,7 +313,7 @@ std::shared_ptr<Work> ProcessGroupNccl::doEndCoalescing(std::vector<std::shared_
   auto work = std::make_shared<NcclWork>(OpType::kCoalesced, seq, name(), timeout, ds->shared,
                                          std::vector<Tensor>{}, config_.blockingWait);
   DeviceGuard guard(device);
-  std::unique_lock<std::mutex> lock(ds->mu);
+  MutexLock lock(ds->mu);
   const std::string what = describeOp(OpType::kCoalesced, seq, device);
   const auto deadline = Clock::now() + timeout;
   try {
@@ -355,7 +356,7 @@ std::shared_ptr<ProcessGroup> ProcessGroupNccl::createSubgroup(std::shared_ptr<S
   if (config_.split && size == this->size() && !aborted_.load()) {
     std::shared_ptr<DeviceState> only;
     {
-      std::lock_guard<std::mutex> lock(devicesMu_);
+      MutexLock lock(devicesMu_);
       if (devices_.size() == 1) only = devices_.begin()->second;
     }
     if (only) {
@@ -373,7 +374,7 @@ std::shared_ptr<ProcessGroup> ProcessGroupNccl::createSubgroup(std::shared_ptr<S
 void ProcessGroupNccl::shutdown() {
   shutdownDiagnostics();  // C10D_STRAGGLER_REPORT: needs only the store; idempotent
   {
-    std::lock_guard<std::mutex> lock(shutdownMu_);
+    MutexLock lock(shutdownMu_);
     if (shutDown_) return;
     shutDown_ = true;
   }
@@ -401,7 +402,7 @@ void ProcessGroupNccl::shutdown() {
   stopWatchdog();
   std::map<int, std::shared_ptr<DeviceState>> devices;
   {
-    std::lock_guard<std::mutex> lock(devicesMu_);
+    MutexLock lock(devicesMu_);
     devices.swap(devices_);
   }
   devices.clear();  // aborts the communicators, frees streams and events

@@ -43,13 +43,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/nccl/config.h"
 #include "c10d/process_group.h"
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 namespace nccl {
@@ -67,7 +67,7 @@ class ProcessGroupNccl : public ProcessGroup {
   std::string backendName() const override { return "nccl"; }
   bool supports(ReduceOp::Kind op, DataType dtype, Device device) const override;
   bool supportsDevice(Device device) const override;
-  void shutdown() override;
+  void shutdown() override C10D_EXCLUDES(shutdownMu_);
 
   const Config& config() const { return config_; }
   // Creates the communicator for `device` now if it does not exist (collective over the group).
@@ -119,7 +119,7 @@ class ProcessGroupNccl : public ProcessGroup {
   std::shared_ptr<Work> doEndCoalescing(std::vector<std::shared_ptr<Work>> works,
                                         uint64_t seq) override;
   std::shared_ptr<ProcessGroup> createSubgroup(std::shared_ptr<Store> store, int rank, int size,
-                                               Options options) override;
+                                               Options options) override C10D_EXCLUDES(devicesMu_);
 
  private:
   // For sub-groups made with ncclCommSplit from a parent's communicator on `device`.
@@ -137,8 +137,9 @@ class ProcessGroupNccl : public ProcessGroup {
   // watchdog. While coalescing, the group stays open and the Work waits for endCoalescing().
   std::shared_ptr<Work> launch(OpType op, uint64_t seq, Milliseconds timeout, int device,
                                std::vector<Tensor> tensors, const Body& body);
-  std::shared_ptr<DeviceState> deviceState(int device);  // creates it (collective) on first use
-  std::shared_ptr<DeviceState> findDeviceState(int device) const;
+  // Creates it (collective) on first use.
+  std::shared_ptr<DeviceState> deviceState(int device) C10D_EXCLUDES(devicesMu_);
+  std::shared_ptr<DeviceState> findDeviceState(int device) const C10D_EXCLUDES(devicesMu_);
   int defaultDevice() const;  // last used, else config device_id, else the current device
   std::string describeOp(OpType op, uint64_t seq, int device) const;
   void checkOpen(OpType op) const;
@@ -149,23 +150,24 @@ class ProcessGroupNccl : public ProcessGroup {
 
   // Watchdog (watchdog.cc).
   void startWatchdog();
-  void watchdogLoop();
-  void stopWatchdog();
-  void notifyWatchdog();
+  void watchdogLoop() C10D_EXCLUDES(wdMu_);
+  void stopWatchdog() C10D_EXCLUDES(wdMu_);
+  void notifyWatchdog() C10D_EXCLUDES(wdMu_);
   // Fails every pending Work with an error of `cause`'s type, aborts every communicator and marks
   // the group broken. Idempotent; never throws.
-  void abortAll(std::exception_ptr cause, const std::string& why) noexcept;
-  std::exception_ptr checkAsyncErrors();
+  void abortAll(std::exception_ptr cause, const std::string& why) noexcept
+      C10D_EXCLUDES(devicesMu_);
+  std::exception_ptr checkAsyncErrors() C10D_EXCLUDES(devicesMu_);
 
   const Config config_;
   int deviceCount_ = 0;
   std::atomic<int> lastDevice_{-1};
   std::atomic<bool> stopping_{false};
-  bool shutDown_ = false;  // guarded by shutdownMu_
-  std::mutex shutdownMu_;
+  bool shutDown_ C10D_GUARDED_BY(shutdownMu_) = false;
+  Mutex shutdownMu_;
 
-  mutable std::mutex devicesMu_;
-  std::map<int, std::shared_ptr<DeviceState>> devices_;  // guarded by devicesMu_
+  mutable Mutex devicesMu_;
+  std::map<int, std::shared_ptr<DeviceState>> devices_ C10D_GUARDED_BY(devicesMu_);
   uint64_t commCounter_ = 0;  // communicators created so far (issuing thread only)
 
   std::unique_ptr<PendingWorks> pending_;
@@ -176,9 +178,9 @@ class ProcessGroupNccl : public ProcessGroup {
   std::vector<std::function<void()>> coalescedAfter_;
   std::vector<std::shared_ptr<NcclWork>> coalescedWorks_;
 
-  std::mutex wdMu_;
+  Mutex wdMu_;
   std::condition_variable wdCv_;
-  bool wdStop_ = false;  // guarded by wdMu_
+  bool wdStop_ C10D_GUARDED_BY(wdMu_) = false;
   std::atomic<bool> wdIdle_{false};
   std::atomic<bool> aborted_{false};
   std::thread watchdog_;

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "backends/nccl/config.h"
 #include "backends/nccl/device_state.h"
 #include "backends/nccl/process_group_nccl.h"
 #include "c10d/registry.h"
@@ -42,6 +43,7 @@ void registerNcclBackend() {
                      " on CUDA streams: every collective for CUDA tensors (Device{kCUDA, i})";
   info.priority = 5;
   info.available = [](std::string* reason) { return nccl::ncclAvailable(reason); };
+  info.describeConfig = [] { return nccl::describeConfig(nccl::parseConfig({})); };
   registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
                                       const ProcessGroup::Options& options) {
     return std::static_pointer_cast<ProcessGroup>(

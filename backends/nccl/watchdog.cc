@@ -36,7 +36,7 @@ void ProcessGroupNccl::startWatchdog() {
 
 void ProcessGroupNccl::stopWatchdog() {
   {
-    std::lock_guard<std::mutex> lock(wdMu_);
+    MutexLock lock(wdMu_);
     wdStop_ = true;
   }
   wdCv_.notify_all();
@@ -45,7 +45,7 @@ void ProcessGroupNccl::stopWatchdog() {
 
 void ProcessGroupNccl::notifyWatchdog() {
   if (!wdIdle_.load()) return;
-  std::lock_guard<std::mutex> lock(wdMu_);
+  MutexLock lock(wdMu_);
   wdCv_.notify_all();
 }
 
@@ -55,15 +55,16 @@ void ProcessGroupNccl::watchdogLoop() {
   auto lastAsyncCheck = Clock::now();
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(wdMu_);
+      MutexLock lock(wdMu_);
       if (wdStop_) return;
       if (pending_->empty()) {
         wdIdle_.store(true);
-        wdCv_.wait_for(lock, kIdleWait, [this] { return wdStop_ || !pending_->empty(); });
+        lock.waitFor(wdCv_, kIdleWait,
+                     [this]() C10D_REQUIRES(wdMu_) { return wdStop_ || !pending_->empty(); });
         wdIdle_.store(false);
         interval = kFastPoll;
       } else {
-        wdCv_.wait_for(lock, interval, [this] { return wdStop_; });
+        lock.waitFor(wdCv_, interval, [this]() C10D_REQUIRES(wdMu_) { return wdStop_; });
       }
       if (wdStop_) return;
     }
@@ -105,11 +106,11 @@ void ProcessGroupNccl::watchdogLoop() {
 std::exception_ptr ProcessGroupNccl::checkAsyncErrors() {
   std::vector<std::shared_ptr<DeviceState>> devices;
   {
-    std::lock_guard<std::mutex> lock(devicesMu_);
+    MutexLock lock(devicesMu_);
     for (auto& kv : devices_) devices.push_back(kv.second);
   }
   for (auto& ds : devices) {
-    std::lock_guard<std::mutex> lock(ds->mu);
+    MutexLock lock(ds->mu);
     if (ds->comm == nullptr) continue;
     ncclResult_t state = ncclSuccess;
     ncclResult_t res = ncclCommGetAsyncError(ds->comm, &state);
@@ -132,7 +133,7 @@ void ProcessGroupNccl::abortAll(std::exception_ptr cause, const std::string& why
     if (first) setBroken(cause);
     std::vector<std::shared_ptr<DeviceState>> devices;
     {
-      std::lock_guard<std::mutex> lock(devicesMu_);
+      MutexLock lock(devicesMu_);
       for (auto& kv : devices_) devices.push_back(kv.second);
     }
     // Mark first, so that an event firing because of the abort is not taken for success.
@@ -143,7 +144,7 @@ void ProcessGroupNccl::abortAll(std::exception_ptr cause, const std::string& why
                              ") failed: the communicator was aborted because ", why));
     });
     for (auto& ds : devices) {
-      std::lock_guard<std::mutex> lock(ds->mu);
+      MutexLock lock(ds->mu);
       if (ds->comm == nullptr) continue;
       int previous = -1;
       cudaGetDevice(&previous);

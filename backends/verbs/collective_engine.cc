@@ -45,7 +45,7 @@ CollectiveEngine::~CollectiveEngine() {
 
 void CollectiveEngine::stop() {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     stop_.store(true);
   }
   cv_.notify_all();
@@ -54,7 +54,7 @@ void CollectiveEngine::stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   std::deque<Task> left;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     left.swap(queue_);
   }
   for (auto& t : left) t.work->finish(shutDownError(*t.work));
@@ -96,7 +96,7 @@ void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point n
       },
       this);
   if (!done) {
-    std::unique_lock<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (!stop_.load()) {
       handedOff_ = true;
       state_.fetch_add(kQueued - kInline);  // the thread owns it now
@@ -128,7 +128,7 @@ void CollectiveEngine::finishInline() {
   // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:
   // the thread runs them. The lock orders the notify after its predicate check.
   if (state_.fetch_sub(kInline) != kInline) {
-    { std::lock_guard<std::mutex> g(mu_); }
+    { MutexLock g(mu_); }
     cv_.notify_one();
   }
 }
@@ -138,9 +138,9 @@ void CollectiveEngine::loop() {
     Task t;
     bool resume = false;
     {
-      std::unique_lock<std::mutex> g(mu_);
+      MutexLock g(mu_);
       // While the caller runs an op inline, queued ops wait for it (they complete after it).
-      cv_.wait(g, [&] {
+      g.wait(cv_, [&]() C10D_REQUIRES(mu_) {
         return handedOff_ || stop_.load() || ((state_.load() & kInline) == 0 && !queue_.empty());
       });
       if (handedOff_) {

@@ -34,13 +34,13 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
 
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/spin_wait.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/work.h"
 
 namespace c10d {
@@ -80,9 +80,10 @@ class CollectiveEngine {
   // other thread can reach it): an op that completes inline finishes it with
   // Work::finishUnshared().
   template <typename F>
-  void submit(std::shared_ptr<Work> work, size_t bytes, Clock::time_point now, F&& body);
+  void submit(std::shared_ptr<Work> work, size_t bytes, Clock::time_point now, F&& body)
+      C10D_EXCLUDES(mu_);
   // Fails what is queued, interrupts what runs, joins the thread. Idempotent.
-  void stop();
+  void stop() C10D_EXCLUDES(mu_);
   // True once stop() was called: a running op checks it between polls and fails.
   const std::atomic<bool>& aborting() const { return stop_; }
 
@@ -102,24 +103,26 @@ class CollectiveEngine {
       return std::current_exception();
     }
   }
-  void runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn, void* body);
+  void runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn, void* body)
+      C10D_EXCLUDES(mu_);
   // peerless_: runs the body on the caller's stack (it cannot need a peer, so never hands off).
   template <typename F>
-  void runDirect(std::shared_ptr<Work> work, F& body);
+  void runDirect(std::shared_ptr<Work> work, F& body) C10D_EXCLUDES(mu_);
   void failStopped(Work& w);
-  void loop();
+  void loop() C10D_EXCLUDES(mu_);
   // Finishes the inline task that the fiber just completed.
-  void finishInline();
+  void finishInline() C10D_EXCLUDES(mu_);
 
   const std::string group_;
   const size_t inlineBytes_;
   const int inlineUs_;
   const bool peerless_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> queue_;  // guarded by mu_
-  bool handedOff_ = false;  // guarded by mu_: the fiber waits for the thread to resume it
+  std::deque<Task> queue_ C10D_GUARDED_BY(mu_);
+  // The fiber waits for the thread to resume it.
+  bool handedOff_ C10D_GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_{false};
   // The fast path's lock-free admission: bit 0 (kInline) = the caller runs an op inline (not
   // handed off); the rest counts ops the thread owns (queued, running, or handed off) in units of
@@ -167,7 +170,7 @@ void CollectiveEngine::submit(std::shared_ptr<Work> work, size_t bytes, Clock::t
     state_.fetch_sub(kInline);  // a callback on the thread issues an op: it is queued
   }
   {
-    std::unique_lock<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (stop_.load()) {
       g.unlock();
       failStopped(*work);

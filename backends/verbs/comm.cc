@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "backends/verbs/collective_engine.h"
-#include "backends/verbs/shm_transport.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
 #include "c10d/error.h"
 
 namespace c10d {
@@ -52,6 +52,11 @@ HostLayout HostLayout::fromHostIds(const std::vector<std::string>& hostIdOfRank)
   return l;
 }
 
+void Comm::setShm(ShmTransport* s) {
+  shm_ = s;
+  slots_ = s;
+}
+
 Comm::View::View(Comm& c, const std::vector<int>& members) : c_(c) {
   C10D_CHECK_ARG(c.view_ == nullptr, c.what(), ": nested Comm views");
   const auto it = std::find(members.begin(), members.end(), c.rank_);
@@ -60,11 +65,11 @@ Comm::View::View(Comm& c, const std::vector<int>& members) : c_(c) {
   c.view_ = &members;
   // The group's shm workspace spans the whole group, not the view.
   c.shmOutsideView_ = c.shm_;
-  c.shm_ = nullptr;
+  c.setShm(nullptr);
 }
 
 Comm::View::~View() {
-  c_.shm_ = c_.shmOutsideView_;
+  c_.setShm(c_.shmOutsideView_);
   c_.view_ = nullptr;
 }
 

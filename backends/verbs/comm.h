@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "backends/verbs/spin_wait.h"
-#include "backends/verbs/transport.h"
+#include "backends/verbs/transport/transport.h"
 #include "c10d/op_desc.h"
 #include "c10d/work.h"
 
@@ -93,9 +93,11 @@ class Comm {
   const HostLayout* hosts() const { return hosts_; }
   void setHosts(const HostLayout* h) { hosts_ = h; }
   Transport& transport() const { return t_; }
-  // The group's shm workspace, or null when the group does not share one.
-  ShmTransport* shm() const { return shm_; }
-  void setShm(ShmTransport* s) { shm_ = s; }
+  // The staging slots of the group's shm workspace (transport.h), or null when the group (or the
+  // View) does not share one: all the shm algorithms see of the transport, with shmBarrier().
+  const StagingSlots* slots() const { return slots_; }
+  // The group's shm workspace (its barrier, fingerprints and slots), or null.
+  void setShm(ShmTransport* s);
 
   // What one op has exchanged of the fingerprints with one peer (valid while stamp is the op's).
   struct PeerFingerprint {
@@ -123,7 +125,8 @@ class Comm {
   // The engine's stop flag: a running op fails with Error("shut down") at its next poll.
   void setAbort(const std::atomic<bool>* a) { abort_ = a; }
   const CheckFn& checkFn() const { return checkFn_; }
-  // shm()->barrier(checkFn()), a rank that left turned into a CommError naming op and rank.
+  // The workspace's barrier (needs slots()): a rank that left turned into a CommError naming op
+  // and rank, a different op on a peer into CollectiveMismatchError.
   void shmBarrier();
 
   // A scratch buffer of at least n bytes (reused across calls of this Comm's owner).
@@ -167,6 +170,7 @@ class Comm {
   const std::string& group_;
   const Milliseconds timeout_;
   ShmTransport* shm_ = nullptr;
+  const StagingSlots* slots_ = nullptr;  // shm_'s
   const HostLayout* hosts_ = nullptr;
   const std::vector<int>* view_ = nullptr;  // inside a View: its members (group ranks)
   int viewRank_ = 0;

@@ -3,7 +3,7 @@
 #include <functional>
 #include <string>
 
-#include "backends/verbs/algo_select.h"
+#include "backends/verbs/algorithms/algo_select.h"
 #include "c10d/error.h"
 #include "c10d/settings.h"
 
@@ -58,7 +58,10 @@ const SettingsTable<VerbsConfig>& table() {
               },
               [](const VerbsConfig& c) { return c.transport; }),
           row(
-              "C10D_ALGO", "algorithm overrides, e.g. allreduce:ring,broadcast:chain",
+              "C10D_ALGO",
+              "algorithm rules ahead of the table, [collective:][lo-hi:]algorithm,... with "
+              "[lo, hi) bytes, e.g. "
+              "allreduce:0-64K:recursive_doubling,64K-inf:ring,broadcast:chain",
               [](VerbsConfig& c, const std::string& v, const std::string&) {
                 AlgoSelector::parseOverrides(v);  // validates
                 c.algo = v;

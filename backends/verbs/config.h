@@ -1,6 +1,6 @@
 // VerbsConfig: every setting of the verbs backend, declared once in a table (name, default,
 // description), read from ProcessGroup::Options::config first and the environment second, and
-// printable (printConfig, used by `--print-config` of the perf binaries and c10d-info).
+// printable (printConfig, used by `--print-config` of the perf binaries).
 //
 // Pure data; no threads, nothing blocks.
 #pragma once
@@ -16,7 +16,7 @@ namespace verbs {
 struct VerbsConfig {
   std::string transport = "auto";   // C10D_TRANSPORT: auto | shm | tcp | ibverbs
   std::string hostId;               // C10D_HOST_ID: this rank's host identity (default: boot id)
-  std::string algo;                 // C10D_ALGO: "op:algo,op:algo" overrides (algo_select.h)
+  std::string algo;  // C10D_ALGO: rules ahead of the table (algorithms/algo_select.h)
   size_t shmChunkBytes = 1 << 20;   // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
   size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)

@@ -1,8 +1,8 @@
 #include "backends/verbs/fault_hooks.h"
 
 #include "backends/verbs/process_group_verbs.h"
-#include "backends/verbs/shm_transport.h"
-#include "backends/verbs/tcp_transport.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
+#include "backends/verbs/transport/tcp/tcp_transport.h"
 #include "c10d/error.h"
 
 namespace c10d {

@@ -88,7 +88,7 @@ std::shared_ptr<Work> P2PEngine::send(Tensor t, int dst, int tag, uint64_t seq,
   op.hdr = Header{kMagic, tag, t.nbytes()};
   op.data = static_cast<const uint8_t*>(t.data);
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (failed_) {
       work->finish(failed_);
       return work;
@@ -105,7 +105,7 @@ std::shared_ptr<Work> P2PEngine::recv(Tensor t, int src, int tag, uint64_t seq,
                                      timeout);
   RecvOp op{work, src, tag, static_cast<uint8_t*>(t.data), t.nbytes()};
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (failed_) {
       work->finish(failed_);
       return work;
@@ -284,7 +284,7 @@ void P2PEngine::failAll(std::exception_ptr e) {
   std::vector<SendOp> ns;
   std::vector<RecvOp> nr;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    MutexLock g(mu_);
     if (!failed_) failed_ = e;
     ns.swap(newSends_);
     nr.swap(newRecvs_);
@@ -308,7 +308,7 @@ bool P2PEngine::round(bool* pending) {
     std::vector<SendOp> ns;
     std::vector<RecvOp> nr;
     {
-      std::lock_guard<std::mutex> g(mu_);
+      MutexLock g(mu_);
       ns.swap(newSends_);
       nr.swap(newRecvs_);
     }

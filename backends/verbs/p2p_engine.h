@@ -27,13 +27,13 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/verbs/spin_wait.h"
-#include "backends/verbs/transport.h"
+#include "backends/verbs/transport/transport.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 #include "c10d/work.h"
 
@@ -54,14 +54,16 @@ class P2PEngine {
   P2PEngine(const P2PEngine&) = delete;
   P2PEngine& operator=(const P2PEngine&) = delete;
 
-  std::shared_ptr<Work> send(Tensor t, int dst, int tag, uint64_t seq, Milliseconds timeout);
+  std::shared_ptr<Work> send(Tensor t, int dst, int tag, uint64_t seq, Milliseconds timeout)
+      C10D_EXCLUDES(mu_);
   // src == -1: any source.
-  std::shared_ptr<Work> recv(Tensor t, int src, int tag, uint64_t seq, Milliseconds timeout);
-  void stop();
+  std::shared_ptr<Work> recv(Tensor t, int src, int tag, uint64_t seq, Milliseconds timeout)
+      C10D_EXCLUDES(mu_);
+  void stop() C10D_EXCLUDES(mu_);
   // One round of the p2p thread's loop (manual engines only): hands over new ops, moves every
   // peer's streams, completes finished sends. Returns whether anything progressed; never blocks.
   // An error fails every op and goes to onError, as on the thread.
-  bool poll();
+  bool poll() C10D_EXCLUDES(mu_);
 
  private:
   struct Header {
@@ -98,15 +100,15 @@ class P2PEngine {
     std::vector<uint8_t> data;
   };
 
-  void loop();
+  void loop() C10D_EXCLUDES(mu_);
   // The loop's work between two waits; *pending: ops are outstanding. Throws what the loop
   // treats as fatal.
-  bool round(bool* pending);
-  void fatal(std::exception_ptr e);
+  bool round(bool* pending) C10D_EXCLUDES(mu_);
+  void fatal(std::exception_ptr e) C10D_EXCLUDES(mu_);
   bool progressSends(int peer);
   bool progressIncoming(int peer);
   void deliverPosted(RecvOp op);
-  void failAll(std::exception_ptr e);
+  void failAll(std::exception_ptr e) C10D_EXCLUDES(mu_);
   // `peer` is gone (or its stream broke): fails the ops that need it, keeps the others.
   void peerFailed(int peer, std::exception_ptr e);
 
@@ -117,10 +119,10 @@ class P2PEngine {
   std::function<void(std::exception_ptr)> onError_;
   const size_t maxUnexpectedBytes_;
 
-  std::mutex mu_;
-  std::vector<SendOp> newSends_;  // guarded by mu_
-  std::vector<RecvOp> newRecvs_;  // guarded by mu_
-  std::exception_ptr failed_;     // guarded by mu_: set once a peer failed
+  Mutex mu_;
+  std::vector<SendOp> newSends_ C10D_GUARDED_BY(mu_);
+  std::vector<RecvOp> newRecvs_ C10D_GUARDED_BY(mu_);
+  std::exception_ptr failed_ C10D_GUARDED_BY(mu_);  // set once a peer failed
   std::atomic<bool> stop_{false};
 
   // Thread-owned state.

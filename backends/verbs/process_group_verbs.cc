@@ -5,37 +5,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
-#include "backends/verbs/algorithms.h"
+#include "backends/verbs/algorithms/algorithms.h"
+#include "backends/verbs/algorithms/reduce_kernels.h"
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/comm.h"
-#include "backends/verbs/ib_transport.h"
-#include "backends/verbs/mixed_transport.h"
 #include "backends/verbs/p2p_engine.h"
-#include "backends/verbs/reduce_kernels.h"
-#include "backends/verbs/shm_transport.h"
-#include "backends/verbs/tcp_transport.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
+#include "backends/verbs/transport/transport_setup.h"
 #include "c10d/group_diagnostics.h"
 #include "c10d/rendezvous_wait.h"
-#include "store/prefix_store.h"
 #include "store/store.h"
 
 namespace c10d {
 namespace verbs {
-
-namespace {
-
-std::string hostIdentity() {
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return boot + "|" + host;
-}
-
-}  // namespace
 
 ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int size,
                                      Options options)
@@ -48,75 +31,16 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
       "verbs/" + std::to_string(store->add("verbs/instance/" + std::to_string(rank), 1)) + "/";
   storePrefix_ = prefix;
   peerFps_.resize(static_cast<size_t>(size));
-  const std::string me =
-      (cfg_.hostId.empty() ? hostIdentity() : cfg_.hostId) + "|" + std::to_string(getpid());
-  store->set(prefix + "host/" + std::to_string(rank), me);
-  std::vector<std::string> keys;
-  std::vector<int> ranks;
-  for (int r = 0; r < size; ++r) {
-    keys.push_back(prefix + "host/" + std::to_string(r));
-    ranks.push_back(r);
-  }
   RankWait how;
   how.group = name_;
   how.rank = rank;
   how.timeout = options.timeout;
   how.progressMs = diagnostics().config().rendezvousProgressMs;
-  waitForRanks(*store, keys, ranks, how);
-  std::vector<Bytes> ids = store->multiGet(keys);
-  const std::string myHost = me.substr(0, me.rfind('|'));
-  std::vector<int> pids(size), localRanks;
-  std::vector<std::string> hostIds(size);
-  for (int r = 0; r < size; ++r) {
-    std::string id = c10d::toString(ids[r]);
-    auto bar = id.rfind('|');
-    pids[r] = std::atoi(id.c_str() + bar + 1);
-    hostIds[r] = id.substr(0, bar);
-    if (hostIds[r] == myHost) localRanks.push_back(r);
-  }
-  hosts_ = HostLayout::fromHostIds(hostIds);
+  TransportSetup setup = connectTransport(store, prefix, rank, size, cfg_, how);
+  transport_ = std::move(setup.transport);
+  shm_ = setup.shm;
+  hosts_ = std::move(setup.hosts);
   useHosts_ = hosts_.multiHost && cfg_.transport == "auto";
-  const bool allLocal = static_cast<int>(localRanks.size()) == size;
-
-  std::string choice = cfg_.transport;
-  std::string ibReason;
-  const bool ib =
-      choice == "ibverbs" || (choice == "auto" && !allLocal && ibDeviceAvailable(cfg_, &ibReason));
-  if (choice == "auto") {
-    if (allLocal)
-      choice = "shm";
-    else if (localRanks.size() > 1)
-      choice = "mixed";  // shm to the ranks on this host, the network to the others
-    else
-      choice = ib ? "ibverbs" : "tcp";
-  }
-  auto net = [&](Store& s) -> std::unique_ptr<Transport> {
-    if (ib) return makeIbTransport(s, rank, size, cfg_, options.timeout);
-    return std::make_unique<TcpTransport>(s, rank, size, cfg_, options.timeout);
-  };
-  if (choice == "shm") {
-    C10D_CHECK_ARG(allLocal, "verbs: C10D_TRANSPORT=shm but the ranks of group ", name(),
-                   " are not all on one host");
-    PrefixStore ps(prefix + "shm", store);
-    auto shm = std::make_unique<ShmTransport>(ps, rank, size, pids, cfg_, options.timeout);
-    shm_ = shm.get();
-    transport_ = std::move(shm);
-  } else if (choice == "mixed") {
-    // One shm workspace per host (keyed by its lowest rank), one network mesh for the group.
-    PrefixStore shmStore(prefix + "shm/" + std::to_string(localRanks[0]), store);
-    const int localRank = static_cast<int>(std::find(localRanks.begin(), localRanks.end(), rank) -
-                                           localRanks.begin());
-    std::vector<int> localPids;
-    for (int r : localRanks) localPids.push_back(pids[r]);
-    auto shm = std::make_unique<ShmTransport>(
-        shmStore, localRank, static_cast<int>(localRanks.size()), localPids, cfg_, options.timeout);
-    shm->setGroupRanks(localRanks);
-    PrefixStore netStore(prefix + (ib ? "ibverbs" : "tcp"), store);
-    transport_ = std::make_unique<MixedTransport>(std::move(shm), localRanks, net(netStore), size);
-  } else {
-    PrefixStore ps(prefix + choice, store);
-    transport_ = net(ps);
-  }
   p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
                                      [this](std::exception_ptr e) { setBroken(e); });
   engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs, size == 1);

@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/verbs/algo_select.h"
+#include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
 #include "c10d/process_group.h"

@@ -1,5 +1,8 @@
 #include "backends/verbs/register.h"
 
+#include <sstream>
+
+#include "backends/verbs/config.h"
 #include "backends/verbs/process_group_verbs.h"
 #include "c10d/registry.h"
 
@@ -12,6 +15,11 @@ void registerVerbsBackend() {
       "c10d's own engine: shared memory on one host, ibverbs or tcp across hosts (CPU tensors)";
   info.priority = 20;
   info.available = [](std::string*) { return true; };
+  info.describeConfig = [] {
+    std::ostringstream os;
+    verbs::printConfig(os, verbs::VerbsConfig::load({}));
+    return os.str();
+  };
   registerBackend(info, [](std::shared_ptr<Store> store, int rank, int size,
                            const ProcessGroup::Options& options) {
     return std::make_shared<verbs::ProcessGroupVerbs>(std::move(store), rank, size, options);

@@ -80,7 +80,7 @@ void Reducer::resetIteration() {
 }
 
 void Reducer::markReady(size_t index) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
                  " out of range: the Reducer has ", params_.size(), " parameters (group ",
@@ -187,7 +187,7 @@ std::shared_ptr<Work> Reducer::launchUsedMap(layers::FlatBuffer* staged) {
 }
 
 IterationStats Reducer::finalize() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   IterationStats st;
   if (!requireSync_) {
@@ -292,18 +292,18 @@ void Reducer::setSync(bool sync) {
 }
 
 void Reducer::setRequireGradSync(bool sync) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   setSync(sync);
 }
 
 bool Reducer::requireGradSync() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return requireSync_;
 }
 
 Reducer::NoSyncGuard Reducer::noSync() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   const bool previous = requireSync_;
   setSync(false);
@@ -312,12 +312,12 @@ Reducer::NoSyncGuard Reducer::noSync() {
 
 Reducer::NoSyncGuard::~NoSyncGuard() {
   if (reducer_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(reducer_->mu_);
+  MutexLock lock(reducer_->mu_);
   reducer_->requireSync_ = previous_;
 }
 
 Tensor Reducer::gradView(size_t index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   C10D_CHECK_ARG(options_.gradientAsBucketView,
                  "Reducer::gradView: needs ReducerOptions::gradientAsBucketView (", describe(index),
                  ")");
@@ -328,7 +328,7 @@ Tensor Reducer::gradView(size_t index) const {
 }
 
 std::vector<BucketInfo> Reducer::buckets() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<BucketInfo> out;
   for (const Bucket& b : buckets_) {
     out.push_back(
@@ -338,12 +338,12 @@ std::vector<BucketInfo> Reducer::buckets() const {
 }
 
 uint64_t Reducer::layoutVersion() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return layoutVersion_;
 }
 
 IterationStats Reducer::lastStats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lastStats_;
 }
 

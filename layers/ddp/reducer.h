@@ -87,11 +87,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "c10d/process_group.h"
+#include "c10d/thread_annotations.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/flat_buffer.h"
 #include "layers/common/parameter.h"
@@ -159,17 +159,17 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   // Parameter `index`'s gradient is complete for this backward. Thread-safe (see header comment).
-  void markReady(size_t index);
+  void markReady(size_t index) C10D_EXCLUDES(mu_);
 
   // Ends the iteration: launches what is left (findUnusedParameters), waits for every bucket,
   // averages, copies back. Under noSync: ends the micro-batch, communicates nothing.
-  IterationStats finalize();
+  IterationStats finalize() C10D_EXCLUDES(mu_);
 
   // Gradient accumulation. While sync is off, markReady() only records that the parameter was used
   // and finalize() communicates nothing. Turning it off in the middle of a synced iteration (some
   // parameters marked, finalize() not called) is an InvalidArgument.
-  void setRequireGradSync(bool sync);
-  bool requireGradSync() const;
+  void setRequireGradSync(bool sync) C10D_EXCLUDES(mu_);
+  bool requireGradSync() const C10D_EXCLUDES(mu_);
   class NoSyncGuard {
    public:
     NoSyncGuard(NoSyncGuard&& o) noexcept : reducer_(o.reducer_), previous_(o.previous_) {
@@ -187,18 +187,18 @@ class Reducer {
     bool previous_;
   };
   // Scoped setRequireGradSync(false), like torch's `with ddp.no_sync():`.
-  NoSyncGuard noSync();
+  NoSyncGuard noSync() C10D_EXCLUDES(mu_);
 
   // With broadcastBuffers (and buffers given, world size > 1): every buffer <- rank 0's, as torch
   // does before each forward. Collective; blocks until done.
-  void syncBuffers();
+  void syncBuffers() C10D_EXCLUDES(mu_);
 
   // gradientAsBucketView only: where the framework must keep parameter `index`'s gradient.
-  Tensor gradView(size_t index) const;
+  Tensor gradView(size_t index) const C10D_EXCLUDES(mu_);
   // The current bucket layout (changes once, when rebuilt) and its version (starts at 0).
-  std::vector<BucketInfo> buckets() const;
-  uint64_t layoutVersion() const;
-  IterationStats lastStats() const;
+  std::vector<BucketInfo> buckets() const C10D_EXCLUDES(mu_);
+  uint64_t layoutVersion() const C10D_EXCLUDES(mu_);
+  IterationStats lastStats() const C10D_EXCLUDES(mu_);
   size_t numParameters() const { return params_.size(); }
   const ReducerOptions& options() const { return options_; }
   ProcessGroup& group() const { return *group_; }
@@ -219,21 +219,22 @@ class Reducer {
     size_t slot = 0;
   };
 
-  std::string describe(size_t index) const;  // "parameter 3 ('fc.bias')"
-  void checkUsable() const;                  // throws Error if broken_
-  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error);
+  std::string describe(size_t index) const;     // "parameter 3 ('fc.bias')"
+  void checkUsable() const C10D_REQUIRES(mu_);  // throws Error if broken_
+  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error) C10D_REQUIRES(mu_);
   void validateArguments() const;
   void verifyAcrossRanks();
   void broadcastInitialState();
-  void buildBuckets(const std::vector<size_t>& order);
-  void resetIteration();
-  void launchReadyBuckets();
-  void launch(size_t b);
-  void prepareUnmarked(size_t param, const Tensor& slot);
+  // The state functions below are called with mu_ held, or by the constructor.
+  void buildBuckets(const std::vector<size_t>& order) C10D_REQUIRES(mu_);
+  void resetIteration() C10D_REQUIRES(mu_);
+  void launchReadyBuckets() C10D_REQUIRES(mu_);
+  void launch(size_t b) C10D_REQUIRES(mu_);
+  void prepareUnmarked(size_t param, const Tensor& slot) C10D_REQUIRES(mu_);
   // Starts the SUM allreduce of the used-parameter map, staged in *staged.
-  std::shared_ptr<Work> launchUsedMap(layers::FlatBuffer* staged);
-  void maybeRebuild(IterationStats& stats);
-  void setSync(bool sync);
+  std::shared_ptr<Work> launchUsedMap(layers::FlatBuffer* staged) C10D_REQUIRES(mu_);
+  void maybeRebuild(IterationStats& stats) C10D_REQUIRES(mu_);
+  void setSync(bool sync) C10D_REQUIRES(mu_);
   void waitWork(Work& work);  // bounded by options_.timeout
   // A small int64 collective staged through device memory: allgather / broadcast.
   std::vector<int64_t> allgatherInts(const std::vector<int64_t>& mine);
@@ -246,27 +247,27 @@ class Reducer {
   std::shared_ptr<layers::DeviceOps> ops_;
   Device commDevice_;  // where small metadata collectives run (the first parameter's device)
 
-  mutable std::mutex mu_;
-  // Everything below is guarded by mu_.
-  std::vector<Bucket> buckets_;
-  std::vector<Locator> locators_;
-  uint64_t layoutVersion_ = 0;
-  bool requireSync_ = true;
-  std::string broken_;  // non-empty: the first fatal failure
+  mutable Mutex mu_;
+  std::vector<Bucket> buckets_ C10D_GUARDED_BY(mu_);
+  std::vector<Locator> locators_ C10D_GUARDED_BY(mu_);
+  uint64_t layoutVersion_ C10D_GUARDED_BY(mu_) = 0;
+  bool requireSync_ C10D_GUARDED_BY(mu_) = true;
+  std::string broken_ C10D_GUARDED_BY(mu_);  // non-empty: the first fatal failure
 
   // Per synced iteration.
-  std::vector<uint8_t> marked_;
-  size_t numMarked_ = 0;
-  size_t nextBucket_ = 0;
-  int64_t backwardStartNs_ = 0;
-  std::vector<size_t> readyOrder_;              // first synced iteration, for the rebuild
-  std::map<size_t, layers::FlatBuffer> saved_;  // view mode: slots zeroed as unused, to restore
+  std::vector<uint8_t> marked_ C10D_GUARDED_BY(mu_);
+  size_t numMarked_ C10D_GUARDED_BY(mu_) = 0;
+  size_t nextBucket_ C10D_GUARDED_BY(mu_) = 0;
+  int64_t backwardStartNs_ C10D_GUARDED_BY(mu_) = 0;
+  std::vector<size_t> readyOrder_ C10D_GUARDED_BY(mu_);  // first synced iteration, for the rebuild
+  // View mode: slots zeroed as unused, to restore.
+  std::map<size_t, layers::FlatBuffer> saved_ C10D_GUARDED_BY(mu_);
   // Since the last synced finalize (no-sync micro-batches included).
-  std::vector<uint8_t> usedSinceSync_;
+  std::vector<uint8_t> usedSinceSync_ C10D_GUARDED_BY(mu_);
 
-  bool rebuilt_ = false;
-  uint64_t syncedIterations_ = 0;
-  IterationStats lastStats_;
+  bool rebuilt_ C10D_GUARDED_BY(mu_) = false;
+  uint64_t syncedIterations_ C10D_GUARDED_BY(mu_) = 0;
+  IterationStats lastStats_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace ddp

@@ -160,7 +160,7 @@ void Reducer::broadcastInitialState() {
 }
 
 void Reducer::syncBuffers() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   if (!options_.broadcastBuffers || buffers_.empty() || group_->size() == 1) return;
   std::vector<Tensor> tensors;

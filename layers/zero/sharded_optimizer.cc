@@ -78,7 +78,7 @@ void ShardedOptimizer::stage(size_t index) {
 }
 
 void ShardedOptimizer::markReady(size_t index) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   C10D_CHECK_ARG(index < params_.size(), "ShardedOptimizer::markReady: parameter index ", index,
                  " out of range: the optimizer has ", params_.size(), " parameters (group ",
@@ -119,7 +119,7 @@ void ShardedOptimizer::launchReadyBuckets() {
 }
 
 ZeroStepStats ShardedOptimizer::step() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   ZeroStepStats st;
   const uint64_t stepNumber = optimizer_->steps() + 1;  // for messages
@@ -215,7 +215,7 @@ size_t ShardedOptimizer::shardNumel(int rank) const {
 }
 
 size_t ShardedOptimizer::localStateBytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return optimizer_->stateBytes();
 }
 
@@ -226,24 +226,24 @@ size_t ShardedOptimizer::fullStateBytes() const {
 }
 
 uint64_t ShardedOptimizer::steps() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return optimizer_->steps();
 }
 
 std::vector<std::vector<size_t>> ShardedOptimizer::buckets() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::vector<size_t>> out;
   for (const Bucket& b : buckets_) out.push_back(b.params);
   return out;
 }
 
 ZeroStepStats ShardedOptimizer::lastStats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lastStats_;
 }
 
 optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   C10D_CHECK_ARG(dstRank >= 0 && dstRank < size_, "ShardedOptimizer::consolidateState: dstRank ",
                  dstRank, " out of range [0, ", size_, ") (group ", group_->name(), ")");
@@ -289,7 +289,7 @@ optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
 }
 
 void ShardedOptimizer::loadState(const optim::OptimizerState& full) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   checkUsable();
   std::vector<std::string> names;
   for (const layers::Parameter& p : params_) names.push_back(p.name);

@@ -101,11 +101,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "c10d/process_group.h"
+#include "c10d/thread_annotations.h"
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/optim/optimizer_state.h"
@@ -156,27 +156,27 @@ class ShardedOptimizer {
 
   // Optional (kReduceToOwner overlaps with it; kReduceScatter just records): parameter i's local
   // gradient is complete for this backward. Same misuse rules as Reducer::markReady.
-  void markReady(size_t index);
+  void markReady(size_t index) C10D_EXCLUDES(mu_);
   // Collective: the framework has written each parameter's local (un-averaged) gradient into its
   // grad tensor. Reduces gradients to their owners and averages (sum / world size), the owner steps
   // its shard with FlatOptimizer, and every rank's parameters end equal to the owners' updated
   // values (allgather over the flat rank-major buffer). grads of non-owned parameters may be
   // clobbered (documented).
-  ZeroStepStats step();
+  ZeroStepStats step() C10D_EXCLUDES(mu_);
 
   int ownerOf(size_t param) const;
-  std::vector<size_t> shardOf(int rank) const;  // parameter indices, ascending
-  size_t localStateBytes() const;               // this rank's optimizer state
-  size_t fullStateBytes() const;                // what one unsharded optimizer would hold
-  uint64_t steps() const;
+  std::vector<size_t> shardOf(int rank) const;        // parameter indices, ascending
+  size_t localStateBytes() const C10D_EXCLUDES(mu_);  // this rank's optimizer state
+  size_t fullStateBytes() const;                      // what one unsharded optimizer would hold
+  uint64_t steps() const C10D_EXCLUDES(mu_);
 
   // Collective: the full state on dstRank (every parameter's slots), an empty state (slots empty)
   // elsewhere.
-  optim::OptimizerState consolidateState(int dstRank);
+  optim::OptimizerState consolidateState(int dstRank) C10D_EXCLUDES(mu_);
   // Every rank passes the same full state (read from a checkpoint, saved at any world size); keeps
   // its shard. Checks options / parameter count / numels against this optimizer (InvalidArgument
   // naming the parameter).
-  void loadState(const optim::OptimizerState& full);
+  void loadState(const optim::OptimizerState& full) C10D_EXCLUDES(mu_);
 
   size_t numParameters() const { return params_.size(); }
   // Elements of rank r's shard (S_r) and the padded chunk size (S = max over ranks).
@@ -186,8 +186,8 @@ class ShardedOptimizer {
   ProcessGroup& group() const { return *group_; }
   // kReduceToOwner: the buckets' parameter indices, in launch order (empty for kReduceScatter).
   // Parameters with no elements that would be alone in a bucket are in none (nothing to move).
-  std::vector<std::vector<size_t>> buckets() const;
-  ZeroStepStats lastStats() const;
+  std::vector<std::vector<size_t>> buckets() const C10D_EXCLUDES(mu_);
+  ZeroStepStats lastStats() const C10D_EXCLUDES(mu_);
 
  private:
   struct Bucket {
@@ -199,15 +199,16 @@ class ShardedOptimizer {
     std::shared_ptr<Work> work;
   };
 
-  std::string describe(size_t index) const;  // "parameter 3 ('fc.bias')"
-  void checkUsable() const;                  // throws Error if broken_
-  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error);
+  std::string describe(size_t index) const;     // "parameter 3 ('fc.bias')"
+  void checkUsable() const C10D_REQUIRES(mu_);  // throws Error if broken_
+  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error) C10D_REQUIRES(mu_);
   void verifyAcrossRanks();
-  void partition();
-  void buildBuckets();
-  void resetStep();
-  void stage(size_t index);  // copies grad `index` into the flat buffer
-  void launchReadyBuckets();
+  // The state functions below are called with mu_ held, or by the constructor.
+  void partition() C10D_REQUIRES(mu_);
+  void buildBuckets() C10D_REQUIRES(mu_);
+  void resetStep() C10D_REQUIRES(mu_);
+  void stage(size_t index) C10D_REQUIRES(mu_);  // copies grad `index` into the flat buffer
+  void launchReadyBuckets() C10D_REQUIRES(mu_);
   void waitWork(Work& work);
   std::vector<int64_t> allgatherInts(const std::vector<int64_t>& mine);
   std::vector<size_t> numels() const;
@@ -224,20 +225,23 @@ class ShardedOptimizer {
   std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
   size_t chunk_ = 0;                         // S
 
-  mutable std::mutex mu_;
-  // Everything below is guarded by mu_.
-  std::shared_ptr<std::vector<float>> flat_;         // N * S (kept alive by Works in flight)
-  std::shared_ptr<std::vector<float>> shardGrad_;    // S: this rank's reduced gradients
-  std::shared_ptr<std::vector<float>> shardParam_;   // S: this rank's parameters, stepped
-  std::unique_ptr<optim::FlatOptimizer> optimizer_;  // over S_r elements
-  std::vector<Bucket> buckets_;
+  mutable Mutex mu_;
+  // N * S (kept alive by Works in flight).
+  std::shared_ptr<std::vector<float>> flat_ C10D_GUARDED_BY(mu_);
+  // S: this rank's reduced gradients.
+  std::shared_ptr<std::vector<float>> shardGrad_ C10D_GUARDED_BY(mu_);
+  // S: this rank's parameters, stepped.
+  std::shared_ptr<std::vector<float>> shardParam_ C10D_GUARDED_BY(mu_);
+  std::unique_ptr<optim::FlatOptimizer> optimizer_ C10D_GUARDED_BY(mu_);  // over S_r elements
+  std::vector<Bucket> buckets_ C10D_GUARDED_BY(mu_);
   static constexpr size_t kNoBucket = ~size_t{0};
-  std::vector<size_t> bucketOf_;  // per parameter (kReduceToOwner); kNoBucket: no elements
-  std::vector<uint8_t> marked_;
-  size_t nextBucket_ = 0;
-  size_t launchedEarly_ = 0;
-  std::string broken_;
-  ZeroStepStats lastStats_;
+  // Per parameter (kReduceToOwner); kNoBucket: no elements.
+  std::vector<size_t> bucketOf_ C10D_GUARDED_BY(mu_);
+  std::vector<uint8_t> marked_ C10D_GUARDED_BY(mu_);
+  size_t nextBucket_ C10D_GUARDED_BY(mu_) = 0;
+  size_t launchedEarly_ C10D_GUARDED_BY(mu_) = 0;
+  std::string broken_ C10D_GUARDED_BY(mu_);
+  ZeroStepStats lastStats_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace zero

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "c10d/error.h"
+#include "c10d/registry.h"
 
 namespace c10d {
 namespace perf {
@@ -56,7 +57,7 @@ const std::vector<DataType>& allDataTypes() {
 
 namespace {
 
-enum LongOnly { kBackend = 1000, kDevice };
+enum LongOnly { kBackend = 1000, kDevice, kPrintConfig };
 
 bool parseInt(const char* text, long* out) {
   char* end = nullptr;
@@ -88,6 +89,7 @@ std::string usage(const std::string& program) {
      << "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
      << "[--backend <name> c10d backend (default: the best available)] \n\t"
      << "[--device <cpu/cuda> where the buffers live (default: cpu)] \n\t"
+     << "[--print-config the backend's settings (environment) and algorithm table, then exit] \n\t"
      << "[-h,--help]\n";
   return ss.str();
 }
@@ -111,10 +113,12 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* o) {
       {"average", required_argument, nullptr, 'a'},
       {"backend", required_argument, nullptr, kBackend},
       {"device", required_argument, nullptr, kDevice},
+      {"print-config", no_argument, nullptr, kPrintConfig},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   auto fail = [](std::string msg) { return ParseResult{ParseResult::kError, std::move(msg)}; };
+  bool printConfig = false;
   optind = 0;  // GNU: full re-initialisation, so parseOptions may be called more than once
   opterr = 0;
   while (true) {
@@ -215,6 +219,9 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* o) {
           break;
         case 'h':
           return ParseResult{ParseResult::kHelp, ""};
+        case kPrintConfig:
+          printConfig = true;
+          break;
         case ':':
           return fail(detail::str("option '", argv[optind - 1], "' needs a value"));
         default:
@@ -229,6 +236,7 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* o) {
     return fail(detail::str("invalid sizes for 'minbytes' and 'maxbytes': ", o->minBytes, " > ",
                             o->maxBytes));
   }
+  if (printConfig) return ParseResult{ParseResult::kPrintConfig, ""};
   return ParseResult{};
 }
 
@@ -241,6 +249,23 @@ int startPerfMain(int argc, char** argv, PerfOptions* options, std::string* prog
   if (parsed.action == ParseResult::kHelp) {
     std::fputs(usage(*program).c_str(), stdout);
     return 0;
+  }
+  if (parsed.action == ParseResult::kPrintConfig) {
+    // The settings a group made now would use: no rendezvous, nothing connects.
+    try {
+      const std::string name = options->backend.empty() ? defaultBackend() : options->backend;
+      const BackendInfo info = backendInfo(name);
+      std::printf("# backend %s: %s\n", name.c_str(), info.description.c_str());
+      if (info.describeConfig) {
+        std::fputs(info.describeConfig().c_str(), stdout);
+      } else {
+        std::printf("# (no settings)\n");
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", program->c_str(), e.what());
+      return 2;
+    }
   }
   if (parsed.action == ParseResult::kError) {
     std::fprintf(stderr, "%s: %s\n%s", program->c_str(), parsed.message.c_str(),

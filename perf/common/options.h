@@ -1,5 +1,5 @@
 // Command-line options of the perf binaries: nccl-tests' flags (same letters, long names and
-// defaults as nccl-tests 2.19) plus c10d's --backend and --device.
+// defaults as nccl-tests 2.19) plus c10d's --backend, --device and --print-config.
 //
 // parseOptions() never exits: it returns a ParseResult saying whether to run, print the usage or
 // fail (with a message), so that tests can drive it. Pure functions; no threads, nothing blocks.
@@ -51,7 +51,8 @@ const std::vector<std::string>& allOpNames();
 const std::vector<DataType>& allDataTypes();
 
 struct ParseResult {
-  enum Action { kRun, kHelp, kError } action = kRun;
+  // kPrintConfig: --print-config (print the backend's settings and exit, no rendezvous).
+  enum Action { kRun, kHelp, kPrintConfig, kError } action = kRun;
   std::string message;  // for kError
 };
 ParseResult parseOptions(int argc, char** argv, PerfOptions* options);

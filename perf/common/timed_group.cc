@@ -31,15 +31,15 @@ TimedGroup::TimedGroup(std::shared_ptr<ProcessGroup> inner)
 }
 
 void TimedGroup::reset() {
-  std::lock_guard<std::mutex> lock(record_->mu);
+  MutexLock lock(record_->mu);
   ++record_->generation;
   record_->intervals.clear();
 }
 
 TimedGroup::Timeline TimedGroup::collect(Milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(record_->mu);
+  MutexLock lock(record_->mu);
   auto& iv = record_->intervals;
-  const bool done = record_->cv.wait_for(lock, timeout, [&] {
+  const bool done = lock.waitFor(record_->cv, timeout, [&]() C10D_REQUIRES(record_->mu) {
     return std::all_of(iv.begin(), iv.end(), [](const Interval& i) { return i.doneNs != 0; });
   });
   if (!done) {
@@ -81,7 +81,7 @@ std::shared_ptr<Work> TimedGroup::timed(Issue&& issue) {
   size_t index = 0;
   uint64_t generation = 0;
   {
-    std::lock_guard<std::mutex> lock(record_->mu);
+    MutexLock lock(record_->mu);
     generation = record_->generation;
     index = record_->intervals.size();
     record_->intervals.push_back({nowNs(), 0});
@@ -91,7 +91,7 @@ std::shared_ptr<Work> TimedGroup::timed(Issue&& issue) {
     work = issue();
   } catch (...) {
     // Never issued: an empty interval, so that collect() does not wait for it.
-    std::lock_guard<std::mutex> lock(record_->mu);
+    MutexLock lock(record_->mu);
     if (record_->generation == generation && index < record_->intervals.size()) {
       record_->intervals[index].doneNs = record_->intervals[index].issueNs;
     }
@@ -101,7 +101,7 @@ std::shared_ptr<Work> TimedGroup::timed(Issue&& issue) {
   work->then([record, generation, index](Work&) {
     const int64_t t = nowNs();
     {
-      std::lock_guard<std::mutex> lock(record->mu);
+      MutexLock lock(record->mu);
       if (record->generation != generation || index >= record->intervals.size()) return;
       record->intervals[index].doneNs = t;
     }

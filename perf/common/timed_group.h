@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "c10d/process_group.h"
+#include "c10d/thread_annotations.h"
 
 namespace c10d {
 namespace perf {
@@ -111,10 +112,11 @@ class TimedGroup : public ProcessGroup {
   const std::shared_ptr<ProcessGroup> inner_;
   // Shared with the callbacks, which may outlive this group (a Work completed after shutdown).
   struct Record {
-    std::mutex mu;
+    Mutex mu;
     std::condition_variable cv;
-    uint64_t generation = 0;          // bumped by reset(): late callbacks of older ops are dropped
-    std::vector<Interval> intervals;  // guarded by mu
+    // Bumped by reset(): late callbacks of older ops are dropped.
+    uint64_t generation C10D_GUARDED_BY(mu) = 0;
+    std::vector<Interval> intervals C10D_GUARDED_BY(mu);
   };
   const std::shared_ptr<Record> record_;
 };

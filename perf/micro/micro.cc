@@ -40,10 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "backends/verbs/algorithms/reduce_kernels.h"
 #include "backends/verbs/config.h"
-#include "backends/verbs/reduce_kernels.h"
-#include "backends/verbs/shm_transport.h"
-#include "backends/verbs/transport.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
+#include "backends/verbs/transport/transport.h"
 #include "c10d/error.h"
 #include "c10d/flight_recorder.h"
 #include "c10d/op_desc.h"

@@ -172,13 +172,13 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints) : endpoints_(std::mov
 EtcdClient::~EtcdClient() = default;
 
 std::string EtcdClient::currentEndpoint() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return "http://" + endpoints_[current_];
 }
 
 std::unique_ptr<EtcdClient::Handle> EtcdClient::acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       auto h = std::move(idle_.back());
       idle_.pop_back();
@@ -189,7 +189,7 @@ std::unique_ptr<EtcdClient::Handle> EtcdClient::acquire() {
 }
 
 void EtcdClient::release(std::unique_ptr<Handle> h) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < kMaxIdleHandles) idle_.push_back(std::move(h));
 }
 
@@ -204,7 +204,7 @@ Json EtcdClient::call(const std::string& path, const Json& body, Milliseconds ti
   auto h = acquire();
   size_t first;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     first = current_;
   }
   CURLcode rc = CURLE_OK;
@@ -216,7 +216,7 @@ Json EtcdClient::call(const std::string& path, const Json& body, Milliseconds ti
     rc = h->post(endpoint + path, payload, timeout, sink, &status);
     if (!notSent(rc)) {
       if (i != 0) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         current_ = (first + i) % endpoints_.size();
       }
       break;

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "c10d/error.h"
+#include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 
 namespace c10d {
@@ -73,18 +74,18 @@ class EtcdClient {
              const std::function<bool(const Json&)>& onMessage);
 
   // "http://host:port" of the endpoint requests go to first (for messages).
-  std::string currentEndpoint() const;
+  std::string currentEndpoint() const C10D_EXCLUDES(mu_);
   const std::vector<std::string>& endpoints() const { return endpoints_; }
 
  private:
   struct Handle;
-  std::unique_ptr<Handle> acquire();
-  void release(std::unique_ptr<Handle> h);
+  std::unique_ptr<Handle> acquire() C10D_EXCLUDES(mu_);
+  void release(std::unique_ptr<Handle> h) C10D_EXCLUDES(mu_);
 
   const std::vector<std::string> endpoints_;
-  mutable std::mutex mu_;
-  size_t current_ = 0;                         // guarded by mu_
-  std::vector<std::unique_ptr<Handle>> idle_;  // guarded by mu_
+  mutable Mutex mu_;
+  size_t current_ C10D_GUARDED_BY(mu_) = 0;
+  std::vector<std::unique_ptr<Handle>> idle_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace etcd

@@ -138,7 +138,7 @@ EtcdStore::EtcdStore(EtcdStoreOptions options)
 
 EtcdStore::~EtcdStore() {
   {
-    std::lock_guard<std::mutex> lock(leaseMu_);
+    MutexLock lock(leaseMu_);
     stop_ = true;
   }
   stopCv_.notify_all();
@@ -148,7 +148,7 @@ EtcdStore::~EtcdStore() {
 }
 
 int64_t EtcdStore::leaseId() const {
-  std::lock_guard<std::mutex> lock(leaseMu_);
+  MutexLock lock(leaseMu_);
   return lease_;
 }
 
@@ -167,7 +167,7 @@ void EtcdStore::acquireLease(const std::string& what, Milliseconds timeout) {
       const int64_t id = std::stoll(jsonBytes(r["kvs"][0], "value"));
       Json ka = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}}, timeout, what);
       if (jsonInt(ka.value("result", Json::object()), "TTL") > 0) {
-        std::lock_guard<std::mutex> lock(leaseMu_);
+        MutexLock lock(leaseMu_);
         lease_ = id;
         return;
       }
@@ -182,7 +182,7 @@ void EtcdStore::acquireLease(const std::string& what, Milliseconds timeout) {
         {"success", {{{"request_put", putOp(leaseKey, std::to_string(id), id)}}}}};
     Json t = client_.call("/v3/kv/txn", txn, timeout, what);
     if (t.value("succeeded", false)) {
-      std::lock_guard<std::mutex> lock(leaseMu_);
+      MutexLock lock(leaseMu_);
       lease_ = id;
       return;
     }
@@ -200,8 +200,8 @@ void EtcdStore::keepaliveLoop() {
   // Its own bound, not the store's timeout (setTimeout may change that from another thread).
   const Milliseconds timeout = std::max(Milliseconds(1), std::min(interval, options_.timeout));
   bool failing = false;
-  std::unique_lock<std::mutex> lock(leaseMu_);
-  while (!stopCv_.wait_for(lock, interval, [&] { return stop_; })) {
+  MutexLock lock(leaseMu_);
+  while (!lock.waitFor(stopCv_, interval, [&]() C10D_REQUIRES(leaseMu_) { return stop_; })) {
     const int64_t id = lease_;
     lock.unlock();
     try {

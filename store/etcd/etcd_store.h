@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "c10d/thread_annotations.h"
 #include "store/etcd/etcd_client.h"
 #include "store/store.h"
 
@@ -76,7 +77,7 @@ class EtcdStore : public Store {
   using Store::wait;
 
   // The lease keys are attached to (0 when ttl = 0), e.g. for etcdctl.
-  int64_t leaseId() const;
+  int64_t leaseId() const C10D_EXCLUDES(leaseMu_);
   const EtcdStoreOptions& options() const { return options_; }
 
  private:
@@ -102,18 +103,18 @@ class EtcdStore : public Store {
   // Blocks until `key` is put after `revision`, or the deadline (false).
   bool watchForPut(const std::string& key, int64_t revision, Milliseconds timeout,
                    const std::string& what);
-  void acquireLease(const std::string& what, Milliseconds timeout);
-  void keepaliveLoop();
+  void acquireLease(const std::string& what, Milliseconds timeout) C10D_EXCLUDES(leaseMu_);
+  void keepaliveLoop() C10D_EXCLUDES(leaseMu_);
 
   const EtcdStoreOptions options_;
   const std::string root_;       // "/PREFIX"
   const std::string keyPrefix_;  // "/PREFIX/k/"
   etcd::EtcdClient client_;
 
-  mutable std::mutex leaseMu_;
-  int64_t lease_ = 0;  // guarded by leaseMu_
+  mutable Mutex leaseMu_;
+  int64_t lease_ C10D_GUARDED_BY(leaseMu_) = 0;
   std::condition_variable stopCv_;
-  bool stop_ = false;  // guarded by leaseMu_
+  bool stop_ C10D_GUARDED_BY(leaseMu_) = false;
   std::thread keepalive_;
 };
 

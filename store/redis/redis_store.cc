@@ -103,7 +103,7 @@ class RedisStore::Pooled {
   Pooled(Pooled&&) = default;
   ~Pooled() {
     if (!conn_ || conn_->broken()) return;
-    std::lock_guard<std::mutex> lock(store_->mu_);
+    MutexLock lock(store_->mu_);
     if (store_->idle_.size() < kMaxIdle) store_->idle_.push_back(std::move(conn_));
   }
   Connection* operator->() { return conn_.get(); }
@@ -132,7 +132,7 @@ Milliseconds RedisStore::requestTimeout() const {
 
 RedisStore::Pooled RedisStore::connection(const std::string& what) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/thread_annotations.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -78,7 +79,7 @@ class RedisStore : public Store {
 
  private:
   class Pooled;  // a connection from idle_, returned to it unless it broke
-  Pooled connection(const std::string& what);
+  Pooled connection(const std::string& what) C10D_EXCLUDES(mu_);
   std::string redisKey(const std::string& key) const { return options_.prefix + "/" + key; }
   std::string channel(const std::string& key) const { return "c10d-set:" + redisKey(key); }
   std::string endpoint() const;
@@ -86,8 +87,8 @@ class RedisStore : public Store {
   std::vector<std::string> missing(const std::vector<std::string>& keys, const std::string& what);
 
   const RedisStoreOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<redis::Connection>> idle_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<redis::Connection>> idle_ C10D_GUARDED_BY(mu_);
 };
 
 }  // namespace c10d

@@ -1,7 +1,7 @@
 // TcpTransport setup (ranks as threads over one HashStore): a stray connection to a rank's
 // listener (one that sends nothing, or garbage) neither stalls nor fails the setup of the real
 // group, and without the real peer the setup ends in a clear TimeoutError; the connect backoff.
-#include "backends/verbs/tcp_transport.h"
+#include "backends/verbs/transport/tcp/tcp_transport.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -19,15 +19,15 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/algo_select.h"
+#include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/config.h"
 #include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/fiber.h"
-#include "backends/verbs/ib_addr.h"
-#include "backends/verbs/ib_transport.h"
-#include "backends/verbs/mr_cache.h"
 #include "backends/verbs/process_group_verbs.h"
+#include "backends/verbs/transport/ibverbs/ib_addr.h"
+#include "backends/verbs/transport/ibverbs/ib_transport.h"
+#include "backends/verbs/transport/ibverbs/mr_cache.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "tests/backends/conformance.h"

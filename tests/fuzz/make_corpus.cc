@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/verbs/tcp_transport.h"
+#include "backends/verbs/transport/tcp/tcp_transport.h"
 #include "store/file_store_log.h"
 #include "store/tcp_store_auth.h"
 #include "store/tcp_store_protocol.h"

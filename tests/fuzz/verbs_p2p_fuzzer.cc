@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "backends/verbs/p2p_engine.h"
-#include "backends/verbs/transport.h"
+#include "backends/verbs/transport/transport.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -187,6 +187,35 @@ TEST(PerfRun, VerbsRankLinesNameTheTransport) {
   }
 }
 
+// --print-config prints the backend's settings as the environment sets them (verbs: and its
+// algorithm table, C10D_ALGO rules included) and exits without a rendezvous; a malformed setting
+// is an error naming it.
+TEST(PerfRun, PrintConfigShowsSettingsAndTheAlgorithmTable) {
+  if (!isBackendRegistered("verbs")) GTEST_SKIP() << "the verbs backend is not built";
+  RunResult r = runPerf("all_reduce_perf", 0, {"--backend", "verbs", "--print-config"},
+                        {{"C10D_ALGO", "allreduce:0-4K:recursive_doubling,4K-inf:ring"}});
+  ASSERT_EQ(r.exitCodes(), std::vector<int>{0}) << r.out0 << r.err;
+  for (const char* want :
+       {"# backend verbs: ", "C10D_TRANSPORT", "C10D_ALGO",
+        "allreduce:0-4K:recursive_doubling,4K-inf:ring", "    override: 0-4K -> recursive_doubling",
+        "    override: 4K-inf -> ring", "  barrier\n", "algorithm dissemination:"})
+    EXPECT_NE(r.out0.find(want), std::string::npos) << want << " not in:\n" << r.out0;
+  EXPECT_EQ(r.out0.find("# Rank"), std::string::npos) << "it ran: " << r.out0;
+
+  RunResult bad = runPerf("all_reduce_perf", 0, {"--backend", "verbs", "--print-config"},
+                          {{"C10D_ALGO", "allreduce:4K-1K:ring"}});
+  EXPECT_EQ(bad.exitCodes(), std::vector<int>{2}) << bad.out0 << bad.err;
+  EXPECT_NE(bad.err.find("C10D_ALGO rule 'allreduce:4K-1K:ring': the range 4K-1K is empty"),
+            std::string::npos)
+      << bad.err;
+  if (isBackendRegistered("gloo")) {
+    RunResult g = runPerf("all_reduce_perf", 0, {"--backend", "gloo", "--print-config"});
+    EXPECT_EQ(g.exitCodes(), std::vector<int>{0}) << g.out0 << g.err;
+    EXPECT_NE(g.out0.find("# backend gloo: "), std::string::npos) << g.out0;
+    EXPECT_NE(g.out0.find("gloo."), std::string::npos) << g.out0;
+  }
+}
+
 // Every collective on every backend built here, on an odd number of ranks, odd sizes, a non-zero
 // root, checked.
 class PerfEveryCollective : public testing::TestWithParam<std::tuple<const char*, const char*>> {};

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "c10d/thread_annotations.h"
 #include "capi.h"
 #include "process_group.h"
 
@@ -23,12 +24,12 @@ namespace py = pybind11;
 namespace c10d_torch {
 namespace {
 
-std::mutex engineMutex;
-std::string engineOverride;  // set_engine(); guarded by engineMutex
+c10d::Mutex engineMutex;
+std::string engineOverride C10D_GUARDED_BY(engineMutex);  // set_engine()
 
 std::string currentEngine() {
   {
-    std::lock_guard<std::mutex> lock(engineMutex);
+    c10d::MutexLock lock(engineMutex);
     if (!engineOverride.empty()) {
       return engineOverride;
     }
@@ -99,7 +100,7 @@ PYBIND11_MODULE(c10d_torch, m) {
   m.def(
       "set_engine",
       [](const std::string& engine) {
-        std::lock_guard<std::mutex> lock(c10d_torch::engineMutex);
+        c10d::MutexLock lock(c10d_torch::engineMutex);
         c10d_torch::engineOverride = engine;
       },
       py::arg("engine"), "Engine of groups created from now on ('verbs', 'gloo'; '' = default).");

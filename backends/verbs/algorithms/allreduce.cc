@@ -1,0 +1,35 @@
+// allreduce entry: PREMUL_SUM scales the input into the output first (the output is overwritten
+// anyway), then the algorithm the table picks runs (algo_table.cc; AVG divides there, once).
+#include <cstring>
+
+#include "backends/verbs/algorithms/algorithms.h"
+#include "backends/verbs/algorithms/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
+               DataType dtype, const ReduceOp& op, size_t smallBytes) {
+  if (count == 0) return;
+  CollArgs a;
+  a.in = in;
+  a.out = out;
+  a.count = count;
+  a.bytes = count * elementSize(dtype);
+  a.dtype = dtype;
+  a.op = op;
+  a.smallBytes = smallBytes;
+  if (op.kind == ReduceOp::PREMUL_SUM) {
+    scale(out, in, count, dtype, op.scale);  // the copy into `out`, scaled
+    a.in = out;
+    a.op = ReduceOp::SUM;
+  }
+  if (c.size() == 1) {
+    if (a.in != out) std::memcpy(out, a.in, a.bytes);
+    return;
+  }
+  sel.run(Collective::kAllreduce, c, a);
+}
+
+}  // namespace verbs
+}  // namespace c10d

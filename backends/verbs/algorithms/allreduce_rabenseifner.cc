@@ -1,0 +1,108 @@
+// Rabenseifner allreduce = reduce-scatter by recursive halving + allgather by recursive doubling,
+// in place.
+//
+// Why: ring moves the bandwidth-optimal 2(n-1)/n of the buffer but takes 2(n-1) steps, each paying
+// the transport's latency; recursive doubling takes only log2(n) steps but moves the whole buffer
+// in each. Rabenseifner moves the same 2(p-1)/p as ring in 2*log2(p) steps, which wins for medium
+// messages (and ties with ring at n = 2, where the two are the same exchange).
+//
+// With p the largest power of two <= n and rem = n - p, the extra ranks fold first (as MPICH
+// does): each even rank below 2*rem sends its whole buffer to the odd rank above it, which reduces
+// it, and sits out until that odd rank sends the result back. The p remaining ranks get virtual
+// ranks v in [0, p) and cut the buffer into p near-equal blocks (some empty when count < p).
+//   Reduce-scatter: for mask = p/2 .. 1, v and v^mask share a range of 2*mask blocks; the one
+//   with the mask bit clear keeps the lower half, the other the upper; each sends the half it
+//   gives away and reduces the peer's copy of the half it keeps. At the end v owns block v.
+//   Allgather: for mask = 1 .. p/2, v and v^mask swap the (adjacent, mask-block) ranges they own.
+// Every block is reduced on exactly one rank and then copied, so all ranks end with the same bits.
+// Exchanges are cut into segments so that the receive buffer stays in cache while reducing.
+#include <algorithm>
+
+#include "backends/verbs/algorithms/algorithms.h"
+#include "backends/verbs/algorithms/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+
+constexpr size_t kSegmentBytes = 1 << 20;
+
+struct Exchange {
+  Comm& c;
+  DataType dtype;
+  ReduceOp::Kind op;
+  size_t es;
+  size_t segElems;
+  uint8_t* tmp;
+
+  // Sends sn elements of sbuf to `peer` while receiving rn elements from it, reduced into rbuf.
+  // Both sides cut segments the same way (my sn is the peer's rn), so neither waits on the other.
+  void reduce(int peer, const uint8_t* sbuf, size_t sn, uint8_t* rbuf, size_t rn) {
+    for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
+      const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
+      const size_t rk = done < rn ? std::min(segElems, rn - done) : 0;
+      c.sendRecv(peer, sbuf + done * es, sk * es, peer, tmp, rk * es);
+      reduceTo(rbuf + done * es, tmp, rk, dtype, op);
+    }
+  }
+};
+
+}  // namespace
+
+void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1 || count == 0) return;
+  const size_t es = elementSize(dtype);
+  const size_t bytes = count * es;
+  uint8_t* base = static_cast<uint8_t*>(data);
+  const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);
+  Exchange x{c, dtype, op, es, segElems, c.scratch(std::min(segElems, count) * es + 1)};
+
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  int v;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      c.send(r + 1, base, bytes);
+      c.recv(r + 1, base, bytes);
+      return;
+    }
+    x.reduce(r - 1, base, 0, base, count);  // receive-only: sbuf is never read
+    v = r / 2;
+  } else {
+    v = r - rem;
+  }
+  auto real = [&](int vr) { return vr < rem ? vr * 2 + 1 : vr + rem; };
+
+  // Block b spans elements [off[b], off[b + 1]).
+  std::vector<size_t> off, cnt;
+  splitBlocks(count, p, &off, &cnt);
+  off.push_back(count);
+  auto at = [&](int b) { return base + off[b] * es; };
+  auto elems = [&](int lo, int hi) { return off[hi] - off[lo]; };
+
+  int lo = 0;
+  for (int mask = p / 2; mask >= 1; mask >>= 1) {
+    const int mid = lo + mask, hi = lo + 2 * mask;
+    const int peer = real(v ^ mask);
+    if ((v & mask) == 0) {
+      x.reduce(peer, at(mid), elems(mid, hi), at(lo), elems(lo, mid));
+    } else {
+      x.reduce(peer, at(lo), elems(lo, mid), at(mid), elems(mid, hi));
+      lo = mid;
+    }
+  }
+  // Now lo == v: this rank owns block v, fully reduced.
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int peer = real(v ^ mask);
+    const int plo = lo ^ mask;
+    c.sendRecv(peer, at(lo), elems(lo, lo + mask) * es, peer, at(plo), elems(plo, plo + mask) * es);
+    lo = std::min(lo, plo);
+  }
+  if (r < 2 * rem) c.send(r - 1, base, bytes);
+}
+
+}  // namespace verbs
+}  // namespace c10d

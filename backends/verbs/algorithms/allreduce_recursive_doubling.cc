@@ -1,0 +1,58 @@
+// Recursive-doubling allreduce (latency-optimal: log2(n) rounds of whole-buffer exchanges).
+//
+// Non-powers of two fold first (as MPICH does): with p the largest power of two <= n and
+// rem = n - p, each even rank below 2*rem sends its buffer to the odd rank above it and sits out;
+// the p remaining ranks exchange with partner (vrank ^ mask) and reduce; the odd ranks finally
+// send the result back. Each exchange reduces the same two values on both sides, always as
+// (lower vrank's value) op (higher's): IEEE results are commutative in value but not in bits
+// (NaN + NaN and min(-0, +0) return the first operand), so a fixed order is what makes every rank
+// end with the same bits.
+#include <cstring>
+
+#include "backends/verbs/algorithms/algorithms.h"
+#include "backends/verbs/algorithms/reduce_kernels.h"
+
+namespace c10d {
+namespace verbs {
+
+void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtype,
+                                ReduceOp::Kind op) {
+  const int n = c.size(), r = c.rank();
+  const size_t bytes = count * elementSize(dtype);
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  uint8_t* tmp = c.scratch(bytes);
+  // data = first op second, where `second` is data itself when `mineFirst`, else first is tmp.
+  auto combine = [&](bool mineFirst) {
+    if (mineFirst) {
+      reduceTo(data, tmp, count, dtype, op);
+    } else {
+      reduceTo(tmp, data, count, dtype, op);
+      std::memcpy(data, tmp, bytes);
+    }
+  };
+  int vrank;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      c.send(r + 1, data, bytes);
+      c.recv(r + 1, data, bytes);
+      return;
+    }
+    c.recv(r - 1, tmp, bytes);
+    combine(false);  // the lower rank's value first
+    vrank = r / 2;
+  } else {
+    vrank = r - rem;
+  }
+  auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int peer = real(vrank ^ mask);
+    c.sendRecv(peer, data, bytes, peer, tmp, bytes);
+    combine(vrank < (vrank ^ mask));
+  }
+  if (r < 2 * rem) c.send(r - 1, data, bytes);
+}
+
+}  // namespace verbs
+}  // namespace c10d

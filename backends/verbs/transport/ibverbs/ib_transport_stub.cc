@@ -1,0 +1,22 @@
+// Built when libibverbs' headers are absent: the ibverbs transport does not exist here.
+#include "backends/verbs/transport/ibverbs/ib_transport.h"
+
+#include "c10d/error.h"
+
+namespace c10d {
+namespace verbs {
+
+bool ibDeviceAvailable(const VerbsConfig&, std::string* reason) {
+  if (reason) *reason = "this build of c10d has no ibverbs transport (libibverbs-dev was missing)";
+  return false;
+}
+
+std::unique_ptr<Transport> makeIbTransport(Store&, int rank, int, const VerbsConfig&,
+                                           Milliseconds) {
+  C10D_THROW(InvalidArgument, "verbs: rank ", rank,
+             ": C10D_TRANSPORT=ibverbs, but this build has no ibverbs transport (rebuild with "
+             "libibverbs-dev installed)");
+}
+
+}  // namespace verbs
+}  // namespace c10d

@@ -1,0 +1,105 @@
+#include "backends/verbs/transport/transport_setup.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <vector>
+
+#include "backends/verbs/transport/ibverbs/ib_transport.h"
+#include "backends/verbs/transport/mixed_transport.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
+#include "backends/verbs/transport/tcp/tcp_transport.h"
+#include "c10d/error.h"
+#include "store/prefix_store.h"
+
+namespace c10d {
+namespace verbs {
+
+namespace {
+
+// The kernel's boot id and the hostname: equal on ranks that can share memory.
+std::string hostIdentity() {
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return boot + "|" + host;
+}
+
+}  // namespace
+
+TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::string& prefix,
+                                int rank, int size, const VerbsConfig& cfg, const RankWait& how) {
+  const std::string me =
+      (cfg.hostId.empty() ? hostIdentity() : cfg.hostId) + "|" + std::to_string(getpid());
+  store->set(prefix + "host/" + std::to_string(rank), me);
+  std::vector<std::string> keys;
+  std::vector<int> ranks;
+  for (int r = 0; r < size; ++r) {
+    keys.push_back(prefix + "host/" + std::to_string(r));
+    ranks.push_back(r);
+  }
+  waitForRanks(*store, keys, ranks, how);
+  std::vector<Bytes> ids = store->multiGet(keys);
+  const std::string myHost = me.substr(0, me.rfind('|'));
+  std::vector<int> pids(size), localRanks;
+  std::vector<std::string> hostIds(size);
+  for (int r = 0; r < size; ++r) {
+    std::string id = c10d::toString(ids[r]);
+    auto bar = id.rfind('|');
+    pids[r] = std::atoi(id.c_str() + bar + 1);
+    hostIds[r] = id.substr(0, bar);
+    if (hostIds[r] == myHost) localRanks.push_back(r);
+  }
+  TransportSetup out;
+  out.hosts = HostLayout::fromHostIds(hostIds);
+  const bool allLocal = static_cast<int>(localRanks.size()) == size;
+
+  std::string choice = cfg.transport;
+  std::string ibReason;
+  const bool ib =
+      choice == "ibverbs" || (choice == "auto" && !allLocal && ibDeviceAvailable(cfg, &ibReason));
+  if (choice == "auto") {
+    if (allLocal)
+      choice = "shm";
+    else if (localRanks.size() > 1)
+      choice = "mixed";  // shm to the ranks on this host, the network to the others
+    else
+      choice = ib ? "ibverbs" : "tcp";
+  }
+  auto net = [&](Store& s) -> std::unique_ptr<Transport> {
+    if (ib) return makeIbTransport(s, rank, size, cfg, how.timeout);
+    return std::make_unique<TcpTransport>(s, rank, size, cfg, how.timeout);
+  };
+  if (choice == "shm") {
+    C10D_CHECK_ARG(allLocal, "verbs: C10D_TRANSPORT=shm but the ranks of group ", how.group,
+                   " are not all on one host");
+    PrefixStore ps(prefix + "shm", store);
+    auto shm = std::make_unique<ShmTransport>(ps, rank, size, pids, cfg, how.timeout);
+    out.shm = shm.get();
+    out.transport = std::move(shm);
+  } else if (choice == "mixed") {
+    // One shm workspace per host (keyed by its lowest rank), one network mesh for the group.
+    PrefixStore shmStore(prefix + "shm/" + std::to_string(localRanks[0]), store);
+    const int localRank = static_cast<int>(std::find(localRanks.begin(), localRanks.end(), rank) -
+                                           localRanks.begin());
+    std::vector<int> localPids;
+    for (int r : localRanks) localPids.push_back(pids[r]);
+    auto shm = std::make_unique<ShmTransport>(
+        shmStore, localRank, static_cast<int>(localRanks.size()), localPids, cfg, how.timeout);
+    shm->setGroupRanks(localRanks);
+    PrefixStore netStore(prefix + (ib ? "ibverbs" : "tcp"), store);
+    out.transport =
+        std::make_unique<MixedTransport>(std::move(shm), localRanks, net(netStore), size);
+  } else {
+    PrefixStore ps(prefix + choice, store);
+    out.transport = net(ps);
+  }
+  return out;
+}
+
+}  // namespace verbs
+}  // namespace c10d
