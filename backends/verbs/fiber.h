@@ -62,12 +62,13 @@ class Fiber {
   void* arg_ = nullptr;
   std::exception_ptr error_;
   bool busy_ = false;
-  // Sanitizer bookkeeping (unused in plain builds).
-  void* asanFakeStack_ = nullptr;
-  const void* callerStackBottom_ = nullptr;
-  size_t callerStackBytes_ = 0;
-  void* tsanFiber_ = nullptr;
-  void* tsanCaller_ = nullptr;
+  // Sanitizer bookkeeping (unused in plain builds, hence maybe_unused for clang's
+  // -Wunused-private-field).
+  [[maybe_unused]] void* asanFakeStack_ = nullptr;
+  [[maybe_unused]] const void* callerStackBottom_ = nullptr;
+  [[maybe_unused]] size_t callerStackBytes_ = 0;
+  [[maybe_unused]] void* tsanFiber_ = nullptr;
+  [[maybe_unused]] void* tsanCaller_ = nullptr;
 };
 
 }  // namespace verbs

@@ -67,6 +67,7 @@ class BatchPlan {
   // globalBatch.
   BatchPlan(size_t trainSize, size_t globalBatch, int worldSize, int rank, uint64_t seed);
 
+  size_t globalBatch() const { return global_; }
   size_t microBatch() const { return micro_; }
   size_t stepsPerEpoch() const { return stepsPerEpoch_; }
   uint64_t epochOf(uint64_t step) const { return (step - 1) / stepsPerEpoch_; }
