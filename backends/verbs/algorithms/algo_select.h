@@ -129,6 +129,19 @@ struct CollArgs {
   const std::vector<size_t>* inBlockBytes = nullptr;   // alltoall
   const std::vector<size_t>* outBlockBytes = nullptr;  // allgather, alltoall
   const std::function<void(void*, const void*, size_t)>* scaleCopy = nullptr;  // reduce_scatter
+
+  // The arguments of a reduction (allreduce, reduce) of `count` elements from `in` into `out`.
+  static CollArgs reduction(const void* in, void* out, size_t count, DataType dtype,
+                            const ReduceOp& op) {
+    CollArgs a;
+    a.in = in;
+    a.out = out;
+    a.count = count;
+    a.bytes = count * elementSize(dtype);
+    a.dtype = dtype;
+    a.op = op;
+    return a;
+  }
 };
 
 using AlgoFn = void (*)(Comm& c, const CollArgs& a, const AlgoSelector& sel);

@@ -11,13 +11,7 @@ namespace verbs {
 void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
                DataType dtype, const ReduceOp& op, size_t smallBytes) {
   if (count == 0) return;
-  CollArgs a;
-  a.in = in;
-  a.out = out;
-  a.count = count;
-  a.bytes = count * elementSize(dtype);
-  a.dtype = dtype;
-  a.op = op;
+  CollArgs a = CollArgs::reduction(in, out, count, dtype, op);
   a.smallBytes = smallBytes;
   if (op.kind == ReduceOp::PREMUL_SUM) {
     scale(out, in, count, dtype, op.scale);  // the copy into `out`, scaled

@@ -28,13 +28,7 @@ namespace {
 void allreduceFlat(Comm& c, const AlgoSelector& sel, void* data, size_t count, DataType dtype,
                    ReduceOp::Kind op) {
   if (count == 0 || c.size() == 1) return;
-  CollArgs a;
-  a.in = data;
-  a.out = data;
-  a.count = count;
-  a.bytes = count * elementSize(dtype);
-  a.dtype = dtype;
-  a.op = op;
+  const CollArgs a = CollArgs::reduction(data, data, count, dtype, op);
   const SelectCtx flat{a.bytes, count, c.size(), /*shm=*/false, /*multiHost=*/false};
   sel.pick(Collective::kAllreduce, flat).fn(c, a, sel);
 }

@@ -14,13 +14,7 @@ namespace verbs {
 void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
             DataType dtype, const ReduceOp& op, int root) {
   if (count == 0) return;
-  CollArgs a;
-  a.in = in;
-  a.out = out;
-  a.count = count;
-  a.bytes = count * elementSize(dtype);
-  a.dtype = dtype;
-  a.op = op;
+  CollArgs a = CollArgs::reduction(in, out, count, dtype, op);
   a.root = root;
   if (c.size() == 1) {
     reduceBinomial(c, in, out, count, dtype, op, root);  // the copy / scale it does alone
