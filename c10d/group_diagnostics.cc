@@ -15,16 +15,17 @@ namespace c10d {
 
 namespace {
 
-// A position as published: "<seq> <op> <waiting|idle>".
+// A position as published: "<seq> <op> <waiting|idle|failed>".
 struct Position {
   bool known = false;
   bool waiting = false;
+  bool failed = false;  // the rank's op failed with a communication error (it left the op)
   uint64_t seq = 0;
   std::string op;
 };
 
 std::string encode(const Position& p) {
-  return detail::str(p.seq, " ", p.op, " ", p.waiting ? "waiting" : "idle");
+  return detail::str(p.seq, " ", p.op, " ", p.failed ? "failed" : p.waiting ? "waiting" : "idle");
 }
 
 Position decode(const std::string& s) {
@@ -34,6 +35,7 @@ Position decode(const std::string& s) {
   if (is >> p.seq >> p.op >> state) {
     p.known = true;
     p.waiting = state == "waiting";
+    p.failed = state == "failed";
   }
   return p;
 }
@@ -102,6 +104,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   }
   failed_.store(true);
   std::exception_ptr result = error;
+  if (comm) publishFailure();
   if (timeout) {
     report_ = desyncReport();
     if (!report_.empty()) {
@@ -127,6 +130,22 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
                  recorder_.summary(4).c_str());
   }
   return result;
+}
+
+void GroupDiagnostics::publishFailure() {
+  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return;
+  FlightRecorder::Entry mine;
+  if (!recorder_.position(&mine)) return;
+  Position p;
+  p.known = true;
+  p.failed = true;
+  p.seq = mine.desc.seq;
+  p.op = toString(mine.desc.op);
+  try {
+    store_->set(key(detail::str("pos/", rank_)), encode(p));
+  } catch (const std::exception&) {
+    // The store may be what failed; the others then see this rank as silent.
+  }
 }
 
 std::string GroupDiagnostics::desyncReport() {
@@ -163,14 +182,14 @@ std::string GroupDiagnostics::desyncReport() {
     storeProblem = detail::str(" (the store failed during the exchange: ", e.what(), ")");
   }
 
-  // Group the ranks: silent, idle (after an op), waiting in an op (by seq).
+  // Group the ranks: silent, failed, idle (after an op), waiting in an op (by seq).
   std::vector<int> silent;
-  std::map<uint64_t, std::pair<std::string, std::vector<int>>> waiting, idle;
+  std::map<uint64_t, std::pair<std::string, std::vector<int>>> waiting, idle, failed;
   for (int r = 0; r < size_; ++r) {
     if (!pos[r].known) {
       silent.push_back(r);
     } else {
-      auto& m = pos[r].waiting ? waiting : idle;
+      auto& m = pos[r].failed ? failed : pos[r].waiting ? waiting : idle;
       auto& slot = m[pos[r].seq];
       slot.first = pos[r].op;
       slot.second.push_back(r);
@@ -188,6 +207,10 @@ std::string GroupDiagnostics::desyncReport() {
                                 " in no op of this group (last completed ", v.first, " #", seq,
                                 ")"));
   }
+  for (const auto& [seq, v] : failed) {
+    parts.push_back(detail::str(formatRanks(v.second), " failed in ", v.first, " #", seq,
+                                " with a communication error"));
+  }
   if (!waiting.empty()) {
     const auto& v = waiting.rbegin()->second;
     parts.push_back(detail::str(formatRanks(v.second), " wait", v.second.size() == 1 ? "s" : "",
@@ -198,7 +221,7 @@ std::string GroupDiagnostics::desyncReport() {
                                 " silent: no position published within ", cfg_.desyncWaitMs,
                                 " ms (stopped, dead, or not in an op of this group)"));
   }
-  if (silent.empty() && idle.empty() && waiting.size() == 1) {
+  if (silent.empty() && idle.empty() && failed.empty() && waiting.size() == 1) {
     parts.push_back("no rank is behind (the op is stuck in the transport)");
   }
   std::string text =

@@ -55,6 +55,10 @@ class GroupDiagnostics {
   // Publishes this rank's position, waits up to C10D_DESYNC_WAIT_MS for the others' and says who
   // is behind. Never throws (a store failure is described in the text).
   std::string desyncReport();
+  // A rank whose op failed with a CommError (a peer died, a connection broke) publishes that, so
+  // the desync reports of ranks that time out list it as failed rather than silent: silent then
+  // means stopped or dead. One store write; a store that fails is ignored.
+  void publishFailure();
 
   // Writes the dump to `path` (throws Error naming the path on failure).
   void dump(const std::string& path, const std::string& reason) const;

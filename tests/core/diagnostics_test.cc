@@ -228,6 +228,23 @@ TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
       [&] { w0b->wait(); }, {"again; desync report of group fake:world from rank 0: ranks 0, 3"});
 }
 
+// A rank whose op failed with a CommError (it lost a peer and left the op) is listed as failed,
+// so "silent" names only ranks that are stopped or dead.
+TEST(Desync, FailedRanksAreToldApartFromSilentOnes) {
+  FakeJob job(4, {{"C10D_DESYNC_WAIT_MS", "300"}});
+  auto w0 = issue(*job.groups[0], 5, 1);
+  auto w1 = issue(*job.groups[1], 5, 1);
+  issue(*job.groups[2], 5, 1);  // rank 2 "died" in #4: it never publishes
+  issue(*job.groups[3], 5, 1);
+  w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 2")));
+  expectThrowsWith<CommError>([&] { w1.back()->wait(); }, {"lost its connection to rank 2"});
+  w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+  expectThrowsWith<TimeoutError>(
+      [&] { w0.back()->wait(); },
+      {"rank 1 failed in allreduce #4 with a communication error", "rank 0 waits in allreduce #4",
+       "ranks 2, 3 are silent"});
+}
+
 TEST(Desync, OffWhenDisabled) {
   FakeJob job(2, {{"C10D_DESYNC_WAIT_MS", "0"}});
   auto w = issue(*job.groups[0], 1, 1).back();
