@@ -239,10 +239,9 @@ TEST(Desync, FailedRanksAreToldApartFromSilentOnes) {
   w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 2")));
   expectThrowsWith<CommError>([&] { w1.back()->wait(); }, {"lost its connection to rank 2"});
   w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
-  expectThrowsWith<TimeoutError>(
-      [&] { w0.back()->wait(); },
-      {"rank 1 failed in allreduce #4 with a communication error", "rank 0 waits in allreduce #4",
-       "ranks 2, 3 are silent"});
+  expectThrowsWith<TimeoutError>([&] { w0.back()->wait(); },
+                                 {"rank 1 failed in allreduce #4 with a communication error",
+                                  "rank 0 waits in allreduce #4", "ranks 2, 3 are silent"});
 }
 
 TEST(Desync, OffWhenDisabled) {
