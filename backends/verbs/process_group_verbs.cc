@@ -244,13 +244,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doBroadcast(Tensor t, const BroadcastOp
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduce(Tensor t, const AllreduceOptions& opts,
                                                      uint64_t seq) {
-  const ReduceOp rop = opts.reduceOp;
-  return runCollective(
-      OpType::kAllreduce, seq, opts.timeout, t.nbytes(),
-      [this, t, rop](Comm& c) {
-        verbs::allreduce(c, selector_, t.data, t.data, t.numel, t.dtype, rop, cfg_.smallBytes);
-      },
-      t.numel > 0 && shmAlgo(Collective::kAllreduce, t.nbytes(), t.numel));
+  return doAllreduceInto(t, t, opts, seq);  // in place: input == output
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceInto(Tensor output, Tensor input,
@@ -300,14 +294,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduce(Tensor t, const ReduceOptions& opts,
                                                   uint64_t seq) {
-  const ReduceOp rop = opts.reduceOp;
-  const int root = opts.rootRank;
-  return runCollective(
-      OpType::kReduce, seq, opts.timeout, t.nbytes(),
-      [this, t, rop, root](Comm& c) {
-        verbs::reduce(c, selector_, t.data, t.data, t.numel, t.dtype, rop, root);
-      },
-      t.numel > 0 && shmAlgo(Collective::kReduce, t.nbytes(), t.numel));
+  return doReduceInto(t, t, opts, seq);  // in place: input == output
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduceInto(Tensor output, Tensor input,
