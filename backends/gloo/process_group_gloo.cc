@@ -10,6 +10,7 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/address.h>
 #include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/attr.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -19,6 +20,7 @@
 #include "backends/gloo/helpers.h"
 #include "backends/gloo/p2p_waiters.h"
 #include "backends/gloo/p2p_work.h"
+#include "backends/gloo/socket_names.h"
 #include "backends/gloo/store_adapter.h"
 #include "c10d/group_diagnostics.h"
 #include "c10d/rendezvous_wait.h"
@@ -151,6 +153,9 @@ void ProcessGroupGloo::connect() {
     if (j != rank()) mine[j] = context_->getPair(j)->address().str();
   }
   scoped->set("pairs/" + std::to_string(rank()), join(mine, '\n'));
+  // The pair addresses cover the pairs where the peer connected to our listener; where we
+  // connected, the peer's errors quote our socket's ephemeral port (socket_names.h).
+  scoped->set("sockets/" + std::to_string(rank()), join(glooimpl::ownTcpAddresses(), '\n'));
   peerStore_ = scoped;
 }
 
@@ -290,23 +295,55 @@ std::exception_ptr ProcessGroupGloo::brokenFor(const Work& work, std::exception_
                  " is unusable after an earlier failure: " + detail::messageOf(first));
 }
 
+// Which rank a Gloo error's "[ip]:port" belongs to. Gloo quotes its pair's `peer_`, which
+// depending on the Gloo version and on which side connected is (a) the peer's listening address
+// as the rendezvous published it (Debian's 0.5 never re-reads it after accepting), (b) the
+// address the peer's pair reports once connected, or (c) the peer's connected socket; each rank
+// publishes (b) and (c) after connecting ("pairs/<r>", "sockets/<r>", socket_names.h) and (a) is
+// still in the store under Gloo's own key "<r>". Read only when an error happens.
 std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
   if (!peerStore_) return "";
+  auto named = [](int j, const std::string& hostPort) {
+    return "rank " + std::to_string(j) + " (" + hostPort + " in gloo's message)";
+  };
   for (int j = 0; j < size(); ++j) {
     if (j == rank()) continue;
-    const std::string key = "pairs/" + std::to_string(j);
     try {
-      if (!peerStore_->check({key})) continue;
-      auto addrs = splitLines(peerStore_->getString(key));
-      if (static_cast<int>(addrs.size()) <= rank()) continue;
-      const std::string& a = addrs[rank()];
-      // Gloo prints "[ip]:port" (possibly followed by a sequence number); match on that.
-      std::string hostPort = a.substr(0, a.find('$'));
-      if (!hostPort.empty() && msg.find(hostPort) != std::string::npos) {
-        return "rank " + std::to_string(j) + " (" + hostPort + ")";
+      // (a) Gloo's rendezvous value for rank j: one serialized address per pair, ranks other than
+      // j in order.
+      const std::string rendezvousKey = std::to_string(j);
+      if (size() > 1 && peerStore_->check({rendezvousKey})) {
+        const Bytes blob = peerStore_->get(rendezvousKey);
+        const size_t entry = blob.size() / static_cast<size_t>(size() - 1);
+        if (entry > 0 && blob.size() % static_cast<size_t>(size() - 1) == 0) {
+          const size_t index = static_cast<size_t>(rank() < j ? rank() : rank() - 1);
+          const std::vector<char> bytes(blob.begin() + index * entry,
+                                        blob.begin() + (index + 1) * entry);
+          const std::string a = ::gloo::transport::tcp::Address(bytes).str();
+          const std::string hostPort = a.substr(0, a.find('$'));
+          if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
+        }
+      }
+      // (b) "[ip]:port" possibly followed by "$seq".
+      const std::string pairsKey = "pairs/" + std::to_string(j);
+      if (peerStore_->check({pairsKey})) {
+        auto addrs = splitLines(peerStore_->getString(pairsKey));
+        if (static_cast<int>(addrs.size()) > rank()) {
+          const std::string& a = addrs[rank()];
+          const std::string hostPort = a.substr(0, a.find('$'));
+          if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
+        }
+      }
+      // (c)
+      const std::string socketsKey = "sockets/" + std::to_string(j);
+      if (peerStore_->check({socketsKey})) {
+        for (const std::string& hostPort : splitLines(peerStore_->getString(socketsKey))) {
+          if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
+        }
       }
     } catch (const std::exception&) {
-      // The store may be gone too; the message then quotes gloo only.
+      // The store may be gone too, or a value not in the form expected; the message then quotes
+      // gloo only.
     }
   }
   return "";

@@ -126,8 +126,6 @@ TEST_P(Failures, BadInputRaisesBeforeCommunicatingAndGroupStillWorks) {
 // CommError naming it (or TimeoutError naming op and seq) within the op timeout, then refuse.
 void killedRankCase(const BackendParam& bp, int ws, int victim) {
   const std::string path = uniqueTempPath("killed");
-  // Created by a gloo rank whose CommError could not name the peer (see below).
-  const std::string unnamedPeer = path + ".unnamed-peer";
   const auto opTimeout = Milliseconds(3000);
   auto results = runRanks(
       ws,
@@ -168,15 +166,7 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
                 << "CommError does not name the op (allreduce #" << it << " in group " << pg->name()
                 << "): " << msg;
             const std::vector<int> peers = peersNamed(msg, rank);
-            if (peers.empty() && bp.backend == "gloo" &&
-                contains(msg, "lost its connection to a peer; gloo: ")) {
-              // Known: the gloo backend maps gloo's "[ip]:port" to a rank through the listening
-              // addresses in the store, so a connection the peer opened (its ephemeral port)
-              // stays "a peer" (backends/gloo/process_group_gloo.cc, peerFromMessage()).
-              std::ofstream(unnamedPeer) << msg;
-            } else {
-              EXPECT_FALSE(peers.empty()) << "CommError names no peer: " << msg;
-            }
+            EXPECT_FALSE(peers.empty()) << "CommError names no peer: " << msg;
             std::fprintf(stderr, "[rank %d] CommError after %.2f s: %s\n", rank, s, e.what());
             break;
           } catch (const TimeoutError& e) {
@@ -205,16 +195,6 @@ void killedRankCase(const BackendParam& bp, int ws, int victim) {
       EXPECT_TRUE(r.ok()) << r.describe();
     }
   }
-  std::ifstream unnamed(unnamedPeer);
-  if (unnamed.good() && !::testing::Test::HasFailure()) {
-    std::string msg;
-    std::getline(unnamed, msg);
-    ::unlink(unnamedPeer.c_str());
-    GTEST_SKIP() << "known bug: a gloo CommError names no peer rank when the lost connection was "
-                    "opened by the peer (everything else checked): "
-                 << msg;
-  }
-  ::unlink(unnamedPeer.c_str());
 }
 
 TEST_P(Failures, KilledRankBecomesCommErrorOnOthers) {

@@ -4,7 +4,18 @@
 #include <cstdlib>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <string>
+
+#include <gloo/transport/tcp/address.h>
+
 #include "backends/gloo/config.h"
+#include "backends/gloo/socket_names.h"
+#include "c10d/fd.h"
 #include "c10d/registry.h"
 #include "store/file_store.h"
 #include "tests/backends/conformance.h"
@@ -13,6 +24,60 @@
 namespace c10d {
 namespace test {
 namespace {
+
+// What a survivor matches a Gloo error against (socket_names.h): every socket of this process,
+// the connected side's ephemeral port included, in Gloo's "[ip]:port" form.
+TEST(GlooSocketNames, OwnSocketsListedAsGlooPrintsThem) {
+  auto portOf = [](int fd, bool peer) {
+    sockaddr_in a{};
+    socklen_t len = sizeof(a);
+    const int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len)
+                        : ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    EXPECT_EQ(rc, 0);
+    return static_cast<int>(ntohs(a.sin_port));
+  };
+  Fd listener(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_TRUE(listener.valid());
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  addr.sin_port = htons(static_cast<uint16_t>(portOf(listener.get(), false)));
+  Fd client(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  Fd accepted(::accept(listener.get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted.valid());
+
+  using ::gloo::transport::tcp::Address;
+  const std::vector<std::string> own = glooimpl::ownTcpAddresses();
+  auto listed = [&](const std::string& a) {
+    return std::find(own.begin(), own.end(), a) != own.end();
+  };
+  EXPECT_EQ(portOf(accepted.get(), true), portOf(client.get(), false));
+  // What Gloo quotes: on the accepting side the connecting socket's address, on the connecting
+  // side the listener's; both must be among this process's sockets as Gloo prints them.
+  const std::string quotedByAcceptor = Address::fromPeerName(accepted.get()).str();
+  const std::string quotedByConnector = Address::fromPeerName(client.get()).str();
+  EXPECT_TRUE(listed(quotedByAcceptor)) << quotedByAcceptor << " not among our sockets";
+  EXPECT_TRUE(listed(quotedByConnector)) << quotedByConnector << " not among our sockets";
+  // Closed sockets leave the list: the client's address goes when the client closes.
+  client.reset();
+  const std::vector<std::string> after = glooimpl::ownTcpAddresses();
+  EXPECT_EQ(std::count(after.begin(), after.end(), quotedByAcceptor), 0) << "after closing";
+  EXPECT_EQ(std::count(after.begin(), after.end(), quotedByConnector), 2)  // listener + accepted
+      << "after closing the client";
+
+  EXPECT_TRUE(glooimpl::quotesAddress("Read error [127.0.0.1]:6364: Connection reset by peer",
+                                      "[127.0.0.1]:6364"));
+  EXPECT_TRUE(
+      glooimpl::quotesAddress("Connection closed by peer [127.0.0.1]:6364", "[127.0.0.1]:6364"));
+  EXPECT_FALSE(glooimpl::quotesAddress("Read error [127.0.0.1]:63640: Connection reset by peer",
+                                       "[127.0.0.1]:6364"));
+  EXPECT_TRUE(
+      glooimpl::quotesAddress("[127.0.0.1]:63640 then [127.0.0.1]:6364 x", "[127.0.0.1]:6364"));
+  EXPECT_FALSE(glooimpl::quotesAddress("anything", ""));
+}
 
 TEST(GlooConfig, DefaultsEnvironmentAndOptions) {
   ::unsetenv("C10D_SOCKET_IFNAME");

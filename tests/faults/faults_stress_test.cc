@@ -25,6 +25,9 @@ TEST(FaultsStress, RandomInjectionsOnEveryBackend) {
   const uint64_t base = envOr("C10D_FAULT_SEED", 1);
   const int n = static_cast<int>(envOr("C10D_FAULT_INJECTIONS", 20));
   const int maxWorld = static_cast<int>(envOr("C10D_FAULT_MAX_WORLD", 8));
+  // C10D_FAULT_FILTER=<text>: only the injections whose description contains it
+  // (e.g. "SIGKILL rank on gloo_cpu").
+  const char* filter = std::getenv("C10D_FAULT_FILTER");
   FaultTable table;
   std::vector<std::string> failures;
   for (int f = 0; f < kNumFaults; ++f) {
@@ -34,6 +37,7 @@ TEST(FaultsStress, RandomInjectionsOnEveryBackend) {
       for (int i = 0; i < n; ++i) {
         const Injection inj =
             randomInjection(fault, bp, base + static_cast<uint64_t>(i), 2, maxWorld, 40, 262144);
+        if (filter != nullptr && inj.describe().find(filter) == std::string::npos) continue;
         const InjectionResult r = runInjection(inj);
         table.add(r);
         const std::vector<std::string> bad = expectationFailures(r);

@@ -1,0 +1,30 @@
+// The addresses of this process's TCP sockets, as Gloo prints them ("[ip]:port"), so that a Gloo
+// error quoting a peer's address can be turned into the rank that owns that address.
+//
+// Why: Gloo's tcp::Pair quotes `peer_` in its errors. On the side that connected, that is the
+// peer's listening address (which the peer can publish); on the side that accepted, it is the
+// peer's ephemeral source port, which only the peer's kernel knows and Gloo does not expose
+// (tcp::Pair's accessors are protected, and Debian's libgloo-dev lacks a header tcp/pair.h
+// includes). Every rank therefore publishes the local addresses of its own sockets, read from
+// /proc (Linux) and printed by Gloo's own Address::str(), so that they compare equal to what
+// its errors quote whatever that prints; elsewhere the list is empty and errors say "a peer".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace c10d {
+namespace glooimpl {
+
+// The local address of every TCP socket (IPv4 and IPv6) this process holds, any state, printed
+// the way Gloo prints addresses in its errors (gloo::transport::tcp::Address::str(); Debian's Gloo
+// 0.5 prints the port with its bytes swapped, and so does this). Empty where /proc is not
+// readable.
+std::vector<std::string> ownTcpAddresses();
+
+// True when `msg` quotes `address` ("[ip]:port") as a whole: the character after it is not a
+// digit (so "[127.0.0.1]:6364" is not found in "[127.0.0.1]:63640").
+bool quotesAddress(const std::string& msg, const std::string& address);
+
+}  // namespace glooimpl
+}  // namespace c10d
