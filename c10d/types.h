@@ -22,6 +22,14 @@ constexpr Milliseconds kDefaultStoreTimeout{5 * 60 * 1000};
 // the group's default, depending on where it is passed. Never means "forever".
 constexpr Milliseconds kUnsetTimeout{-1};
 
+// now + t, saturated (0 .. 100 years) so that huge timeouts (Milliseconds::max()) cannot overflow
+// the clock and negative ones mean "now". The one deadline computation of the stores and engines.
+inline std::chrono::steady_clock::time_point deadlineAfter(
+    std::chrono::steady_clock::time_point now, Milliseconds t) {
+  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
+  return now + (t < Milliseconds(0) ? Milliseconds(0) : (t > kCap ? kCap : t));
+}
+
 enum class DataType : uint8_t {
   kFloat32 = 0,
   kFloat64,

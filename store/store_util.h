@@ -16,11 +16,9 @@ namespace storeutil {
 
 using Clock = std::chrono::steady_clock;
 
-// now + t, saturated (0 .. 100 years) so that huge timeouts (Milliseconds::max()) cannot overflow
-// the clock and negative ones mean "now".
+// Clock::now() + t, saturated (c10d::deadlineAfter, c10d/types.h).
 inline Clock::time_point deadlineAfter(Milliseconds t) {
-  constexpr Milliseconds kCap = std::chrono::hours(24 * 365 * 100);
-  return Clock::now() + std::clamp(t, Milliseconds(0), kCap);
+  return ::c10d::deadlineAfter(Clock::now(), t);
 }
 
 // Time left until `deadline`, rounded up (a timeout must never fire before its deadline), >= 0.

@@ -68,12 +68,6 @@ bool ProcessGroupVerbs::supports(ReduceOp::Kind op, DataType dtype, Device devic
 
 namespace {
 
-// Clock::now() + t without overflowing for absurd timeouts (a year is forever enough).
-Clock::time_point deadlineAfter(Clock::time_point now, Milliseconds t) {
-  constexpr Milliseconds kYear{365LL * 24 * 3600 * 1000};
-  return now + std::min(t, kYear);
-}
-
 size_t totalBytes(const std::vector<Tensor>& ts) {
   size_t b = 0;
   for (const auto& t : ts) b += t.nbytes();

@@ -365,7 +365,7 @@ std::string resolveProgram(const std::string& program) {
       start = end + 1;
     }
   }
-  throw UsageError("cannot execute '" + program + "': " + std::strerror(err));
+  throw UsageError("cannot execute '" + program + "': " + detail::errnoString(err));
 }
 
 std::string usageText() {

@@ -18,7 +18,7 @@ namespace c10d {
 namespace run {
 
 void throwSystemError(const std::string& what, int err) {
-  throw Error(what + " failed: " + std::strerror(err) + " (errno " + std::to_string(err) + ")");
+  throw Error(what + " failed: " + detail::errnoString(err));
 }
 
 namespace {
@@ -107,7 +107,7 @@ SpawnedProcess spawnWorker(const Command& cmd, const sigset_t& childMask) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     throw ExecError("cannot execute '" + (cmd.argv.empty() ? cmd.path : cmd.argv[0]) +
-                        "': " + std::strerror(childErr),
+                        "': " + detail::errnoString(childErr),
                     childErr);
   }
   setNonBlocking(out.read.get());

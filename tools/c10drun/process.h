@@ -25,7 +25,7 @@
 namespace c10d {
 namespace run {
 
-// Throws c10d::Error "<what> failed: <strerror> (errno N)".
+// Throws c10d::Error "<what> failed: <strerror> (ENAME, errno N)" (c10d::detail::errnoString).
 [[noreturn]] void throwSystemError(const std::string& what, int err);
 
 using ::c10d::Fd;

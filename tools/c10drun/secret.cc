@@ -20,7 +20,7 @@ std::string randomHex(size_t bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       throw Error(std::string("getrandom failed while making the job's C10D_STORE_SECRET: ") +
-                  std::strerror(errno));
+                  detail::errnoString(errno));
     }
     done += static_cast<size_t>(n);
   }
