@@ -106,9 +106,18 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
   std::exception_ptr result = error;
   if (comm) publishFailure();
   if (timeout) {
-    report_ = desyncReport();
+    report_ = desyncReport(false);
     if (!report_.empty()) {
       result = std::make_exception_ptr(TimeoutError(detail::messageOf(error) + "; " + report_));
+    }
+  } else if (peerTimedOut()) {
+    // The connection was lost to a peer that gave up on its own timeout (it breaks its group or
+    // exits, closing its sockets): the cause is whoever that peer waited for, so this error
+    // carries the desync report too. Without a timed-out peer it stays as it is: the others are
+    // still in the op, and a report now would call them silent.
+    report_ = desyncReport(true);
+    if (!report_.empty()) {
+      result = std::make_exception_ptr(CommError(detail::messageOf(error) + "; " + report_));
     }
   }
   if (recorder_.capacity() == 0) return result;
@@ -148,7 +157,21 @@ void GroupDiagnostics::publishFailure() {
   }
 }
 
-std::string GroupDiagnostics::desyncReport() {
+bool GroupDiagnostics::peerTimedOut() {
+  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return false;
+  try {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const std::string k = key(detail::str("pos/", r));
+      if (store_->check({k}) && decode(store_->getString(k)).waiting) return true;
+    }
+  } catch (const std::exception&) {
+    // The store may be gone too: no report.
+  }
+  return false;
+}
+
+std::string GroupDiagnostics::desyncReport(bool commFailed) {
   if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return "";
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -160,6 +183,7 @@ std::string GroupDiagnostics::desyncReport() {
     pos[rank_].op = toString(mine.desc.op);
     pos[rank_].waiting = mine.state == FlightRecorder::State::kIssued ||
                          mine.state == FlightRecorder::State::kStarted;
+    pos[rank_].failed = commFailed;
   }
   std::string storeProblem;
   try {

@@ -47,14 +47,18 @@ class GroupDiagnostics {
   const DiagnosticsConfig& config() const { return cfg_; }
 
   // The first TimeoutError or CommError of the group (see header comment): returns `error` with
-  // the desync report appended (same exception kind), after dumping the ring. A later
+  // the desync report appended (same exception kind; a CommError only when another rank has
+  // timed out already, see onFailure), after dumping the ring. A later
   // TimeoutError gets the same report appended (a call made while the first report runs waits
   // for it); other errors are returned as is.
   std::exception_ptr onFailure(std::exception_ptr error) C10D_EXCLUDES(reportMu_);
 
-  // Publishes this rank's position, waits up to C10D_DESYNC_WAIT_MS for the others' and says who
-  // is behind. Never throws (a store failure is described in the text).
-  std::string desyncReport();
+  // Publishes this rank's position (as failed with a communication error when `commFailed`), waits up
+  // to C10D_DESYNC_WAIT_MS for the others' and says who is behind. Never throws (a store failure
+  // is described in the text).
+  std::string desyncReport(bool commFailed);
+  // Whether another rank has published a position in which it waits: it timed out. Never throws.
+  bool peerTimedOut();
   // A rank whose op failed with a CommError (a peer died, a connection broke) publishes that, so
   // the desync reports of ranks that time out list it as failed rather than silent: silent then
   // means stopped or dead. One store write; a store that fails is ignored.

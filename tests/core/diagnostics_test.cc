@@ -237,11 +237,38 @@ TEST(Desync, FailedRanksAreToldApartFromSilentOnes) {
   issue(*job.groups[2], 5, 1);  // rank 2 "died" in #4: it never publishes
   issue(*job.groups[3], 5, 1);
   w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 2")));
-  expectThrowsWith<CommError>([&] { w1.back()->wait(); }, {"lost its connection to rank 2"});
+  // No one has timed out yet: the others are still in the op, so no report (it would call them
+  // silent).
+  EXPECT_EQ(expectThrowsWith<CommError>([&] { w1.back()->wait(); }),
+            "rank 1 lost its connection to rank 2");
   w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
   expectThrowsWith<TimeoutError>([&] { w0.back()->wait(); },
                                  {"rank 1 failed in allreduce #4 with a communication error",
                                   "rank 0 waits in allreduce #4", "ranks 2, 3 are silent"});
+}
+
+// A rank that loses its connection to a peer that timed out (and closed its sockets as it failed)
+// gets the desync report too: the cause is the rank they waited for, not the peer that left.
+TEST(Desync, ConnectionLostToARankThatTimedOutCarriesTheReport) {
+  FakeJob job(4, {{"C10D_DESYNC_WAIT_MS", "300"}});
+  auto w0 = issue(*job.groups[0], 5, 1);
+  auto w1 = issue(*job.groups[1], 5, 1);
+  issue(*job.groups[2], 5, 1);  // rank 2 is stopped in #4: it never publishes
+  auto w3 = issue(*job.groups[3], 5, 1);
+  // Rank 0's op times out first; rank 3 is still waiting (it publishes once its own op fails).
+  std::thread t3([&] {
+    std::this_thread::sleep_for(Milliseconds(50));
+    w3.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
+  });
+  w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+  t3.join();
+  // Rank 0 gave up and closed its connections: rank 1 sees the connection lost.
+  w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 0")));
+  expectThrowsWith<CommError>([&] { w1.back()->wait(); },
+                              {"rank 1 lost its connection to rank 0; desync report of group "
+                               "fake:world from rank 1",
+                               "rank 1 failed in allreduce #4 with a communication error",
+                               "ranks 0, 3 wait in allreduce #4", "rank 2 is silent"});
 }
 
 TEST(Desync, OffWhenDisabled) {
