@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "c10d/error.h"
 #include "c10d/rank_list.h"
@@ -159,11 +160,19 @@ void GroupDiagnostics::publishFailure() {
 
 bool GroupDiagnostics::peerTimedOut() {
   if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return false;
+  // A peer's transport may close the connection the moment its op times out (Gloo's pair does),
+  // a few milliseconds before that peer publishes its position: look for a short while.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::min(Milliseconds(100), Milliseconds(cfg_.desyncWaitMs));
   try {
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      const std::string k = key(detail::str("pos/", r));
-      if (store_->check({k}) && decode(store_->getString(k)).waiting) return true;
+    for (;;) {
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_) continue;
+        const std::string k = key(detail::str("pos/", r));
+        if (store_->check({k}) && decode(store_->getString(k)).waiting) return true;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(Milliseconds(10));
     }
   } catch (const std::exception&) {
     // The store may be gone too: no report.

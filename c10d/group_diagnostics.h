@@ -57,7 +57,8 @@ class GroupDiagnostics {
   // to C10D_DESYNC_WAIT_MS for the others' and says who is behind. Never throws (a store failure
   // is described in the text).
   std::string desyncReport(bool commFailed);
-  // Whether another rank has published a position in which it waits: it timed out. Never throws.
+  // Whether another rank has published a position in which it waits (it timed out), looking for up
+  // to 100 ms. Never throws.
   bool peerTimedOut();
   // A rank whose op failed with a CommError (a peer died, a connection broke) publishes that, so
   // the desync reports of ranks that time out list it as failed rather than silent: silent then

@@ -31,6 +31,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "c10d/error.h"
 #include "c10d/thread_annotations.h"
 #include "store/socket.h"
 #include "store/store_registry.h"
@@ -146,7 +147,7 @@ Result runClients(const Config& cfg, int count) {
     int rc = pthread_create(&t, &attr, clientMain, &shared);
     if (rc != 0) {
       std::fprintf(stderr, "store_perf: pthread_create failed for client %d: %s\n", i,
-                   std::strerror(rc));
+                   detail::errnoString(rc).c_str());
       MutexLock lock(shared.mu);
       ++shared.result.failures;
       continue;

@@ -255,15 +255,20 @@ TEST(Desync, ConnectionLostToARankThatTimedOutCarriesTheReport) {
   auto w1 = issue(*job.groups[1], 5, 1);
   issue(*job.groups[2], 5, 1);  // rank 2 is stopped in #4: it never publishes
   auto w3 = issue(*job.groups[3], 5, 1);
-  // Rank 0's op times out first; rank 3 is still waiting (it publishes once its own op fails).
+  // Rank 0's op times out first and its transport closes the connection at once, so rank 1 sees
+  // the connection lost ~30 ms before rank 0 publishes its position (Gloo's pair does this); rank 3
+  // is still waiting (it publishes once its own op fails).
+  std::thread t0([&] {
+    std::this_thread::sleep_for(Milliseconds(30));
+    w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+  });
   std::thread t3([&] {
-    std::this_thread::sleep_for(Milliseconds(50));
+    std::this_thread::sleep_for(Milliseconds(60));
     w3.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
   });
-  w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
-  t3.join();
-  // Rank 0 gave up and closed its connections: rank 1 sees the connection lost.
   w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 0")));
+  t0.join();
+  t3.join();
   expectThrowsWith<CommError>([&] { w1.back()->wait(); },
                               {"rank 1 lost its connection to rank 0; desync report of group "
                                "fake:world from rank 1",
