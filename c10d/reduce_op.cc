@@ -344,6 +344,16 @@ __attribute__((target("avx2,f16c"))) size_t vec16(uint16_t* dst, const uint16_t*
   return i;
 }
 
+// dst[i] = dst[i] / d, 8 lanes at a time (avg's final division; IEEE division rounds exactly,
+// so the result is the scalar loop's).
+template <typename Tag>
+__attribute__((target("avx2,f16c"))) size_t vecDivide16(uint16_t* dst, size_t n, float d) {
+  const __m256 dv = _mm256_set1_ps(d);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) store8<Tag>(dst + i, _mm256_div_ps(load8<Tag>(dst + i), dv));
+  return i;
+}
+
 bool cpuHasAvx2F16c() {
   // __builtin_cpu_supports also checks the OS saves YMM state; clang 14 knows no "f16c", so that
   // bit (CPUID.1:ECX[29]) is read directly.
@@ -497,7 +507,11 @@ template <typename Tag>
 void divide16(void* dstv, size_t n, int64_t divisor) {
   uint16_t* dst = static_cast<uint16_t*>(dstv);
   const float d = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) dst[i] = store16<Tag>(load16<Tag>(dst[i]) / d);
+  size_t i = 0;
+#ifdef C10D_HAVE_VEC16_PATH
+  if (cpuHasAvx2F16c()) i = vecDivide16<Tag>(dst, n, d);
+#endif
+  for (; i < n; ++i) dst[i] = store16<Tag>(load16<Tag>(dst[i]) / d);
 }
 
 }  // namespace

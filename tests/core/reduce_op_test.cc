@@ -441,11 +441,26 @@ TEST(Divide, TowardZeroAndErrors) {
   divide(b.data(), 3, DataType::kBool, 2);
   EXPECT_EQ(b, (std::vector<uint8_t>{0, 0, 0}));
   EXPECT_THROW(divide(f.data(), 2, DataType::kFloat32, 0), InvalidArgument);
-  // f16: one correct rounding of the true quotient.
+  // f16: one correct rounding of the true quotient, element by element (the scalar loop) and
+  // over every positive finite value at once (the 8-lane path and its tail); bf16 the same.
   for (uint32_t h = 0; h < 0x7c00; h += 7) {
     uint16_t x = static_cast<uint16_t>(h);
     divide(&x, 1, DataType::kFloat16, 3);
     ASSERT_EQ(x, test::refRoundToHalf(test::halfValue(h) / 3)) << h;
+  }
+  for (int d : {3, 7, 1000}) {
+    std::vector<uint16_t> all(0x7c00 - 1);
+    for (uint32_t h = 0; h < all.size(); ++h) all[h] = static_cast<uint16_t>(h);
+    divide(all.data(), all.size(), DataType::kFloat16, d);
+    for (uint32_t h = 0; h < all.size(); ++h) {
+      ASSERT_EQ(all[h], test::refRoundToHalf(test::halfValue(h) / d)) << "f16 " << h << " / " << d;
+    }
+    std::vector<uint16_t> bf(0x7f80 - 3);
+    for (uint32_t b = 0; b < bf.size(); ++b) bf[b] = static_cast<uint16_t>(b);
+    divide(bf.data(), bf.size(), DataType::kBFloat16, d);
+    for (uint32_t b = 0; b < bf.size(); ++b) {
+      ASSERT_EQ(bf[b], test::refRoundToBf16(test::bf16Value(b) / d)) << "bf16 " << b << " / " << d;
+    }
   }
 }
 
