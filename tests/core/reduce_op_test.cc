@@ -403,19 +403,26 @@ TEST(Scale, FloatsIntsAndBool) {
 TEST(Scale, HalfAndBf16RoundCorrectly) {
   std::mt19937 rng(5);
   for (auto t : {DataType::kFloat16, DataType::kBFloat16}) {
-    const auto in = randomBuffer(2000, t, &rng);
-    std::vector<uint8_t> out(in.size());
-    const double factor = 0.3;
-    scale(out.data(), in.data(), 2000, t, factor);
-    for (size_t i = 0; i < 2000; ++i) {
-      const double x = loadF(in, i, t);
-      // float(x * factor) first, as the kernel does, then one correct rounding.
-      const double r = static_cast<float>(x * factor);
-      const uint16_t want =
-          t == DataType::kFloat16 ? test::refRoundToHalf(r) : test::refRoundToBf16(r);
-      uint16_t got;
-      std::memcpy(&got, out.data() + 2 * i, 2);
-      ASSERT_TRUE(got == want || ((got | want) & 0x7fff) == 0) << toString(t) << " " << x;
+    // 2000 elements: the 8-lane path and its tail; factors that round, overflow and underflow.
+    for (const double factor : {0.3, 1e6, 1e-9, -3.7}) {
+      const auto in = randomBuffer(2000, t, &rng);
+      std::vector<uint8_t> out(in.size());
+      scale(out.data(), in.data(), 2000, t, factor);
+      for (size_t i = 0; i < 2000; ++i) {
+        const double x = loadF(in, i, t);
+        // float(x * factor) first, as the kernel does, then one correct rounding.
+        const double r = static_cast<float>(x * factor);
+        const uint16_t want =
+            t == DataType::kFloat16 ? test::refRoundToHalf(r) : test::refRoundToBf16(r);
+        uint16_t got;
+        std::memcpy(&got, out.data() + 2 * i, 2);
+        ASSERT_TRUE(got == want || ((got | want) & 0x7fff) == 0)
+            << toString(t) << " " << x << " * " << factor;
+      }
+      // In place (dst == src) gives the same bits.
+      std::vector<uint8_t> inPlace = in;
+      scale(inPlace.data(), inPlace.data(), 2000, t, factor);
+      EXPECT_EQ(inPlace, out) << toString(t) << " * " << factor;
     }
   }
 }
