@@ -143,7 +143,7 @@ std::exception_ptr GroupDiagnostics::onFailure(std::exception_ptr error) {
 }
 
 void GroupDiagnostics::publishFailure() {
-  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return;
+  if (!exchangesPositions()) return;
   FlightRecorder::Entry mine;
   if (!recorder_.position(&mine)) return;
   Position p;
@@ -159,7 +159,7 @@ void GroupDiagnostics::publishFailure() {
 }
 
 bool GroupDiagnostics::peerTimedOut() {
-  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return false;
+  if (!exchangesPositions()) return false;
   // A peer's transport may close the connection the moment its op times out (Gloo's pair does),
   // a few milliseconds before that peer publishes its position: look for a short while.
   const auto deadline = std::chrono::steady_clock::now() +
@@ -181,7 +181,7 @@ bool GroupDiagnostics::peerTimedOut() {
 }
 
 std::string GroupDiagnostics::desyncReport(bool commFailed) {
-  if (cfg_.desyncWaitMs <= 0 || recorder_.capacity() == 0 || !store_ || size_ < 2) return "";
+  if (!exchangesPositions()) return "";
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::vector<Position> pos(size_);

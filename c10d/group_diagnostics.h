@@ -53,13 +53,18 @@ class GroupDiagnostics {
   // for it); other errors are returned as is.
   std::exception_ptr onFailure(std::exception_ptr error) C10D_EXCLUDES(reportMu_);
 
-  // Publishes this rank's position (as failed with a communication error when `commFailed`), waits up
-  // to C10D_DESYNC_WAIT_MS for the others' and says who is behind. Never throws (a store failure
+  // Publishes this rank's position (as failed with a communication error when `commFailed`), waits
+  // up to C10D_DESYNC_WAIT_MS for the others' and says who is behind. Never throws (a store failure
   // is described in the text).
   std::string desyncReport(bool commFailed);
   // Whether another rank has published a position in which it waits (it timed out), looking for up
   // to 100 ms. Never throws.
   bool peerTimedOut();
+  // Whether ranks publish and read positions through the store (desync reports on, a recorder, a
+  // store and a peer).
+  bool exchangesPositions() const {
+    return cfg_.desyncWaitMs > 0 && recorder_.capacity() > 0 && store_ && size_ >= 2;
+  }
   // A rank whose op failed with a CommError (a peer died, a connection broke) publishes that, so
   // the desync reports of ranks that time out list it as failed rather than silent: silent then
   // means stopped or dead. One store write; a store that fails is ignored.

@@ -50,7 +50,7 @@ int64_t nowNs() {
 struct Config {
   uint16_t port = 0;  // TCPStore
   std::string url;    // any other store: its URL (with this run's prefix)
-  int total = 0;  // clients in the whole run (all processes)
+  int total = 0;      // clients in the whole run (all processes)
   int ops = 0;
   Milliseconds timeout{120000};
 };

@@ -8,7 +8,6 @@
 #include <gloo/allgather.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/transport/address.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/attr.h>
@@ -146,15 +145,8 @@ void ProcessGroupGloo::connect() {
     if (isTimeoutMessage(msg)) throw TimeoutError(text);
     throw CommError(text);
   }
-  // Publish the address each of our pairs shows to its peer, so that a gloo error quoting an
-  // address can be turned into a rank (read back lazily, only when an error happens).
-  std::vector<std::string> mine(size());
-  for (int j = 0; j < size(); ++j) {
-    if (j != rank()) mine[j] = context_->getPair(j)->address().str();
-  }
-  scoped->set("pairs/" + std::to_string(rank()), join(mine, '\n'));
-  // The pair addresses cover the pairs where the peer connected to our listener; where we
-  // connected, the peer's errors quote our socket's ephemeral port (socket_names.h).
+  // Publish our sockets as Gloo prints addresses, so that a gloo error quoting one can be turned
+  // into a rank (read back lazily, only when an error happens: peerFromMessage).
   scoped->set("sockets/" + std::to_string(rank()), join(glooimpl::ownTcpAddresses(), '\n'));
   peerStore_ = scoped;
 }
@@ -296,11 +288,11 @@ std::exception_ptr ProcessGroupGloo::brokenFor(const Work& work, std::exception_
 }
 
 // Which rank a Gloo error's "[ip]:port" belongs to. Gloo quotes its pair's `peer_`, which
-// depending on the Gloo version and on which side connected is (a) the peer's listening address
-// as the rendezvous published it (Debian's 0.5 never re-reads it after accepting), (b) the
-// address the peer's pair reports once connected, or (c) the peer's connected socket; each rank
-// publishes (b) and (c) after connecting ("pairs/<r>", "sockets/<r>", socket_names.h) and (a) is
-// still in the store under Gloo's own key "<r>". Read only when an error happens.
+// depending on the Gloo version and on which side connected is the peer's listening address as
+// the rendezvous published it (Debian's 0.5 never re-reads it after accepting) or the peer's
+// connected socket. The first is still in the store under Gloo's own key "<r>"; each rank
+// publishes the second ("sockets/<r>", socket_names.h) after connecting. Read only when an error
+// happens.
 std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
   if (!peerStore_) return "";
   auto named = [](int j, const std::string& hostPort) {
@@ -309,8 +301,8 @@ std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
   for (int j = 0; j < size(); ++j) {
     if (j == rank()) continue;
     try {
-      // (a) Gloo's rendezvous value for rank j: one serialized address per pair, ranks other than
-      // j in order.
+      // Gloo's rendezvous value for rank j: one serialized address per pair, ranks other than j
+      // in order.
       const std::string rendezvousKey = std::to_string(j);
       if (size() > 1 && peerStore_->check({rendezvousKey})) {
         const Bytes blob = peerStore_->get(rendezvousKey);
@@ -320,21 +312,10 @@ std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
           const std::vector<char> bytes(blob.begin() + index * entry,
                                         blob.begin() + (index + 1) * entry);
           const std::string a = ::gloo::transport::tcp::Address(bytes).str();
-          const std::string hostPort = a.substr(0, a.find('$'));
+          const std::string hostPort = a.substr(0, a.find('$'));  // "[ip]:port$seq"
           if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
         }
       }
-      // (b) "[ip]:port" possibly followed by "$seq".
-      const std::string pairsKey = "pairs/" + std::to_string(j);
-      if (peerStore_->check({pairsKey})) {
-        auto addrs = splitLines(peerStore_->getString(pairsKey));
-        if (static_cast<int>(addrs.size()) > rank()) {
-          const std::string& a = addrs[rank()];
-          const std::string hostPort = a.substr(0, a.find('$'));
-          if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
-        }
-      }
-      // (c)
       const std::string socketsKey = "sockets/" + std::to_string(j);
       if (peerStore_->check({socketsKey})) {
         for (const std::string& hostPort : splitLines(peerStore_->getString(socketsKey))) {

@@ -1,13 +1,14 @@
 // The addresses of this process's TCP sockets, as Gloo prints them ("[ip]:port"), so that a Gloo
 // error quoting a peer's address can be turned into the rank that owns that address.
 //
-// Why: Gloo's tcp::Pair quotes `peer_` in its errors. On the side that connected, that is the
-// peer's listening address (which the peer can publish); on the side that accepted, it is the
-// peer's ephemeral source port, which only the peer's kernel knows and Gloo does not expose
-// (tcp::Pair's accessors are protected, and Debian's libgloo-dev lacks a header tcp/pair.h
-// includes). Every rank therefore publishes the local addresses of its own sockets, read from
-// /proc (Linux) and printed by Gloo's own Address::str(), so that they compare equal to what
-// its errors quote whatever that prints; elsewhere the list is empty and errors say "a peer".
+// Why: Gloo's tcp::Pair quotes `peer_` in its errors: the peer's listening address as the
+// rendezvous published it (Debian's Gloo 0.5, which never re-reads it; ProcessGroupGloo finds it
+// in Gloo's own store key), or, in Gloos that re-read it once connected, the peer's connected
+// socket, which only the peer's process knows (tcp::Pair's accessors are protected, and Debian's
+// libgloo-dev lacks a header tcp/pair.h includes). Every rank therefore publishes the local
+// addresses of its own sockets, read from /proc (Linux) and printed by Gloo's own
+// Address::str() (0.5 prints ports with their bytes swapped), so that they compare equal to what
+// its errors quote; elsewhere the list is empty.
 #pragma once
 
 #include <string>

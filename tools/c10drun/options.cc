@@ -127,8 +127,7 @@ std::chrono::milliseconds parseSeconds(const std::string& key, const std::string
   char* end = nullptr;
   double s = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || errno == ERANGE || !(s > 0) || s > 7 * 24 * 3600) {
-    throw UsageError("--rdzv-conf " + key + "=" + v +
-                     ": not a number of seconds in (0, 604800]");
+    throw UsageError("--rdzv-conf " + key + "=" + v + ": not a number of seconds in (0, 604800]");
   }
   return std::chrono::milliseconds(std::max<long long>(1, std::llround(s * 1000)));
 }
@@ -161,8 +160,8 @@ RendezvousConf parseRdzvConf(const std::string& text) {
     } else if (key == "keep_alive_max_attempt") {
       c.keepAliveMaxAttempt = parseInt("--rdzv-conf keep_alive_max_attempt", value);
       if (c.keepAliveMaxAttempt < 1 || c.keepAliveMaxAttempt > 1000) {
-        throw UsageError("--rdzv-conf keep_alive_max_attempt must be in [1, 1000] (got " +
-                         value + ")");
+        throw UsageError("--rdzv-conf keep_alive_max_attempt must be in [1, 1000] (got " + value +
+                         ")");
       }
     } else if (key == "is_host") {
       c.isHost = parseBool(key, value);
@@ -200,7 +199,8 @@ void buildApp(CLI::App& app, RawOptions& raw) {
   app.add_option("--nproc-per-node,--nproc_per_node", raw.nproc,
                  "Workers on this node: a number, or cpu, gpu, auto (default 1)")
       ->type_name("N");
-  app.add_option("--nnodes", raw.nnodes, "Nodes in the job (default 1); MIN:MAX with a dynamic --rdzv-backend")
+  app.add_option("--nnodes", raw.nnodes,
+                 "Nodes in the job (default 1); MIN:MAX with a dynamic --rdzv-backend")
       ->type_name("M");
   app.add_option("--node-rank,--node_rank", raw.nodeRank, "This node's rank in [0, nnodes)")
       ->type_name("K");

@@ -42,11 +42,10 @@ JobSecret decideJobSecret(const Options& options) {
     return s;
   }
   const std::string exposed =
-      options.elastic()
-          ? "the rendezvous store at " + options.rdzvEndpoint +
-                " and each round's rank 0 TCPStore accept anyone who can reach them"
-          : "rank 0's TCPStore accepts anyone who can reach " + options.masterAddr + ":" +
-                std::to_string(options.masterPort);
+      options.elastic() ? "the rendezvous store at " + options.rdzvEndpoint +
+                              " and each round's rank 0 TCPStore accept anyone who can reach them"
+                        : "rank 0's TCPStore accepts anyone who can reach " + options.masterAddr +
+                              ":" + std::to_string(options.masterPort);
   s.note =
       "note: C10D_STORE_SECRET is not set; in a multi-node job every node must set the "
       "same one (e.g. from `openssl rand -hex 32`), else " +
