@@ -482,6 +482,7 @@ TEST(VerbsShmCma, SweepOverSingleCopySends) {
 TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
   const std::string path = uniqueTempPath("verbs-cma-revoke");
   const std::string arrived = path + ".arrived";
+  const std::string failed = path + ".failed";
   expectAllRanksOk(2, [&](int rank, int size) {
     auto pg =
         makeVerbs(path, rank, size, {{"C10D_SHM_CMA", "4096"}, {"C10D_ALGO", "broadcast:chain"}});
@@ -495,11 +496,16 @@ TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
           [&] { pg->broadcast(tensorOf(buf.data(), buf.size()), bo)->wait(Milliseconds(5000)); },
           {"broadcast #0", "not yet read by their receivers"});
       std::fill(buf.begin(), buf.end(), -7.0f);  // the caller reuses its buffer at once
+      std::fclose(std::fopen(failed.c_str(), "w"));
       // Keep the group (and the process) until rank 1 tried.
       for (int i = 0; i < 1000 && access(arrived.c_str(), F_OK) != 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(800));
+      // Rank 1 joins only once rank 0's op has failed: a rank 0 slowed past its 300 ms (a
+      // loaded machine) would otherwise time out after rank 1 had legitimately read a chunk.
+      for (int i = 0; i < 3000 && access(failed.c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(access(failed.c_str(), F_OK), 0) << "rank 0's broadcast never failed";
       bo.timeout = Milliseconds(5000);
       test::expectThrowsWith<CommError>(
           [&] { pg->broadcast(tensorOf(buf.data(), buf.size()), bo)->wait(); },
@@ -509,6 +515,7 @@ TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
     }
   });
   std::remove(arrived.c_str());
+  std::remove(failed.c_str());
 }
 
 TEST(VerbsShmAlgos, RecursiveDoublingAndBinomial) {
