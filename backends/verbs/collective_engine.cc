@@ -19,11 +19,11 @@ std::exception_ptr shutDownError(const Work& w);
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs,
-                                   bool peerless)
+                                   bool direct)
     : group_(std::move(group)),
       inlineBytes_(inlineBytes),
       inlineUs_(inlineUs),
-      peerless_(peerless) {
+      direct_(direct || inlineUs < 0) {
   thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "c10d-verbs-coll");
     loop();
@@ -81,9 +81,38 @@ void CollectiveEngine::failStopped(Work& w) {
   w.finish(shutDownError(w));
 }
 
-void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point now, Trampoline fn,
-                                 void* body) {
-  inlineWork_ = std::move(work);
+bool CollectiveEngine::catchUp() {
+  // Not from the thread itself (a callback issuing an op): it would wait for its own op.
+  if (!catchUpOk_.load(std::memory_order_relaxed) || direct_ ||
+      std::this_thread::get_id() == thread_.get_id())
+    return false;
+  const auto budget = std::chrono::microseconds(inlineUs_);
+  uint64_t seen = completed_.load(std::memory_order_relaxed);
+  auto lastProgress = Clock::now();
+  for (int i = 1;; ++i) {
+    if (largeAhead_.load(std::memory_order_relaxed) != 0 || stop_.load(std::memory_order_relaxed))
+      return false;
+    uint32_t idle = 0;
+    if (state_.load(std::memory_order_relaxed) == 0 &&
+        state_.compare_exchange_strong(idle, kInline, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+      return true;
+    relax();  // yield: on a busy host the thread we wait for may need this CPU
+    if ((i & 7) != 0) continue;
+    const auto now = Clock::now();
+    const uint64_t c = completed_.load(std::memory_order_relaxed);
+    if (c != seen) {
+      seen = c;
+      lastProgress = now;
+    } else if (now - lastProgress > budget) {
+      catchUpOk_.store(false, std::memory_order_relaxed);  // stalled: queue until it is idle
+      return false;
+    }
+  }
+}
+
+void CollectiveEngine::runInline(const std::shared_ptr<Work>& work, Clock::time_point now,
+                                 Trampoline fn, void* body) {
   inlineError_ = nullptr;
   inlineFn_ = fn;
   inlineBody_ = body;
@@ -98,6 +127,7 @@ void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point n
   if (!done) {
     MutexLock g(mu_);
     if (!stop_.load()) {
+      inlineWork_ = work;  // the thread's reference: the caller may drop its own
       handedOff_ = true;
       state_.fetch_add(kQueued - kInline);  // the thread owns it now
       g.unlock();
@@ -109,11 +139,10 @@ void CollectiveEngine::runInline(std::shared_ptr<Work> work, Clock::time_point n
     while (!fiber_.resume()) {
     }
   }
-  finishInline();
+  finishInline(*work);
 }
 
-void CollectiveEngine::finishInline() {
-  std::shared_ptr<Work> w = std::move(inlineWork_);
+void CollectiveEngine::finishInline(Work& w) {
   std::exception_ptr e = std::move(inlineError_);
   inlineError_ = nullptr;
   // Finish before clearing kInline: an op issued after this one must not complete before it.
@@ -122,7 +151,7 @@ void CollectiveEngine::finishInline() {
   destroyedFlagOwner_ = std::this_thread::get_id();
   // Completed inline without a handoff: the caller has not got the Work yet and no other thread
   // ever had it, so it completes without its lock and wake-up (and runs no callbacks).
-  w->finishUnshared(e);
+  w.finishUnshared(e);
   if (destroyed) return;  // a completion callback destroyed the group (and us)
   destroyedFlag_ = nullptr;
   // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:
@@ -170,7 +199,13 @@ void CollectiveEngine::loop() {
     t.work->finish(e);
     if (destroyed) return;  // a completion callback destroyed the group (and us); detached
     destroyedFlag_ = nullptr;
+    if (t.large) largeAhead_.fetch_sub(1);
     t = Task{};
+    completed_.fetch_add(1, std::memory_order_relaxed);
+    // Progress again: the next small op may wait for the thread again (one stalled wait per op
+    // the thread completes, at most).
+    if (!catchUpOk_.load(std::memory_order_relaxed))
+      catchUpOk_.store(true, std::memory_order_relaxed);
     state_.fetch_sub(kQueued);  // after finish(): an op issued next may not overtake this one
   }
 }

@@ -92,8 +92,9 @@ const SettingsTable<VerbsConfig>& table() {
                 0, &VerbsConfig::inlineBytes),
           integer("C10D_INLINE_US",
                   "microseconds an op started on the caller's thread may poll for its peers "
-                  "before the engine thread takes it over",
-                  0, 1000000, &VerbsConfig::inlineUs),
+                  "before the engine thread takes it over; -1: never (a late peer holds the "
+                  "caller, as a synchronous engine would)",
+                  -1, 1000000, &VerbsConfig::inlineUs),
           integer("C10D_SPIN_US",
                   "microseconds a waiter spins (sched_yield) before sleeping on a futex", 0,
                   10000000, &VerbsConfig::spinUs),

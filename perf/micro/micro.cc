@@ -42,6 +42,7 @@
 
 #include "backends/verbs/algorithms/reduce_kernels.h"
 #include "backends/verbs/config.h"
+#include "backends/verbs/fiber.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
 #include "backends/verbs/transport/transport.h"
 #include "c10d/error.h"
@@ -185,6 +186,23 @@ void recorderRecord(benchmark::State& st, bool wholeLife) {
       rec.onStart(id, FlightRecorder::nowNs());
       rec.onEnd(id, FlightRecorder::nowNs(), nullptr);
     }
+  }
+}
+
+// What the verbs engine's inline path pays for its fiber: a task started and run to its end (two
+// switches), and a task that suspends once and is resumed (four).
+void fiberStartReturn(benchmark::State& st) {
+  verbs::Fiber f;
+  int n = 0;
+  for (auto _ : st) f.start([](void* a) { ++*static_cast<int*>(a); }, &n);
+  benchmark::DoNotOptimize(n);
+}
+
+void fiberSuspendResume(benchmark::State& st) {
+  verbs::Fiber f;
+  for (auto _ : st) {
+    f.start([](void* a) { static_cast<verbs::Fiber*>(a)->suspend(); }, &f);
+    f.resume();
   }
 }
 
@@ -406,6 +424,8 @@ void registerAll() {
   benchmark::RegisterBenchmark("recorder/record", recorderRecord, false);
   benchmark::RegisterBenchmark("recorder/record_start_end", recorderRecord, true);
   benchmark::RegisterBenchmark("clock/now_ns", clockNow);
+  benchmark::RegisterBenchmark("fiber/start_return", fiberStartReturn);
+  benchmark::RegisterBenchmark("fiber/suspend_resume", fiberSuspendResume);
   if (isBackendRegistered("verbs")) {
     for (bool rec : {true, false}) {
       const std::string suffix = rec ? "/recorder:1" : "/recorder:0";

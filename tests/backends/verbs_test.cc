@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <atomic>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -67,11 +68,12 @@ TEST(VerbsConfig, ParsesAndRejects) {
   EXPECT_EQ(in.inlineUs, 0);
   EXPECT_EQ(VerbsConfig::load({}).inlineBytes, 64u << 10);
   EXPECT_EQ(VerbsConfig::load({}).inlineUs, 100);
+  EXPECT_EQ(VerbsConfig::load({{"C10D_INLINE_US", "-1"}}).inlineUs, -1);  // never hand off
   try {
-    VerbsConfig::load({{"C10D_INLINE_US", "-1"}});
-    ADD_FAILURE() << "C10D_INLINE_US=-1 accepted";
+    VerbsConfig::load({{"C10D_INLINE_US", "-2"}});
+    ADD_FAILURE() << "C10D_INLINE_US=-2 accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("C10D_INLINE_US='-1' is not an integer in [0, 1000000]"),
+    EXPECT_NE(std::string(e.what()).find("C10D_INLINE_US='-2' is not an integer in [-1, 1000000]"),
               std::string::npos)
         << e.what();
   }
@@ -443,6 +445,63 @@ TEST(VerbsEngine, PeerlessSmallOpsRunOnTheCallersStack) {
 TEST(VerbsEngine, EveryOpThroughTheEngineThread) {
   sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 20011});
 }
+// C10D_INLINE_US=-1: small ops run on the caller's stack and never hand off, so a late peer
+// holds the caller (the synchronous engine), and the results are the same.
+TEST(VerbsEngine, DirectOpsNeverHandOff) {
+  sweepWith(3, {{"C10D_INLINE_US", "-1"}}, {0, 1, 7, 20011});
+  const std::string path = uniqueTempPath("verbs-direct");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_INLINE_US", "-1"}});
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    float x = 1.0f + rank;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto w = pg->allreduce(tensorOf(&x, 1));
+    const auto held = std::chrono::steady_clock::now() - t0;
+    EXPECT_TRUE(w->isCompleted()) << "rank " << rank << ": a direct op returned pending";
+    if (rank == 0) {
+      EXPECT_GE(held, std::chrono::milliseconds(200)) << "rank 0 was not held by its late peer";
+    }
+    w->wait();
+    EXPECT_EQ(x, 3.0f);
+  });
+}
+
+// A peer late at the start hands the first op off; the caller keeps issuing small ops without
+// waiting, so they queue behind it, then catch up (the caller waits for the thread to drain and
+// runs inline again): every result right and the Works complete in issue order.
+TEST(VerbsEngine, QueuedSmallOpsCatchUpInOrder) {
+  const std::string path = uniqueTempPath("verbs-catchup");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {});
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    constexpr int kOps = 3000;
+    std::vector<std::vector<int32_t>> bufs(kOps, std::vector<int32_t>(3));
+    std::vector<std::shared_ptr<Work>> works(kOps);
+    std::atomic<int> callbacks{0};
+    std::atomic<int> overtook{-1};  // an op whose predecessor had not completed yet
+    for (int i = 0; i < kOps; ++i) {
+      for (int j = 0; j < 3; ++j) bufs[i][j] = (rank + 1) * (i * 3 + j);
+      works[i] = pg->allreduce(tensorOf(bufs[i].data(), 3));
+      Work* before = i > 0 ? works[i - 1].get() : nullptr;
+      works[i]->then([&, before, i](Work&) {
+        if (before != nullptr && !before->isCompleted()) overtook.store(i);
+        callbacks.fetch_add(1);
+      });
+    }
+    for (auto& w : works) w->wait();
+    // A callback runs just after its Work reads as completed: give the last ones a moment.
+    for (int k = 0; k < 500 && callbacks.load() < kOps; ++k)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(callbacks.load(), kOps);
+    EXPECT_EQ(overtook.load(), -1) << "op completed before the op issued ahead of it";
+    for (int i = 0; i < kOps; ++i)
+      for (int j = 0; j < 3; ++j)
+        ASSERT_EQ(bufs[i][j], 3 * (i * 3 + j)) << "op " << i << " element " << j;
+  });
+}
+
 TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
   sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 20011});
   sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
