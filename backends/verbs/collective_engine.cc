@@ -18,8 +18,7 @@ namespace {
 std::exception_ptr shutDownError(const Work& w);
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs,
-                                   bool direct)
+CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct)
     : group_(std::move(group)),
       inlineBytes_(inlineBytes),
       inlineUs_(inlineUs),

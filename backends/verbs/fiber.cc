@@ -144,8 +144,8 @@ Fiber::Fiber(size_t stackBytes) {
   auto* top = reinterpret_cast<uintptr_t*>(static_cast<char*>(stackBottom_) + stackBytes_);
   uintptr_t* sp = top - 9;
   for (int i = 0; i < 9; ++i) sp[i] = 0;
-  sp[4] = reinterpret_cast<uintptr_t>(this);                      // rbx
-  sp[6] = reinterpret_cast<uintptr_t>(&c10d_fiber_entry);         // return address
+  sp[4] = reinterpret_cast<uintptr_t>(this);               // rbx
+  sp[6] = reinterpret_cast<uintptr_t>(&c10d_fiber_entry);  // return address
   ctx_ = sp;
 #else
   ctx_ = ctx::make_fcontext(static_cast<char*>(stackBottom_) + stackBytes_, stackBytes_,

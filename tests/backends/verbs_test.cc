@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <atomic>
 #include <functional>
 #include <set>
 #include <sstream>
