@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev   # tests, micro-benchmarks
   libgloo-dev                                  # gloo backend
   libibverbs-dev                               # verbs backend's ibverbs transport (compile only)
-  libboost-context-dev                         # verbs backend's engine fibers (fcontext)
+  libboost-context-dev                         # verbs engine fibers off x86-64 (fcontext)
   libcli11-dev nlohmann-json3-dev              # tools: c10drun, perf binaries
   openmpi-bin libopenmpi-dev                   # perf/compare --mpi baselines (mpi_<op>_perf)
   python3 python3-matplotlib                   # perf/plot

@@ -52,7 +52,7 @@
 // address undefined, so unwinders and debuggers stop there.
 extern "C" void c10d_fiber_switch(void** from, void* to);
 extern "C" void c10d_fiber_entry();
-extern "C" [[noreturn]] void c10d_fiber_main(void* fiber);
+extern "C" [[noreturn]] __attribute__((visibility("hidden"))) void c10d_fiber_main(void* fiber);
 asm(R"(
   .text
   .p2align 4

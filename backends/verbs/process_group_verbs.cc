@@ -166,8 +166,9 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
   const OpType op = desc.op;
   const uint64_t seq = desc.seq;
   try {
-    // Inline, nothing ran since beginOp() checked this at issue (the common small-op case).
-    if (std::exception_ptr broken = handoff != nullptr ? nullptr : brokenError()) {
+    // Also inline: an op that caught up (collective_engine.h) started after the ops ahead of it
+    // ran, and one of them may have broken the group since beginOp() checked (one atomic load).
+    if (std::exception_ptr broken = brokenError()) {
       // An earlier op broke the group while this one was queued: the streams are out of step.
       const std::string prefix = detail::str(c10d::toString(op), " #", seq, " in group ", name_,
                                              " was not run: the group broke before it started: ");
