@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+
 #include "c10d/error.h"
 
 namespace c10d {
@@ -16,6 +18,13 @@ void Handoff::handOff() {
 
 namespace {
 std::exception_ptr shutDownError(const Work& w);
+
+// While the engine thread runs an op's completion callbacks: the engine, and a flag on that
+// thread's stack our destructor sets, since a callback may destroy the group (and with it the
+// engine) on that thread. Thread-locals, so a destroyer on another thread reads nothing the
+// engine thread writes.
+thread_local const CollectiveEngine* tlsFinishing = nullptr;
+thread_local bool* tlsDestroyed = nullptr;
 }  // namespace
 
 CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct)
@@ -31,8 +40,7 @@ CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int in
 
 CollectiveEngine::~CollectiveEngine() {
   // Only from a callback (its own thread); a destroyer elsewhere joins the thread below.
-  if (destroyedFlag_ != nullptr && destroyedFlagOwner_ == std::this_thread::get_id())
-    *destroyedFlag_ = true;
+  if (tlsFinishing == this) *tlsDestroyed = true;
   stop();
   if (thread_.joinable()) {
     if (thread_.get_id() == std::this_thread::get_id())
@@ -82,10 +90,9 @@ void CollectiveEngine::failStopped(Work& w) {
 
 bool CollectiveEngine::catchUp() {
   // Not from the thread itself (a callback issuing an op): it would wait for its own op.
-  if (!catchUpOk_.load(std::memory_order_relaxed) || direct_ ||
-      std::this_thread::get_id() == thread_.get_id())
+  if (!catchUpOk_.load(std::memory_order_relaxed) || std::this_thread::get_id() == thread_.get_id())
     return false;
-  const auto budget = std::chrono::microseconds(inlineUs_);
+  const auto budget = std::chrono::microseconds(std::max(inlineUs_, 0));
   uint64_t seen = completed_.load(std::memory_order_relaxed);
   auto lastProgress = Clock::now();
   for (int i = 1;; ++i) {
@@ -145,14 +152,10 @@ void CollectiveEngine::finishInline(Work& w) {
   std::exception_ptr e = std::move(inlineError_);
   inlineError_ = nullptr;
   // Finish before clearing kInline: an op issued after this one must not complete before it.
-  bool destroyed = false;  // set by our destructor if a completion callback runs it
-  destroyedFlag_ = &destroyed;
-  destroyedFlagOwner_ = std::this_thread::get_id();
   // Completed inline without a handoff: the caller has not got the Work yet and no other thread
-  // ever had it, so it completes without its lock and wake-up (and runs no callbacks).
+  // ever had it, so it completes without its lock and wake-up, and runs no callbacks (none can
+  // destroy us here).
   w.finishUnshared(e);
-  if (destroyed) return;  // a completion callback destroyed the group (and us)
-  destroyedFlag_ = nullptr;
   // Ops queued meanwhile (by other threads, or by a completion callback) waited for this one:
   // the thread runs them. The lock orders the notify after its predicate check.
   if (state_.fetch_sub(kInline) != kInline) {
@@ -193,11 +196,12 @@ void CollectiveEngine::loop() {
       e = runBody(t.body, nullptr);  // fails at its first poll if stop() came meanwhile
     }
     bool destroyed = false;
-    destroyedFlag_ = &destroyed;
-    destroyedFlagOwner_ = std::this_thread::get_id();
+    tlsFinishing = this;
+    tlsDestroyed = &destroyed;
     t.work->finish(e);
+    tlsFinishing = nullptr;
+    tlsDestroyed = nullptr;
     if (destroyed) return;  // a completion callback destroyed the group (and us); detached
-    destroyedFlag_ = nullptr;
     if (t.large) largeAhead_.fetch_sub(1);
     t = Task{};
     completed_.fetch_add(1, std::memory_order_relaxed);

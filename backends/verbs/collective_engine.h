@@ -166,11 +166,6 @@ class CollectiveEngine {
   void* inlineBody_ = nullptr;  // valid until the fiber's first instructions moved it
   std::exception_ptr inlineError_;
 
-  // While an op's completion callbacks run (finishInline() on the caller's thread, loop() on the
-  // engine's): a flag on that thread's stack our destructor sets, since a callback may destroy the
-  // group, and with it this engine, on that thread. Ops finish one at a time (state_).
-  bool* destroyedFlag_ = nullptr;
-  std::thread::id destroyedFlagOwner_;
   std::thread thread_;
 };
 
