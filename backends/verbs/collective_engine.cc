@@ -111,7 +111,7 @@ bool CollectiveEngine::catchUp() {
       seen = c;
       lastProgress = now;
     } else if (now - lastProgress > budget) {
-      catchUpOk_.store(false, std::memory_order_relaxed);  // stalled: queue until it is idle
+      catchUpOk_.store(false, std::memory_order_relaxed);  // stalled: queue until it moves
       return false;
     }
   }
