@@ -502,6 +502,50 @@ TEST(VerbsEngine, QueuedSmallOpsCatchUpInOrder) {
   });
 }
 
+// Catching up never holds the caller for a late peer: with a large op ahead a small op queues at
+// once, and behind a small op stalled on a late peer it queues after at most C10D_INLINE_US of
+// waiting; both return pending while the peer is still away.
+TEST(VerbsEngine, CatchingUpNeverWaitsForALatePeer) {
+  const std::string path = uniqueTempPath("verbs-catchup-late");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {});
+    pg->barrier()->wait();
+    std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: past C10D_INLINE_BYTES, queued
+    float a = 1.0f, b = 2.0f, c = 3.0f;
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wBig = pg->allreduce(tensorOf(big.data(), big.size()));
+    auto wA = pg->allreduce(tensorOf(&a, 1));  // a large op ahead: queued at once
+    auto wB = pg->allreduce(tensorOf(&b, 1));
+    const auto issued = std::chrono::steady_clock::now() - t0;
+    if (rank == 0) {
+      EXPECT_LT(issued, std::chrono::milliseconds(150)) << "issue held behind a large op";
+      EXPECT_FALSE(wB->isCompleted());
+    }
+    for (auto* w : {&wBig, &wA, &wB}) (*w)->wait();
+    EXPECT_EQ(big[0], 2.0f);
+    EXPECT_EQ(a, 2.0f);
+    EXPECT_EQ(b, 4.0f);
+    // Small ops only: the first hands off after C10D_INLINE_US (100 us), the next waits for the
+    // stalled thread at most that long, the third queues at once.
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const auto t1 = std::chrono::steady_clock::now();
+    auto w1 = pg->allreduce(tensorOf(&a, 1));
+    auto w2 = pg->allreduce(tensorOf(&b, 1));
+    auto w3 = pg->allreduce(tensorOf(&c, 1));
+    const auto issued2 = std::chrono::steady_clock::now() - t1;
+    if (rank == 0) {
+      EXPECT_LT(issued2, std::chrono::milliseconds(150)) << "issue held by a stalled engine";
+      EXPECT_FALSE(w3->isCompleted());
+    }
+    for (auto* w : {&w1, &w2, &w3}) (*w)->wait();
+    EXPECT_EQ(a, 4.0f);
+    EXPECT_EQ(b, 8.0f);
+    EXPECT_EQ(c, 6.0f);
+  });
+}
+
 TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
   sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 20011});
   sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
