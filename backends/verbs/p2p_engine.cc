@@ -361,6 +361,9 @@ void P2PEngine::loop() {
         lastCheck = now;
         for (int p = 0; p < size_; ++p) {
           if (p == rank_ || gone_[p] || !t_.peerGone(p)) continue;
+          // A peer that finished and exited may still be delivering a large send on this
+          // channel (tcp: its collective socket closed first): wait for this stream's end.
+          if (!t_.streamEnded(kP2PChannel, p)) continue;
           // Drain what it sent before it went, then fail what still needs it.
           try {
             while (progressIncoming(p)) {

@@ -101,6 +101,11 @@ bool MixedTransport::peerGone(int peer) {
   return l >= 0 ? local_->peerGone(l) : net_->peerGone(peer);
 }
 
+bool MixedTransport::streamEnded(int ch, int peer) {
+  const int l = localIdx_[peer];
+  return l >= 0 ? local_->streamEnded(ch, l) : net_->streamEnded(ch, peer);
+}
+
 void MixedTransport::abortCollectives() {
   local_->abortCollectives();
   net_->abortCollectives();

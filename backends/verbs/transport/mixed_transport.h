@@ -43,6 +43,7 @@ class MixedTransport : public Transport {
   bool sendsComplete(int ch) override;
   void revokeSends(int ch) override;
   bool peerGone(int peer) override;
+  bool streamEnded(int ch, int peer) override;
   void checkPeers() override;
   void abortCollectives() override;
 

@@ -80,6 +80,12 @@ class Transport {
   // Whether `peer` is known to be gone (process exited, connection closed). Data it sent before
   // may still be readable. Never throws.
   virtual bool peerGone(int /*peer*/) { return false; }
+  // For a peer that is gone: whether everything it sent on `ch` has arrived, so a receiver that
+  // drained `ch` and still misses bytes will never get them. A transport whose streams outlive
+  // the process (shm's rings, RDMA-written memory) says true; tcp says so once this channel's own
+  // socket got the peer's FIN or reset (its other channels may close first, while the kernel
+  // still delivers a large send on this one). Never throws.
+  virtual bool streamEnded(int /*ch*/, int /*peer*/) { return true; }
   // Throws CommError naming the first peer known to be dead or disconnected.
   virtual void checkPeers() = 0;
   // This rank gives up on the collective channel (its streams are out of step after a mismatched

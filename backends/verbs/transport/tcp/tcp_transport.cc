@@ -246,6 +246,14 @@ bool TcpTransport::peerGone(int peer) {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+bool TcpTransport::streamEnded(int ch, int peer) {
+  if (peer == rank_) return false;
+  const int s = fd(ch, peer);
+  if (s < 0) return true;
+  pollfd p{s, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 void TcpTransport::shutdownConnection(int peer) {
   const int s = fd(kCollectiveChannel, peer);
   if (s >= 0) ::shutdown(s, SHUT_RDWR);

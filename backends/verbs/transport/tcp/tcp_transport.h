@@ -69,6 +69,7 @@ class TcpTransport : public Transport {
   // The peer closed its connections (exited, died, or destroyed its group): its p2p stream ended
   // or its collective socket reports a hang-up. Any thread.
   bool peerGone(int peer) override;
+  bool streamEnded(int ch, int peer) override;
   // Test hook (fault_hooks.h): shutdown(2) of the collective connection to `peer`, fd kept open.
   // Any thread.
   void shutdownConnection(int peer);
