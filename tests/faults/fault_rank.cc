@@ -129,13 +129,18 @@ void rankMain(const Injection& inj, SharedPage& sh, int rank) {
     // a few of them after the fault.
     const int lastOp = expectError ? inj.atOp + 300 : inj.atOp + 8;
     // Faults that must fail an op go on past lastOp until the fault is in (300 tiny ops can take
-    // less than the injection's delay), bounded. Ranks may stop at different ops then: any op
-    // after the fault fails anyway.
+    // less than the injection's delay), bounded: until an op issued 20 ms after the injection
+    // time ran, since the harness notes that time just before its kill() or close, and a
+    // survivor that stopped at the first sign of it could have run its last op before the fault
+    // landed (2 ranks, 534 barriers of ~1 us: done inside the 0.7 ms delay). Ranks may stop at
+    // different ops then: any op after the fault fails anyway.
     const auto keepGoingUntil = std::chrono::steady_clock::now() + milliseconds(60000);
+    int64_t lastIssued = 0;
     auto more = [&](int i) {
       if (i < lastOp) return true;
-      return expectError && sh.injectNs.load() == 0 &&
-             std::chrono::steady_clock::now() < keepGoingUntil;
+      if (!expectError || std::chrono::steady_clock::now() >= keepGoingUntil) return false;
+      const int64_t injected = sh.injectNs.load();
+      return injected == 0 || lastIssued < injected + 20'000'000;
     };
     for (int i = 0; more(i) && rep.outcome.empty(); ++i) {
       if (!expectError && i == inj.atOp + 5) {
@@ -145,6 +150,7 @@ void rankMain(const Injection& inj, SharedPage& sh, int rank) {
       CollectiveRun run(inj.collective, rank, ws, inj.count, i);
       const uint64_t seq = pg->sequenceNumber();
       const int64_t issued = nowNs();
+      lastIssued = issued;
       rep = attempt([&] {
         // The op's own timeout fails it; the wait's bound is only the harness's backstop.
         run.issue(*pg, inj.opTimeout)->wait(inj.opTimeout + milliseconds(5000));
