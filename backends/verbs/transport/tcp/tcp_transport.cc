@@ -237,21 +237,29 @@ void TcpTransport::closeAll() {
   for (Fd& e : eventFds_) e.reset();
 }
 
-bool TcpTransport::peerGone(int peer) {
-  if (peer == rank_) return false;
-  if (closed_[peer].load(std::memory_order_relaxed)) return true;
-  const int s = fd(kCollectiveChannel, peer);
-  if (s < 0) return false;
+namespace {
+
+// The peer's FIN or a reset reached socket `s` (all it sent before is in our receive queue).
+bool hungUp(int s) {
   pollfd p{s, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
+}  // namespace
+
+bool TcpTransport::peerGone(int peer) {
+  if (peer == rank_) return false;
+  if (closed_[peer].load(std::memory_order_relaxed)) return true;
+  const int s = fd(kCollectiveChannel, peer);
+  return s >= 0 && hungUp(s);
+}
+
 bool TcpTransport::streamEnded(int ch, int peer) {
   if (peer == rank_) return false;
+  // closed_: the p2p stream was read to its end already (tryRecvHdr saw the EOF).
+  if (ch == kP2PChannel && closed_[peer].load(std::memory_order_relaxed)) return true;
   const int s = fd(ch, peer);
-  if (s < 0) return true;
-  pollfd p{s, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+  return s < 0 || hungUp(s);
 }
 
 void TcpTransport::shutdownConnection(int peer) {
