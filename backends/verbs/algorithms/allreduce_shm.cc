@@ -13,6 +13,7 @@
 // chunk from all slots, in rank order, so all get identical bits.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "backends/verbs/algorithms/algorithms.h"
 #include "backends/verbs/algorithms/reduce_kernels.h"
@@ -30,6 +31,27 @@ void piece(size_t m, size_t es, int n, int q, size_t* begin, size_t* end) {
   *end = std::min(m, units * (q + 1) / n * unit);
 }
 
+// One source pointer per rank: on the stack up to 16 ranks (no allocation on a small op's path).
+class Sources {
+ public:
+  explicit Sources(int n) : p_(inline_) {
+    if (n > kInline) {
+      heap_.resize(static_cast<size_t>(n));
+      p_ = heap_.data();
+    }
+  }
+  Sources(const Sources&) = delete;
+  Sources& operator=(const Sources&) = delete;
+  const void*& operator[](int i) { return p_[i]; }
+  const void* const* data() const { return p_; }
+
+ private:
+  static constexpr int kInline = 16;
+  const void* inline_[kInline];
+  std::vector<const void*> heap_;
+  const void** p_;
+};
+
 }  // namespace
 
 void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
@@ -42,7 +64,7 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
   // is read before it is overwritten.
   const uint8_t* src = static_cast<const uint8_t*>(in);
   uint8_t* d = static_cast<uint8_t*>(out);
-  std::vector<const void*> srcs(n);
+  Sources srcs(n);
 
   if (count * es <= std::min(smallBytes, s.slotBytes())) {
     const uint64_t t = s.step();
@@ -96,7 +118,7 @@ void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
   uint8_t* d = static_cast<uint8_t*>(out);
   // The root's own input first (reduceSources lets the destination alias only the first source:
   // in place, out == in), then the others in rank order.
-  std::vector<const void*> srcs(n);
+  Sources srcs(n);
   const size_t nChunks = (count + chunkElems - 1) / chunkElems;
   for (size_t j = 0; j < nChunks; ++j) {
     const uint64_t t = s.step();
