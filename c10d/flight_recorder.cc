@@ -117,13 +117,14 @@ void FlightRecorder::onStart(Id id, int64_t ns) {
   e.state = State::kStarted;
 }
 
-void FlightRecorder::onEnd(Id id, int64_t ns, const std::exception_ptr& error) {
+void FlightRecorder::onEnd(Id id, int64_t ns, const std::exception_ptr& error, int64_t startNs) {
   if (id == kNoId) return;
   std::string text = error ? detail::messageOf(error) : std::string();
   SpinLockGuard lock(mu_);
   if (id >= next_ || next_ - id > ring_.size()) return;
   Entry& e = ring_[id % ring_.size()];
   if (e.state == State::kCompleted || e.state == State::kFailed) return;
+  if (startNs != 0 && e.state == State::kIssued) e.startNs = startNs;
   e.endNs = ns;
   e.state = error ? State::kFailed : State::kCompleted;
   e.error = std::move(text);

@@ -17,7 +17,8 @@
 // Threads: every method is thread-safe (one SpinLock, held for a few stores per update and for
 // the copy in snapshot(); never while calling out or formatting). Nothing blocks beyond that; no
 // threads are started. Cost per op on the issuing path: record(), onStart() and onEnd() take the
-// lock once each (one exchange and one store: no library call, no syscall).
+// lock once each (one exchange and one store: no library call, no syscall); an op completed where
+// it was issued updates its start and end in one onEnd().
 #pragma once
 
 #include <array>
@@ -80,8 +81,9 @@ class FlightRecorder {
   // Records an op issued at `issueNs` (steady clock); kNoId when the capacity is 0.
   Id record(const OpDesc& desc, int64_t issueNs);
   void onStart(Id id, int64_t ns);
-  // `error` null = success.
-  void onEnd(Id id, int64_t ns, const std::exception_ptr& error);
+  // `error` null = success. `startNs` != 0: the op's start too, for an op whose start was not
+  // recorded yet (one update for an op run to completion where it was issued).
+  void onEnd(Id id, int64_t ns, const std::exception_ptr& error, int64_t startNs = 0);
 
   // The ring, oldest op first.
   std::vector<Entry> snapshot() const;

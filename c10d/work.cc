@@ -183,7 +183,13 @@ void Work::markStarted(int64_t ns) {
 void Work::markStartedUnshared(int64_t ns) {
   if (startNs_ != 0 || completed_) return;
   startNs_ = ns != 0 ? ns : FlightRecorder::nowNs();
-  if (diag_) diag_->recorder().onStart(recordId_, startNs_);
+  startUnpublished_ = diag_ != nullptr;
+}
+
+void Work::publishStartUnshared() {
+  if (!startUnpublished_) return;
+  startUnpublished_ = false;
+  diag_->recorder().onStart(recordId_, startNs_);
 }
 
 void Work::finishUnshared(std::exception_ptr error) {
@@ -192,7 +198,11 @@ void Work::finishUnshared(std::exception_ptr error) {
   completed_ = true;
   error_ = std::move(error);
   endNs_ = FlightRecorder::nowNs();
-  if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_);
+  if (diag_) {
+    // One recorder update for an op that started and ended here (markStartedUnshared()).
+    diag_->recorder().onEnd(recordId_, endNs_, error_, startUnpublished_ ? startNs_ : 0);
+    startUnpublished_ = false;
+  }
   // Nobody could register a callback, ask for a future or wait yet: nothing to run or wake.
   done_.store(true, std::memory_order_release);
 }
@@ -240,7 +250,8 @@ bool Work::finish(std::exception_ptr error) {
     completed_ = true;
     error_ = std::move(error);
     endNs_ = FlightRecorder::nowNs();
-    if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_);
+    if (diag_) diag_->recorder().onEnd(recordId_, endNs_, error_, startUnpublished_ ? startNs_ : 0);
+    startUnpublished_ = false;
     callbacks.swap(callbacks_);
     if (promise_) {
       if (error_) {

@@ -111,8 +111,12 @@ class Work : public std::enable_shared_from_this<Work> {
   // markStarted() and finish() for a Work that no other thread can reach yet: a backend running
   // the op inline, on the issuing thread, before its do*() returns the Work (no callbacks, future
   // or waiters can exist). The same effects without the lock or the wake-up (unchecked: safe
-  // because no other thread can see the Work yet).
+  // because no other thread can see the Work yet). The start reaches the flight record with the
+  // end (one recorder update for the op), or at publishStartUnshared(), which a backend calls
+  // before another thread may see the Work (an inline op handed to an engine thread): until then
+  // a snapshot shows the op issued, not started.
   void markStartedUnshared(int64_t ns) C10D_NO_THREAD_SAFETY_ANALYSIS;
+  void publishStartUnshared() C10D_NO_THREAD_SAFETY_ANALYSIS;
   void finishUnshared(std::exception_ptr error = nullptr) C10D_NO_THREAD_SAFETY_ANALYSIS;
   // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
   // already started or completed reports that at once.
@@ -161,6 +165,8 @@ class Work : public std::enable_shared_from_this<Work> {
   std::shared_ptr<GroupDiagnostics> diagOwner_ C10D_GUARDED_BY(mu_);
   uint64_t recordId_ C10D_GUARDED_BY(mu_) = ~uint64_t(0);
   int64_t startNs_ C10D_GUARDED_BY(mu_) = 0;  // steady clock, 0 = not yet
+  // markStartedUnshared() set startNs_ without telling the flight recorder yet.
+  bool startUnpublished_ C10D_GUARDED_BY(mu_) = false;
   int64_t endNs_ C10D_GUARDED_BY(mu_) = 0;
 };
 

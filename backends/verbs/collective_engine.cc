@@ -131,6 +131,8 @@ void CollectiveEngine::runInline(const std::shared_ptr<Work>& work, Clock::time_
       },
       this);
   if (!done) {
+    // Its flight record shows it started before the engine thread (or a dump) can see it.
+    work->publishStartUnshared();
     MutexLock g(mu_);
     if (!stop_.load()) {
       inlineWork_ = work;  // the thread's reference: the caller may drop its own

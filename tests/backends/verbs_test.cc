@@ -29,6 +29,7 @@
 #include "backends/verbs/transport/ibverbs/ib_addr.h"
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 #include "backends/verbs/transport/ibverbs/mr_cache.h"
+#include "c10d/group_diagnostics.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "tests/backends/conformance.h"
@@ -464,6 +465,49 @@ TEST(VerbsEngine, DirectOpsNeverHandOff) {
     }
     w->wait();
     EXPECT_EQ(x, 3.0f);
+  });
+}
+
+// The flight record of ops run inline: one completed where it was issued records its start (the
+// issue time) with its end; one handed off to the engine thread (a late peer) reads as started
+// while it waits, before the peer comes.
+TEST(VerbsEngine, FlightRecordOfInlineOps) {
+  const std::string path = uniqueTempPath("verbs-record");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_INLINE_US", "100"}});
+    pg->barrier()->wait();
+    float x = 1.0f + rank;
+    pg->allreduce(tensorOf(&x, 1))->wait();
+    ASSERT_EQ(x, 3.0f);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    float y = 1.0f + rank;
+    auto w = pg->allreduce(tensorOf(&y, 1));
+    if (rank == 0) {
+      // Handed off after 100 us of polling: the engine thread holds it, started.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ASSERT_FALSE(w->isCompleted()) << "the late peer did not hold the op";
+      const auto snap = pg->diagnostics().recorder().snapshot();
+      ASSERT_GE(snap.size(), 3u);
+      const auto& pending = snap.back();
+      EXPECT_EQ(pending.desc.op, OpType::kAllreduce);
+      EXPECT_EQ(pending.state, FlightRecorder::State::kStarted)
+          << "an op handed off reads as " << FlightRecorder::toString(pending.state);
+      EXPECT_EQ(pending.startNs, pending.issueNs) << "started as it was issued";
+      EXPECT_EQ(pending.endNs, 0);
+      // The op before it completed inline: start and end recorded together.
+      const auto& done = snap[snap.size() - 2];
+      EXPECT_EQ(done.desc.op, OpType::kAllreduce);
+      EXPECT_EQ(done.state, FlightRecorder::State::kCompleted);
+      EXPECT_EQ(done.startNs, done.issueNs);
+      EXPECT_GE(done.endNs, done.startNs);
+      EXPECT_GT(done.startNs, 0);
+    }
+    w->wait();
+    EXPECT_EQ(y, 3.0f);
+    const auto last = pg->diagnostics().recorder().snapshot().back();
+    EXPECT_EQ(last.state, FlightRecorder::State::kCompleted);
+    EXPECT_EQ(last.startNs, last.issueNs);
+    EXPECT_GE(last.endNs, last.startNs);
   });
 }
 
