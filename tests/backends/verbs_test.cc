@@ -636,17 +636,14 @@ TEST(VerbsShmCma, FailedSenderWithdrawsItsSend) {
     std::vector<float> buf(1 << 18, rank == 0 ? 1.0f : 0.0f);
     BroadcastOptions bo;
     bo.rootRank = 0;
-    // A receiver proves it can read its sender at setup only if the sender had mapped the
-    // workspace first, else at its first receive from it: one small broadcast makes sure rank 1
-    // did before rank 0 sends (else rank 0's send goes through the ring: nothing to withdraw).
-    float warm = 1.0f;
-    pg->broadcast(tensorOf(&warm, 1), bo)->wait();
+    // Rank 1 proved at setup that it can read rank 0 (every rank probes every peer once all
+    // mapped the workspace), so rank 0's first send is a single-copy offer, not ring bytes.
     if (rank == 0) {
       bo.timeout = Milliseconds(300);
       test::expectThrowsWith<TimeoutError>(
           // The op's own timeout fails it; the wait's bound is only a backstop.
           [&] { pg->broadcast(tensorOf(buf.data(), buf.size()), bo)->wait(Milliseconds(5000)); },
-          {"broadcast #1", "not yet read by their receivers"});
+          {"broadcast #0", "not yet read by their receivers"});
       std::fill(buf.begin(), buf.end(), -7.0f);  // the caller reuses its buffer at once
       std::fclose(std::fopen(failed.c_str(), "w"));
       // Keep the group (and the process) until rank 1 tried.

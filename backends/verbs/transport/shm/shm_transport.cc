@@ -177,7 +177,10 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     rankCtl(rank).cmaProbeAddr.store(reinterpret_cast<uintptr_t>(&cmaProbe_),
                                      std::memory_order_release);
   }
-  if (store.add("shm/mapped", 1) == size) shm_unlink(shmName_.c_str());
+  if (store.add("shm/mapped", 1) == size) {
+    shm_unlink(shmName_.c_str());
+    if (cmaBytes_ > 0) store.set("shm/all_mapped", "1");
+  }
 
   pidfds_.resize(size);
   for (int r = 0; r < size; ++r) {
@@ -186,11 +189,18 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     pidfds_[r].reset(static_cast<int>(syscall(SYS_pidfd_open, pids_[r], 0)));
 #endif
   }
-  // Peers that mapped before us are probed now; the others at the first receive from them.
-  if (cmaBytes_ > 0)
+  // Every rank published its probe word before counting itself in: once all have, every probe
+  // can be made; and once every rank has probed, every sender knows from its first send which
+  // receivers read it directly (a receiver probing only at its first receive left its sender's
+  // first large sends to the ring). Two store round trips, only with single copy on.
+  if (cmaBytes_ > 0) {
+    store.wait({"shm/all_mapped"}, timeout);
     for (int ch = 0; ch < kNumChannels; ++ch)
       for (int r = 0; r < size; ++r)
         if (r != rank) probeCma(ch, r);
+    if (store.add("shm/probed", 1) == size) store.set("shm/all_probed", "1");
+    store.wait({"shm/all_probed"}, timeout);
+  }
 }
 
 ShmTransport::~ShmTransport() {

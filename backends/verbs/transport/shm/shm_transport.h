@@ -25,8 +25,9 @@
 // and it writes nothing more on that stream meanwhile. An offer to a peer that is gone is dropped
 // (as bytes left in its ring would be); one outstanding when this rank's op fails is revoked, and
 // a receiver that then reads it fails with CommError instead of keeping what it read. Each
-// receiver proves at setup (or at its first receive) that it can read each peer — the peer
-// publishes the address and value of a probe word — and says so on that peer's rings; senders
+// receiver proves at setup, once every rank mapped the workspace, that it can read each peer —
+// the peer publishes the address and value of a probe word before counting itself in — and says
+// so on that peer's rings (a probe that could not be made is retried at the first receive); senders
 // offer only to receivers that did (ptrace restrictions, seccomp or other pid namespaces make
 // the kernel refuse, and the ring is used as before).
 //
