@@ -469,8 +469,8 @@ TEST(VerbsEngine, DirectOpsNeverHandOff) {
 }
 
 // The flight record of ops run inline: one completed where it was issued records its start (the
-// issue time) with its end; one handed off to the engine thread (a late peer) reads as started
-// while it waits, before the peer comes.
+// issue time) with its end; one handed off to the engine thread (its peer joins only after rank 0
+// looked) reads as started while it waits.
 TEST(VerbsEngine, FlightRecordOfInlineOps) {
   const std::string path = uniqueTempPath("verbs-record");
   expectAllRanksOk(2, [&](int rank, int size) {
@@ -479,13 +479,18 @@ TEST(VerbsEngine, FlightRecordOfInlineOps) {
     float x = 1.0f + rank;
     pg->allreduce(tensorOf(&x, 1))->wait();
     ASSERT_EQ(x, 3.0f);
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    // Rank 1 joins the second op only once rank 0 has looked at its record.
+    const std::string checked = path + ".checked";
+    if (rank == 1) {
+      for (int i = 0; i < 3000 && access(checked.c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(access(checked.c_str(), F_OK), 0) << "rank 0 never looked at its record";
+    }
     float y = 1.0f + rank;
     auto w = pg->allreduce(tensorOf(&y, 1));
     if (rank == 0) {
-      // Handed off after 100 us of polling: the engine thread holds it, started.
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      ASSERT_FALSE(w->isCompleted()) << "the late peer did not hold the op";
+      // allreduce() returned after 100 us of polling, handing the op to the engine thread.
+      ASSERT_FALSE(w->isCompleted()) << "the op completed without its peer";
       const auto snap = pg->diagnostics().recorder().snapshot();
       ASSERT_GE(snap.size(), 3u);
       const auto& pending = snap.back();
@@ -501,6 +506,7 @@ TEST(VerbsEngine, FlightRecordOfInlineOps) {
       EXPECT_EQ(done.startNs, done.issueNs);
       EXPECT_GE(done.endNs, done.startNs);
       EXPECT_GT(done.startNs, 0);
+      std::fclose(std::fopen(checked.c_str(), "w"));
     }
     w->wait();
     EXPECT_EQ(y, 3.0f);
@@ -509,6 +515,7 @@ TEST(VerbsEngine, FlightRecordOfInlineOps) {
     EXPECT_EQ(last.startNs, last.issueNs);
     EXPECT_GE(last.endNs, last.startNs);
   });
+  std::remove((path + ".checked").c_str());
 }
 
 // A peer late at the start hands the first op off; the caller keeps issuing small ops without
