@@ -63,16 +63,25 @@ class BusyBudget {
   explicit BusyBudget(int maxUs) : max_(maxUs), cur_(maxUs) {}
   int current() const { return cur_; }
   int max() const { return max_; }
-  // A wait that ended in busyPoll(current()): within the budget by construction (no clock read).
-  void recordQuick() { cur_ = cur_ < max_ ? cur_ + 1 : max_; }
+  // busyPoll(ready, current()); a wait that ends there is recorded without a clock read (it ended
+  // within the budget by construction). False: the budget ran out, and the wait began about
+  // current() ago (pollStart()); record() it when it ends.
+  template <typename Ready>
+  bool poll(Ready&& ready) {
+    if (!busyPoll(ready, cur_)) return false;
+    grow();
+    return true;
+  }
+  Clock::time_point pollStart() const { return Clock::now() - std::chrono::microseconds(cur_); }
   void record(std::chrono::nanoseconds waited) {
     if (waited <= std::chrono::microseconds(max_))
-      cur_ = cur_ < max_ ? cur_ + 1 : max_;
+      grow();
     else
       cur_ /= 2;
   }
 
  private:
+  void grow() { cur_ = cur_ < max_ ? cur_ + 1 : max_; }
   int max_, cur_;
 };
 
@@ -102,17 +111,14 @@ bool busyPoll(Ready&& ready, int busyUs) {
   // arrives soon costs no clock read; the budget is then counted from that read. Budgets so short
   // that the overshoot would matter read it at once.
   constexpr int kUnclocked = 16;
-  Clock::time_point end;
   int first = 1;
-  if (busyUs < 4) {
-    end = Clock::now() + std::chrono::microseconds(busyUs);
-  } else {
+  if (busyUs >= 4) {
     for (; first <= kUnclocked; ++first) {
       cpuPause();
       if (ready()) return true;
     }
-    end = Clock::now() + std::chrono::microseconds(busyUs);
   }
+  const auto end = Clock::now() + std::chrono::microseconds(busyUs);
   for (int i = first;; ++i) {
     cpuPause();
     if (ready()) return true;

@@ -406,11 +406,8 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
   auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
   if (changed()) return;
   BusyBudget& busy = busy_[ch];
-  if (busyPoll(changed, busy.current())) {
-    busy.recordQuick();  // no clock read (see barrierWait)
-    return;
-  }
-  const auto start = Clock::now() - std::chrono::microseconds(busy.current());
+  if (busy.poll(changed)) return;  // no clock read
+  const auto start = busy.pollStart();
   const auto spinEnd = start + std::chrono::microseconds(busy.current() + spinUs_);
   for (int i = 0;; ++i) {
     if (changed()) {
@@ -525,12 +522,8 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
   // it. Why the immediate poll hurts was not established.
   for (int k = 0; k < 2; ++k) cpuPause();
   // The common case, a peer that arrives while we poll: no clock read, no CheckFn made.
-  if (busyPoll(released, busy.current())) {
-    busy.recordQuick();
-    return differed();
-  }
-  // The polling phase ran its budget out: the wait began about that long ago.
-  const auto start = Clock::now() - std::chrono::microseconds(busy.current());
+  if (busy.poll(released)) return differed();
+  const auto start = busy.pollStart();
   auto checkAll = [&] {
     check();
     // A rank gone while the barrier is still not released cannot come any more (had it been the
