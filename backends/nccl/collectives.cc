@@ -26,6 +26,25 @@ std::vector<Tensor> join(std::vector<Tensor> a, const std::vector<Tensor>& b) {
   return a;
 }
 
+// Runs call(offset, n) over [0, count): once, or twice where a one-rank group's NCCL kernel
+// would leave out the last elements (see oneRankHead in nccl_types.h).
+template <typename Call>
+void reduceInPieces(const Launch& l, size_t count, DataType dtype, const ReduceOp& op, Call call) {
+  const size_t head = l.size == 1 && scalesOnOneRank(op.kind, dtype)
+                          ? oneRankHead(count, elementSize(dtype))
+                          : count;
+  call(size_t{0}, head);
+  if (head < count) call(head, count - head);
+}
+
+// `data` advanced by `offset` elements of `dtype`.
+void* at(void* data, size_t offset, DataType dtype) {
+  return static_cast<char*>(data) + offset * elementSize(dtype);
+}
+const void* at(const void* data, size_t offset, DataType dtype) {
+  return static_cast<const char*>(data) + offset * elementSize(dtype);
+}
+
 }  // namespace
 
 std::shared_ptr<Work> ProcessGroupNccl::doBroadcast(Tensor t, const BroadcastOptions& opts,
@@ -44,10 +63,12 @@ std::shared_ptr<Work> ProcessGroupNccl::doAllreduce(Tensor t, const AllreduceOpt
   if (t.numel == 0) return makeCompletedWork(OpType::kAllreduce, seq, name());
   const ReduceOp op = opts.reduceOp;
   return launch(OpType::kAllreduce, seq, opts.timeout, t.device.index, {t}, [=](Launch& l) {
-    C10D_NCCL_CHECK(ncclAllReduce(t.data, t.data, t.numel, toNcclDataType(t.dtype),
-                                  l.redOp(op, t.dtype), l.comm, l.stream),
-                    l.comm, l.what(), ", ", t.numel, " x ", toString(t.dtype), ", op ",
-                    toString(op));
+    reduceInPieces(l, t.numel, t.dtype, op, [&](size_t off, size_t n) {
+      void* p = at(t.data, off, t.dtype);
+      C10D_NCCL_CHECK(
+          ncclAllReduce(p, p, n, toNcclDataType(t.dtype), l.redOp(op, t.dtype), l.comm, l.stream),
+          l.comm, l.what(), ", ", t.numel, " x ", toString(t.dtype), ", op ", toString(op));
+    });
   });
 }
 
@@ -58,11 +79,14 @@ std::shared_ptr<Work> ProcessGroupNccl::doAllreduceInto(Tensor output, Tensor in
   const ReduceOp op = opts.reduceOp;
   return launch(
       OpType::kAllreduce, seq, opts.timeout, input.device.index, {output, input}, [=](Launch& l) {
-        C10D_NCCL_CHECK(
-            ncclAllReduce(input.data, output.data, input.numel, toNcclDataType(input.dtype),
-                          l.redOp(op, input.dtype), l.comm, l.stream),
-            l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", op ",
-            toString(op), ", out of place");
+        reduceInPieces(l, input.numel, input.dtype, op, [&](size_t off, size_t n) {
+          C10D_NCCL_CHECK(
+              ncclAllReduce(at(input.data, off, input.dtype), at(output.data, off, input.dtype), n,
+                            toNcclDataType(input.dtype), l.redOp(op, input.dtype), l.comm,
+                            l.stream),
+              l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", op ",
+              toString(op), ", out of place");
+        });
       });
 }
 
@@ -78,10 +102,13 @@ std::shared_ptr<Work> ProcessGroupNccl::doAllreduceCoalesced(const std::vector<T
                   for (size_t i = 0; i < tensors.size(); ++i) {
                     const Tensor& t = tensors[i];
                     if (t.numel == 0) continue;
-                    C10D_NCCL_CHECK(ncclAllReduce(t.data, t.data, t.numel, toNcclDataType(t.dtype),
-                                                  l.redOp(op, t.dtype), l.comm, l.stream),
-                                    l.comm, l.what(), ", tensors[", i, "]: ", t.numel, " x ",
-                                    toString(t.dtype));
+                    reduceInPieces(l, t.numel, t.dtype, op, [&](size_t off, size_t n) {
+                      void* p = at(t.data, off, t.dtype);
+                      C10D_NCCL_CHECK(ncclAllReduce(p, p, n, toNcclDataType(t.dtype),
+                                                    l.redOp(op, t.dtype), l.comm, l.stream),
+                                      l.comm, l.what(), ", tensors[", i, "]: ", t.numel, " x ",
+                                      toString(t.dtype));
+                    });
                   }
                 });
 }
@@ -93,9 +120,12 @@ std::shared_ptr<Work> ProcessGroupNccl::doReduce(Tensor t, const ReduceOptions& 
   const int root = opts.rootRank;
   return launch(OpType::kReduce, seq, opts.timeout, t.device.index, {t}, [=](Launch& l) {
     // In place on every rank: NCCL writes the result on the root only.
-    C10D_NCCL_CHECK(ncclReduce(t.data, t.data, t.numel, toNcclDataType(t.dtype),
-                               l.redOp(op, t.dtype), root, l.comm, l.stream),
-                    l.comm, l.what(), ", ", t.numel, " x ", toString(t.dtype), ", root ", root);
+    reduceInPieces(l, t.numel, t.dtype, op, [&](size_t off, size_t n) {
+      void* p = at(t.data, off, t.dtype);
+      C10D_NCCL_CHECK(ncclReduce(p, p, n, toNcclDataType(t.dtype), l.redOp(op, t.dtype), root,
+                                 l.comm, l.stream),
+                      l.comm, l.what(), ", ", t.numel, " x ", toString(t.dtype), ", root ", root);
+    });
   });
 }
 
@@ -105,14 +135,17 @@ std::shared_ptr<Work> ProcessGroupNccl::doReduceInto(Tensor output, Tensor input
   const ReduceOp op = opts.reduceOp;
   const int root = opts.rootRank;
   // Called on the root only (the core runs reduce() in place on the input elsewhere).
-  return launch(OpType::kReduce, seq, opts.timeout, input.device.index, {output, input},
-                [=](Launch& l) {
-                  C10D_NCCL_CHECK(
-                      ncclReduce(input.data, output.data, input.numel, toNcclDataType(input.dtype),
-                                 l.redOp(op, input.dtype), root, l.comm, l.stream),
-                      l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", root ",
-                      root, ", out of place");
-                });
+  return launch(
+      OpType::kReduce, seq, opts.timeout, input.device.index, {output, input}, [=](Launch& l) {
+        reduceInPieces(l, input.numel, input.dtype, op, [&](size_t off, size_t n) {
+          C10D_NCCL_CHECK(
+              ncclReduce(at(input.data, off, input.dtype), at(output.data, off, input.dtype), n,
+                         toNcclDataType(input.dtype), l.redOp(op, input.dtype), root, l.comm,
+                         l.stream),
+              l.comm, l.what(), ", ", input.numel, " x ", toString(input.dtype), ", root ", root,
+              ", out of place");
+        });
+      });
 }
 
 std::shared_ptr<Work> ProcessGroupNccl::doAllgatherIntoTensor(Tensor output, Tensor input,
@@ -158,11 +191,15 @@ std::shared_ptr<Work> ProcessGroupNccl::doReduceScatterTensor(Tensor output, Ten
   const ReduceOp op = opts.reduceOp;
   return launch(OpType::kReduceScatterTensor, seq, opts.timeout, output.device.index,
                 {output, input}, [=](Launch& l) {
-                  C10D_NCCL_CHECK(ncclReduceScatter(input.data, output.data, output.numel,
-                                                    toNcclDataType(output.dtype),
-                                                    l.redOp(op, output.dtype), l.comm, l.stream),
-                                  l.comm, l.what(), ", ", output.numel, " x ",
-                                  toString(output.dtype), " per rank");
+                  // One rank: the output is the whole input, so the pieces line up in both.
+                  reduceInPieces(l, output.numel, output.dtype, op, [&](size_t off, size_t n) {
+                    C10D_NCCL_CHECK(ncclReduceScatter(at(input.data, off, output.dtype),
+                                                      at(output.data, off, output.dtype), n,
+                                                      toNcclDataType(output.dtype),
+                                                      l.redOp(op, output.dtype), l.comm, l.stream),
+                                    l.comm, l.what(), ", ", output.numel, " x ",
+                                    toString(output.dtype), " per rank");
+                  });
                 });
 }
 
@@ -186,11 +223,14 @@ std::shared_ptr<Work> ProcessGroupNccl::doReduceScatter(Tensor output,
                     }
                     src = tmp;
                   }
-                  C10D_NCCL_CHECK(ncclReduceScatter(src, output.data, output.numel,
-                                                    toNcclDataType(output.dtype),
-                                                    l.redOp(op, output.dtype), l.comm, l.stream),
-                                  l.comm, l.what(), ", ", output.numel, " x ",
-                                  toString(output.dtype), " per rank");
+                  reduceInPieces(l, output.numel, output.dtype, op, [&](size_t off, size_t n) {
+                    C10D_NCCL_CHECK(ncclReduceScatter(at(src, off, output.dtype),
+                                                      at(output.data, off, output.dtype), n,
+                                                      toNcclDataType(output.dtype),
+                                                      l.redOp(op, output.dtype), l.comm, l.stream),
+                                    l.comm, l.what(), ", ", output.numel, " x ",
+                                    toString(output.dtype), " per rank");
+                  });
                   if (tmp != nullptr) l.deferFree(tmp);
                 });
 }

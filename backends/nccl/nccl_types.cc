@@ -1,5 +1,6 @@
 #include "backends/nccl/nccl_types.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "c10d/error.h"
@@ -68,6 +69,31 @@ ncclRedOp_t toNcclRedOp(ReduceOp::Kind op, DataType dtype) {
       break;
   }
   C10D_THROW(InvalidArgument, "nccl: reduce op ", toString(op), " has no NCCL equivalent");
+}
+
+bool scalesOnOneRank(ReduceOp::Kind op, DataType dtype) {
+  return op == ReduceOp::PREMUL_SUM || (op == ReduceOp::AVG && isFloatingPoint(dtype));
+}
+
+bool oneRankKernelCovers(size_t count, size_t elementBytes) {
+  constexpr size_t kPackBytes = 16, kBlockBytes = 16 << 10, kMaxBlocks = 32;
+  if (count == 0 || elementBytes == 0 || elementBytes > kPackBytes) return true;
+  const size_t pack = kPackBytes / elementBytes;
+  const size_t blocks = std::min(
+      kMaxBlocks, std::max<size_t>(1, (count * elementBytes + kBlockBytes - 1) / kBlockBytes));
+  const size_t perBlock = (count / blocks + pack - 1) / pack * pack;
+  return perBlock * blocks >= count;
+}
+
+size_t oneRankHead(size_t count, size_t elementBytes) {
+  if (oneRankKernelCovers(count, elementBytes)) return count;
+  // A tail of at most 16 KiB is one block, which the kernel always covers.
+  const size_t maxTail = (16 << 10) / elementBytes;
+  for (size_t tail = 1; tail <= maxTail && tail < count; ++tail) {
+    if (oneRankKernelCovers(count - tail, elementBytes)) return count - tail;
+  }
+  C10D_THROW(Error, "nccl: no split of ", count, " elements of ", elementBytes,
+             " bytes that NCCL's one-rank kernel covers");
 }
 
 PreMulScalar makePreMulScalar(double scale, DataType dtype) {

@@ -15,6 +15,7 @@
 
 #include <nccl.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "c10d/reduce_op.h"
@@ -38,6 +39,21 @@ struct PreMulScalar {
   alignas(8) unsigned char bytes[8] = {0};
 };
 PreMulScalar makePreMulScalar(double scale, DataType dtype);
+
+// On a one-rank communicator NCCL does not reduce: a reduction is a copy, except where the op
+// scales (PREMUL_SUM; AVG on floating types, a PREMUL_SUM by 1/ranks inside NCCL), which runs
+// NCCL's one-rank kernel. That kernel (NCCL 2.18 to 2.28.9 at least; found on an H100 with
+// 2.28.9) gives each of min(32, ceil(bytes / 16 KiB)) blocks count/blocks elements rounded up
+// to whole 16-byte packs, and so leaves out the last elements when count/blocks already is a
+// whole number of packs: 1000003 doubles lose their last 3. Whether `op` on `dtype` takes that
+// kernel:
+bool scalesOnOneRank(ReduceOp::Kind op, DataType dtype);
+// Whether that kernel, as described, covers all `count` elements of `elementBytes` each.
+bool oneRankKernelCovers(size_t count, size_t elementBytes);
+// Where to split `count` elements into two calls that the kernel covers completely: `count`
+// where one call does; else the largest head whose tail (count - head, at most 16 KiB, which
+// one block covers) is as short as it can be.
+size_t oneRankHead(size_t count, size_t elementBytes);
 
 }  // namespace nccl
 }  // namespace c10d

@@ -1,5 +1,6 @@
 #include "backends/nccl/pending_works.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace c10d {
@@ -24,8 +25,13 @@ PendingWorks::PollResult PendingWorks::poll(Clock::time_point now) {
     std::vector<Entry> keep;
     keep.reserve(entries_.size());
     const Entry* expired = nullptr;
+    std::vector<int> running;  // streams whose oldest live entry is still running (few)
     for (Entry& e : entries_) {
       if (e.work->isCompleted()) continue;  // finished by wait() or aborted
+      if (e.stream >= 0 && std::find(running.begin(), running.end(), e.stream) != running.end()) {
+        keep.push_back(std::move(e));  // behind a running op of its stream: cannot have fired
+        continue;
+      }
       bool fired = false;
       try {
         fired = e.query();
@@ -41,6 +47,7 @@ PendingWorks::PollResult PendingWorks::poll(Clock::time_point now) {
         done.push_back(e.work);
         continue;
       }
+      if (e.stream >= 0) running.push_back(e.stream);
       keep.push_back(std::move(e));
     }
     entries_.swap(keep);

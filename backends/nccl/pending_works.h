@@ -6,7 +6,10 @@
 // the op's completion event has fired, and where it runs ("cuda:0") for messages. poll() finishes
 // every entry whose query says done (Work::finish(), on the polling thread, outside the lock) and
 // drops entries that were completed elsewhere (Work::wait() finishing them first, abort()); it then
-// reports the running entry with the earliest deadline that has passed, if any. A query that
+// reports the running entry with the earliest deadline that has passed, if any. Entries with the
+// same `stream` (>= 0) complete in issue order (their events are recorded on one CUDA stream):
+// poll() stops querying a stream at its first entry that is still running, so a poll costs one
+// event query per stream rather than one per op in flight. A query that
 // throws fails its Work with that exception and is reported too. failAll() fails and drops every
 // entry (used after the communicator is aborted).
 //
@@ -38,6 +41,7 @@ class PendingWorks {
     Clock::time_point deadline;
     Query query;
     std::string where;  // "cuda:0"
+    int stream = -1;    // entries of one stream >= 0 complete in order; -1: no order known
   };
 
   struct PollResult {

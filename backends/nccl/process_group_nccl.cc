@@ -227,10 +227,10 @@ std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Millisec
   auto event = std::make_shared<CompletionEvent>(ds->shared, ds->shared->events.get());
   C10D_CUDA_CHECK(cudaEventRecord(event->get(), ds->stream), l.what());
   work->setEvent(std::move(event));
-  lock.unlock();
-
+  // Added under the device's lock, so the pending list holds a stream's ops in stream order.
   NcclWork* raw = work.get();
-  pending_->add({work, deadline, [raw] { return raw->eventFired(); }, work->where()});
+  pending_->add({work, deadline, [raw] { return raw->eventFired(); }, work->where(), device});
+  lock.unlock();
   notifyWatchdog();
   return work;
 }
@@ -334,15 +334,15 @@ std::shared_ptr<Work> ProcessGroupNccl::doEndCoalescing(std::vector<std::shared_
   for (auto& f : after) f();
   auto event = std::make_shared<CompletionEvent>(ds->shared, ds->shared->events.get());
   C10D_CUDA_CHECK(cudaEventRecord(event->get(), ds->stream), what);
-  lock.unlock();
 
   const auto now = Clock::now();
   members.push_back(work);
   for (auto& m : members) {
     m->setEvent(event);
     NcclWork* raw = m.get();
-    pending_->add({m, now + m->timeout(), [raw] { return raw->eventFired(); }, m->where()});
+    pending_->add({m, now + m->timeout(), [raw] { return raw->eventFired(); }, m->where(), device});
   }
+  lock.unlock();
   notifyWatchdog();
   return work;
 }

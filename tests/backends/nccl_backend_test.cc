@@ -192,6 +192,37 @@ TEST(NcclTypes, PreMulScalarIsOneElementOfTheDtype) {
   EXPECT_THROW(makePreMulScalar(2.0, DataType::kInt32), InvalidArgument);
 }
 
+// The one-rank workaround (nccl_types.h): the cases seen on an H100 with NCCL 2.28.9, then every
+// count up to where the kernel's block count stops growing, for each element size that scales.
+TEST(NcclTypes, OneRankReductionsAreSplitWhereNcclsKernelLeavesOutTheTail) {
+  EXPECT_TRUE(scalesOnOneRank(ReduceOp::PREMUL_SUM, DataType::kFloat64));
+  EXPECT_TRUE(scalesOnOneRank(ReduceOp::AVG, DataType::kBFloat16));
+  EXPECT_FALSE(scalesOnOneRank(ReduceOp::AVG, DataType::kInt32));  // NCCL: sum, then divide
+  EXPECT_FALSE(scalesOnOneRank(ReduceOp::SUM, DataType::kFloat32));
+  // 1000003 doubles: 32 blocks of 31250 (already whole packs of 2): the last 3 were left out.
+  EXPECT_FALSE(oneRankKernelCovers(1000003, 8));
+  EXPECT_EQ(oneRankHead(1000003, 8), 1000000u);
+  EXPECT_TRUE(oneRankKernelCovers(1000003, 4));  // 31250 rounds up to 31252 floats a block
+  EXPECT_EQ(oneRankHead(1000003, 4), 1000003u);
+  EXPECT_FALSE(oneRankKernelCovers(1000065, 4));
+  EXPECT_FALSE(oneRankKernelCovers(1000197, 2));
+  EXPECT_TRUE(oneRankKernelCovers(2048, 8));  // one block (16 KiB) covers any count
+  for (size_t bytes : {2, 4, 8}) {
+    const size_t maxTail = 16384 / bytes;
+    size_t split = 0;
+    for (size_t count = 1; count <= 33 * maxTail + 4096; ++count) {
+      const size_t head = oneRankHead(count, bytes);
+      ASSERT_LE(head, count);
+      ASSERT_TRUE(oneRankKernelCovers(head, bytes)) << count << " x " << bytes;
+      if (head == count) continue;
+      ++split;
+      ASSERT_LE(count - head, maxTail) << count << " x " << bytes;
+      ASSERT_TRUE(oneRankKernelCovers(count - head, bytes)) << count << " x " << bytes;
+    }
+    EXPECT_GT(split, 0u) << bytes;
+  }
+}
+
 UniqueIdBytes realUniqueId() {
   ncclUniqueId id;
   EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
@@ -265,11 +296,17 @@ struct FakeOp {
 };
 
 FakeOp addOp(PendingWorks& p, uint64_t seq, Clock::time_point deadline,
-             const std::string& where = "cuda:0") {
+             const std::string& where = "cuda:0", int stream = -1,
+             std::shared_ptr<std::atomic<int>> queries = nullptr) {
   FakeOp op;
   op.work = std::make_shared<Work>(OpType::kAllreduce, seq, "nccl:world", Milliseconds(1000));
   auto fired = op.fired;
-  p.add({op.work, deadline, [fired] { return fired->load(); }, where});
+  p.add({op.work, deadline,
+         [fired, queries] {
+           if (queries) ++*queries;
+           return fired->load();
+         },
+         where, stream});
   return op;
 }
 
@@ -290,6 +327,34 @@ TEST(NcclPendingWorks, CompletesFiredEventsInAnyOrder) {
   ops[1].fired->store(true);
   ops[3].fired->store(true);
   EXPECT_EQ(p.poll(t0).completed, 2u);
+  EXPECT_TRUE(p.empty());
+}
+
+// Ops of one stream complete in order: a poll queries each stream up to its first running op.
+TEST(NcclPendingWorks, QueriesAStreamOnlyUpToItsFirstRunningOp) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  auto q0 = std::make_shared<std::atomic<int>>(0);
+  auto q1 = std::make_shared<std::atomic<int>>(0);
+  std::vector<FakeOp> s0, s1;
+  for (uint64_t i = 0; i < 50; ++i) {
+    s0.push_back(addOp(p, 2 * i, t0 + std::chrono::seconds(10), "cuda:0", 0, q0));
+    s1.push_back(addOp(p, 2 * i + 1, t0 + std::chrono::seconds(20), "cuda:1", 1, q1));
+  }
+  s0[0].fired->store(true);
+  s0[1].fired->store(true);
+  auto r = p.poll(t0);
+  EXPECT_EQ(r.completed, 2u);
+  EXPECT_EQ(q0->load(), 3) << "stream 0: two fired ops and the first running one";
+  EXPECT_EQ(q1->load(), 1) << "stream 1: its first op only";
+  EXPECT_EQ(p.size(), 98u);
+  // Deadlines are still checked behind a running op: the earliest expired one is reported.
+  r = p.poll(t0 + std::chrono::seconds(11));
+  ASSERT_TRUE(r.expired);
+  EXPECT_EQ(r.expired.get(), s0[2].work.get());
+  for (auto& op : s0) op.fired->store(true);
+  for (auto& op : s1) op.fired->store(true);
+  EXPECT_EQ(p.poll(t0).completed, 98u);
   EXPECT_TRUE(p.empty());
 }
 
