@@ -1,0 +1,242 @@
+// The verbs collective engine: where an op's body runs (the caller's stack, the engine's fiber on
+// the caller's thread, the engine thread), issue order, catching up without waiting for a late
+// peer, the flight record of ops completed inline, and the two extremes of the engine settings
+// through the conformance sweep.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends/verbs/collective_engine.h"
+#include "backends/verbs/process_group_verbs.h"
+#include "c10d/group_diagnostics.h"
+#include "tests/backends/conformance.h"
+#include "tests/backends/verbs_test_util.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace verbs {
+namespace {
+
+using test::expectAllRanksOk;
+using test::uniqueTempPath;
+
+// The engine's two extremes: every op through the engine thread (no fast path), and every inline
+// op handed off at its first wait (the fiber moves threads mid-op, over shm and tcp).
+// Where a body runs: a small op of a group of one on the caller's own stack (no fiber, no hand-off
+// possible); of a larger group on the engine's fiber, still on the caller's thread; a large op on
+// the engine thread. Each completes in issue order, the small ones before submit() returns.
+TEST(VerbsEngine, PeerlessSmallOpsRunOnTheCallersStack) {
+  struct Seen {
+    std::thread::id thread;
+    const char* frame = nullptr;
+    bool handoff = false;
+    bool inlined = false;
+  };
+  auto where = [](Seen* seen) {
+    return [seen](Handoff* h) -> std::exception_ptr {
+      char local = 0;
+      seen->thread = currentThread();
+      seen->frame = &local;
+      seen->handoff = h != nullptr;
+      seen->inlined = h != nullptr && h->inlined();
+      return nullptr;
+    };
+  };
+  char callerFrame = 0;
+  auto nearCaller = [&](const char* p) {  // within 64 KiB of this frame: the caller's stack
+    const auto d = p > &callerFrame ? p - &callerFrame : &callerFrame - p;
+    return d < (64 << 10);
+  };
+  for (bool peerless : {true, false}) {
+    SCOPED_TRACE(peerless ? "peerless" : "two ranks");
+    CollectiveEngine engine("test", 4096, 100, peerless);
+    Seen small, large;
+    auto w1 = std::make_shared<Work>(OpType::kAllreduce, 1, "test");
+    engine.submit(w1, 64, Clock::now(), where(&small));
+    EXPECT_TRUE(w1->isCompleted());
+    EXPECT_EQ(small.thread, std::this_thread::get_id());
+    EXPECT_TRUE(small.handoff);
+    EXPECT_EQ(small.inlined, !peerless);  // only the fiber may hand itself off
+    EXPECT_EQ(nearCaller(small.frame), peerless) << "the body ran on the wrong stack";
+    auto w2 = std::make_shared<Work>(OpType::kAllreduce, 2, "test");
+    engine.submit(w2, 1 << 20, Clock::now(), where(&large));
+    EXPECT_TRUE(w2->wait(std::chrono::seconds(10)));
+    EXPECT_NE(large.thread, std::this_thread::get_id());
+    EXPECT_FALSE(large.handoff);
+    auto w3 = std::make_shared<Work>(OpType::kAllreduce, 3, "test");
+    engine.submit(w3, 8, Clock::now(), [](Handoff*) -> std::exception_ptr {
+      return std::make_exception_ptr(CommError("peer 1 gone"));
+    });
+    EXPECT_THROW(w3->wait(std::chrono::seconds(10)), CommError);
+  }
+}
+
+TEST(VerbsEngine, EveryOpThroughTheEngineThread) {
+  sweepWith(3, {{"C10D_INLINE_BYTES", "0"}}, {0, 1, 7, 20011});
+}
+// C10D_INLINE_US=-1: small ops run on the caller's stack and never hand off, so a late peer
+// holds the caller (the synchronous engine), and the results are the same.
+TEST(VerbsEngine, DirectOpsNeverHandOff) {
+  sweepWith(3, {{"C10D_INLINE_US", "-1"}}, {0, 1, 7, 20011});
+  const std::string path = uniqueTempPath("verbs-direct");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_INLINE_US", "-1"}});
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    float x = 1.0f + rank;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto w = pg->allreduce(tensorOf(&x, 1));
+    const auto held = std::chrono::steady_clock::now() - t0;
+    EXPECT_TRUE(w->isCompleted()) << "rank " << rank << ": a direct op returned pending";
+    if (rank == 0) {
+      EXPECT_GE(held, std::chrono::milliseconds(200)) << "rank 0 was not held by its late peer";
+    }
+    w->wait();
+    EXPECT_EQ(x, 3.0f);
+  });
+}
+
+// The flight record of ops run inline: one completed where it was issued records its start (the
+// issue time) with its end; one handed off to the engine thread (its peer joins only after rank 0
+// looked) reads as started while it waits.
+TEST(VerbsEngine, FlightRecordOfInlineOps) {
+  const std::string path = uniqueTempPath("verbs-record");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_INLINE_US", "100"}});
+    pg->barrier()->wait();
+    float x = 1.0f + rank;
+    pg->allreduce(tensorOf(&x, 1))->wait();
+    ASSERT_EQ(x, 3.0f);
+    // Rank 1 joins the second op only once rank 0 has looked at its record.
+    const std::string checked = path + ".checked";
+    if (rank == 1) {
+      for (int i = 0; i < 3000 && access(checked.c_str(), F_OK) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ASSERT_EQ(access(checked.c_str(), F_OK), 0) << "rank 0 never looked at its record";
+    }
+    float y = 1.0f + rank;
+    auto w = pg->allreduce(tensorOf(&y, 1));
+    if (rank == 0) {
+      // allreduce() returned after 100 us of polling, handing the op to the engine thread.
+      ASSERT_FALSE(w->isCompleted()) << "the op completed without its peer";
+      const auto snap = pg->diagnostics().recorder().snapshot();
+      ASSERT_GE(snap.size(), 3u);
+      const auto& pending = snap.back();
+      EXPECT_EQ(pending.desc.op, OpType::kAllreduce);
+      EXPECT_EQ(pending.state, FlightRecorder::State::kStarted)
+          << "an op handed off reads as " << FlightRecorder::toString(pending.state);
+      EXPECT_EQ(pending.startNs, pending.issueNs) << "started as it was issued";
+      EXPECT_EQ(pending.endNs, 0);
+      // The op before it completed inline: start and end recorded together.
+      const auto& done = snap[snap.size() - 2];
+      EXPECT_EQ(done.desc.op, OpType::kAllreduce);
+      EXPECT_EQ(done.state, FlightRecorder::State::kCompleted);
+      EXPECT_EQ(done.startNs, done.issueNs);
+      EXPECT_GE(done.endNs, done.startNs);
+      EXPECT_GT(done.startNs, 0);
+      std::fclose(std::fopen(checked.c_str(), "w"));
+    }
+    w->wait();
+    EXPECT_EQ(y, 3.0f);
+    const auto last = pg->diagnostics().recorder().snapshot().back();
+    EXPECT_EQ(last.state, FlightRecorder::State::kCompleted);
+    EXPECT_EQ(last.startNs, last.issueNs);
+    EXPECT_GE(last.endNs, last.startNs);
+  });
+  std::remove((path + ".checked").c_str());
+}
+
+// A peer late at the start hands the first op off; the caller keeps issuing small ops without
+// waiting, so they queue behind it, then catch up (the caller waits for the thread to drain and
+// runs inline again): every result right and the Works complete in issue order.
+TEST(VerbsEngine, QueuedSmallOpsCatchUpInOrder) {
+  const std::string path = uniqueTempPath("verbs-catchup");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {});
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    constexpr int kOps = 3000;
+    std::vector<std::vector<int32_t>> bufs(kOps, std::vector<int32_t>(3));
+    std::vector<std::shared_ptr<Work>> works(kOps);
+    std::atomic<int> callbacks{0};
+    std::atomic<int> overtook{-1};  // an op whose predecessor had not completed yet
+    for (int i = 0; i < kOps; ++i) {
+      for (int j = 0; j < 3; ++j) bufs[i][j] = (rank + 1) * (i * 3 + j);
+      works[i] = pg->allreduce(tensorOf(bufs[i].data(), 3));
+      Work* before = i > 0 ? works[i - 1].get() : nullptr;
+      works[i]->then([&, before, i](Work&) {
+        if (before != nullptr && !before->isCompleted()) overtook.store(i);
+        callbacks.fetch_add(1);
+      });
+    }
+    for (auto& w : works) w->wait();
+    // A callback runs just after its Work reads as completed: give the last ones a moment.
+    for (int k = 0; k < 500 && callbacks.load() < kOps; ++k)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(callbacks.load(), kOps);
+    EXPECT_EQ(overtook.load(), -1) << "op completed before the op issued ahead of it";
+    for (int i = 0; i < kOps; ++i)
+      for (int j = 0; j < 3; ++j)
+        ASSERT_EQ(bufs[i][j], 3 * (i * 3 + j)) << "op " << i << " element " << j;
+  });
+}
+
+// Catching up never holds the caller for a late peer: with a large op ahead a small op queues at
+// once, and behind a small op stalled on a late peer it queues after at most C10D_INLINE_US of
+// waiting; both return pending while the peer is still away.
+TEST(VerbsEngine, CatchingUpNeverWaitsForALatePeer) {
+  const std::string path = uniqueTempPath("verbs-catchup-late");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {});
+    pg->barrier()->wait();
+    std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: past C10D_INLINE_BYTES, queued
+    float a = 1.0f, b = 2.0f, c = 3.0f;
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wBig = pg->allreduce(tensorOf(big.data(), big.size()));
+    auto wA = pg->allreduce(tensorOf(&a, 1));  // a large op ahead: queued at once
+    auto wB = pg->allreduce(tensorOf(&b, 1));
+    const auto issued = std::chrono::steady_clock::now() - t0;
+    if (rank == 0) {
+      EXPECT_LT(issued, std::chrono::milliseconds(150)) << "issue held behind a large op";
+      EXPECT_FALSE(wB->isCompleted());
+    }
+    for (auto* w : {&wBig, &wA, &wB}) (*w)->wait();
+    EXPECT_EQ(big[0], 2.0f);
+    EXPECT_EQ(a, 2.0f);
+    EXPECT_EQ(b, 4.0f);
+    // Small ops only: the first hands off after C10D_INLINE_US (100 us), the next waits for the
+    // stalled thread at most that long, the third queues at once.
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    const auto t1 = std::chrono::steady_clock::now();
+    auto w1 = pg->allreduce(tensorOf(&a, 1));
+    auto w2 = pg->allreduce(tensorOf(&b, 1));
+    auto w3 = pg->allreduce(tensorOf(&c, 1));
+    const auto issued2 = std::chrono::steady_clock::now() - t1;
+    if (rank == 0) {
+      EXPECT_LT(issued2, std::chrono::milliseconds(150)) << "issue held by a stalled engine";
+      EXPECT_FALSE(w3->isCompleted());
+    }
+    for (auto* w : {&w1, &w2, &w3}) (*w)->wait();
+    EXPECT_EQ(a, 4.0f);
+    EXPECT_EQ(b, 8.0f);
+    EXPECT_EQ(c, 6.0f);
+  });
+}
+
+TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
+  sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 20011});
+  sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
+}
+
+}  // namespace
+}  // namespace verbs
+}  // namespace c10d
