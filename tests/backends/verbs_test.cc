@@ -59,8 +59,6 @@ __attribute__((noinline)) std::thread::id currentThread() {
   return id;
 }
 
-// The engine's fiber: a task that completes at once, one that suspends and is resumed on another
-// thread (as a hand-off does), an exception rethrown where the task's last part ran, reuse.
 void sweepWith(int size, std::map<std::string, std::string> config, std::vector<size_t> counts) {
   const std::string path = uniqueTempPath("verbs-sweep");
   test::BackendParam p;
@@ -120,6 +118,8 @@ TEST(VerbsConfig, ParsesAndRejects) {
   EXPECT_NE(os.str().find("override: 0-inf -> ring"), std::string::npos);
 }
 
+// The engine's fiber: a task that completes at once, one that suspends and is resumed on another
+// thread (as a hand-off does), an exception rethrown where the task's last part ran, reuse.
 TEST(VerbsFiber, RunsSuspendsMovesThreadsAndRethrows) {
   Fiber f(64 << 10);
   struct State {
