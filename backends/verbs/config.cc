@@ -96,8 +96,9 @@ const SettingsTable<VerbsConfig>& table() {
                   "caller, as a synchronous engine would)",
                   -1, 1000000, &VerbsConfig::inlineUs),
           integer("C10D_SPIN_US",
-                  "microseconds a waiter spins (sched_yield) before sleeping on a futex", 0,
-                  10000000, &VerbsConfig::spinUs),
+                  "microseconds a waiter spins (sched_yield) before sleeping on a futex (-1: "
+                  "auto, 20000 when the host's ranks fit its CPUs, else 60)",
+                  -1, 10000000, &VerbsConfig::spinUs),
           integer("C10D_BUSY_US",
                   "microseconds a waiter polls with no syscall before the sched_yield phase (-1: "
                   "auto, 20 when the host's ranks fit its CPUs, else 0)",

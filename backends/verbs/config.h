@@ -22,7 +22,7 @@ struct VerbsConfig {
   size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)
   size_t inlineBytes = 64 << 10;    // C10D_INLINE_BYTES: ops this small may start inline
   int inlineUs = 100;               // C10D_INLINE_US: inline polling budget before a hand-off
-  int spinUs = 60;                  // C10D_SPIN_US: spin (with sched_yield) before a futex sleep
+  int spinUs = -1;  // C10D_SPIN_US: sched_yield phase before a futex sleep; -1 = auto
   int busyUs = -1;                  // C10D_BUSY_US: pure polling before that; -1 = auto
   size_t smallBytes = 32 << 10;     // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
   std::string ibDevice;             // C10D_IB_DEVICE: ibverbs device name (first one if empty)

@@ -1,5 +1,9 @@
 #include "backends/verbs/spin_wait.h"
 
+#include <algorithm>
+
+#include "c10d/launch_env.h"
+
 #include <climits>
 #include <ctime>
 
@@ -37,12 +41,29 @@ void relax() {
   sched_yield();
 }
 
-int resolveBusyUs(int configured, int localRanks) {
-  if (configured >= 0) return configured;
+int ranksOnThisHost(int groupRanksHere) {
+  try {
+    return std::max(groupRanksHere, detectLaunchEnv().localWorldSize);
+  } catch (const std::exception&) {
+    return groupRanksHere;  // a malformed launcher variable: init reports it where it matters
+  }
+}
+
+bool ranksFitCpus(int hostRanks) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  return localRanks <= cpus ? 20 : 0;
+  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return hostRanks <= cpus;
+}
+
+int resolveBusyUs(int configured, int hostRanks) {
+  if (configured >= 0) return configured;
+  return ranksFitCpus(hostRanks) ? 20 : 0;
+}
+
+int resolveSpinUs(int configured, int hostRanks) {
+  if (configured >= 0) return configured;
+  return ranksFitCpus(hostRanks) ? 20000 : 60;
 }
 
 }  // namespace verbs

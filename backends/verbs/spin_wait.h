@@ -6,9 +6,13 @@
 //
 // Why the rest: with 4 ranks on 2 cores, pure spinning collapses (a spinning rank steals the core
 // the rank it waits for needs), and sleeping at once costs a futex wake-up (~5-20 us) on every
-// step. So a waiter spins with sched_yield() for a short while (C10D_SHM_SPIN_US, ~50 us) and then
-// sleeps on a futex in slices (10 ms), checking the deadline and the liveness of its peers between
-// slices.
+// step. So a waiter spins with sched_yield() for a while (C10D_SPIN_US) and then sleeps on a futex
+// in slices (10 ms), checking the deadline and the liveness of its peers between slices. How long:
+// auto, 20 ms where the host's ranks fit its CPUs, else 60 us. With ranks on CPUs of their own a
+// rank that sleeps between steps is the problem: beside another busy process the scheduler puts
+// both ranks on one CPU (a half-sleeping rank gives the load balancer nothing to move, and a
+// wake-up places the woken rank beside its waker), and small ops took 7-11 us instead of 1-3
+// (perf/README.md); ranks that stay runnable are kept apart.
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -85,9 +89,18 @@ class BusyBudget {
   int max_, cur_;
 };
 
-// C10D_BUSY_US resolved: `configured` if >= 0, else 20 when `localRanks` fit the CPUs this
-// process may run on, else 0.
-int resolveBusyUs(int configured, int localRanks);
+// The ranks sharing this host's CPUs: `groupRanksHere` (the group's ranks on this host), or the
+// launcher's LOCAL_WORLD_SIZE (torchrun, c10drun, mpirun, srun) where that is larger (a sub-group
+// of 2 on a host of 8 ranks competes with all 8).
+int ranksOnThisHost(int groupRanksHere);
+// Whether `hostRanks` ranks fit the CPUs this process may run on (sched_getaffinity).
+bool ranksFitCpus(int hostRanks);
+// C10D_BUSY_US resolved: `configured` if >= 0, else 20 when `hostRanks` fit the CPUs, else 0.
+int resolveBusyUs(int configured, int hostRanks);
+// C10D_SPIN_US resolved: `configured` if >= 0, else 20000 when `hostRanks` fit the CPUs (a rank
+// that never sleeps between steps stays runnable, so the scheduler keeps ranks on CPUs of their
+// own even beside another busy process), else 60 (ranks share CPUs: give them up soon).
+int resolveSpinUs(int configured, int hostRanks);
 
 // Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
 void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);

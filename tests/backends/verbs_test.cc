@@ -26,6 +26,7 @@
 #include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/process_group_verbs.h"
+#include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/ibverbs/ib_addr.h"
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 #include "backends/verbs/transport/ibverbs/mr_cache.h"
@@ -116,6 +117,28 @@ TEST(VerbsConfig, ParsesAndRejects) {
   printConfig(os, c);
   EXPECT_NE(os.str().find("C10D_TRANSPORT"), std::string::npos);
   EXPECT_NE(os.str().find("override: 0-inf -> ring"), std::string::npos);
+}
+
+// The waits' automatic settings: a long sched_yield phase and some pure polling only where the
+// host's ranks (the group's, or the launcher's LOCAL_WORLD_SIZE when larger) fit the CPUs.
+TEST(VerbsConfig, SpinAndBusyAutoFollowRanksPerCpu) {
+  EXPECT_EQ(resolveSpinUs(5, 1 << 20), 5);
+  EXPECT_EQ(resolveSpinUs(-1, 1), 20000);
+  EXPECT_EQ(resolveSpinUs(-1, 1 << 20), 60);
+  EXPECT_EQ(resolveBusyUs(0, 1), 0);
+  EXPECT_EQ(resolveBusyUs(-1, 1), 20);
+  EXPECT_EQ(resolveBusyUs(-1, 1 << 20), 0);
+  const char* vars[] = {"RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"};
+  for (const char* v : vars) unsetenv(v);
+  EXPECT_EQ(ranksOnThisHost(2), 2);
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "16", 1);
+  setenv("LOCAL_WORLD_SIZE", "8", 1);
+  EXPECT_EQ(ranksOnThisHost(2), 8) << "a sub-group competes with every rank of its host";
+  EXPECT_EQ(ranksOnThisHost(12), 12);
+  setenv("LOCAL_WORLD_SIZE", "eight", 1);
+  EXPECT_EQ(ranksOnThisHost(2), 2) << "a malformed variable falls back to the group's count";
+  for (const char* v : vars) unsetenv(v);
 }
 
 // The engine's fiber: a task that completes at once, one that suspends and is resumed on another

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 #include "backends/verbs/transport/mixed_transport.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
@@ -32,9 +33,10 @@ std::string hostIdentity() {
 }  // namespace
 
 TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::string& prefix,
-                                int rank, int size, const VerbsConfig& cfg, const RankWait& how) {
+                                int rank, int size, const VerbsConfig& config,
+                                const RankWait& how) {
   const std::string me =
-      (cfg.hostId.empty() ? hostIdentity() : cfg.hostId) + "|" + std::to_string(getpid());
+      (config.hostId.empty() ? hostIdentity() : config.hostId) + "|" + std::to_string(getpid());
   store->set(prefix + "host/" + std::to_string(rank), me);
   std::vector<std::string> keys;
   std::vector<int> ranks;
@@ -54,6 +56,11 @@ TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::
     hostIds[r] = id.substr(0, bar);
     if (hostIds[r] == myHost) localRanks.push_back(r);
   }
+  // The waits' automatic settings depend on how many ranks share this host's CPUs.
+  VerbsConfig cfg = config;
+  const int hostRanks = ranksOnThisHost(static_cast<int>(localRanks.size()));
+  cfg.busyUs = resolveBusyUs(config.busyUs, hostRanks);
+  cfg.spinUs = resolveSpinUs(config.spinUs, hostRanks);
   TransportSetup out;
   out.hosts = HostLayout::fromHostIds(hostIds);
   const bool allLocal = static_cast<int>(localRanks.size()) == size;

@@ -119,9 +119,24 @@ class IbTransport : public Transport {
   std::unique_ptr<MrCache> mrs_[kNumChannels];
 };
 
+namespace {
+
+// C10D_SPIN_US is resolved by connectTransport(); -1 (auto) is left only where a test builds the
+// transport directly.
+VerbsConfig withResolvedSpin(VerbsConfig c) {
+  c.spinUs = resolveSpinUs(c.spinUs, ranksOnThisHost(1));
+  return c;
+}
+
+}  // namespace
+
 IbTransport::IbTransport(Store& store, int rank, int size, const VerbsConfig& cfg,
                          Milliseconds timeout)
-    : api_(ibvApi(nullptr)), rank_(rank), size_(size), cfg_(cfg), eps_(kNumChannels * size) {
+    : api_(ibvApi(nullptr)),
+      rank_(rank),
+      size_(size),
+      cfg_(withResolvedSpin(cfg)),
+      eps_(kNumChannels * size) {
   C10D_CHECK(api_ != nullptr);
   int n = 0;
   ibv_device** list = api_->getDeviceList(&n);

@@ -110,7 +110,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       rank_(rank),
       size_(size),
       ringBytes_(cfg.shmRingBytes),
-      spinUs_(cfg.spinUs),
+      spinUs_(resolveSpinUs(cfg.spinUs, size)),
       busy_{BusyBudget(resolveBusyUs(cfg.busyUs, size)),
             BusyBudget(resolveBusyUs(cfg.busyUs, size))},
       pids_(pids),
