@@ -42,8 +42,8 @@ PreMulScalar makePreMulScalar(double scale, DataType dtype);
 
 // On a one-rank communicator NCCL does not reduce: a reduction is a copy, except where the op
 // scales (PREMUL_SUM; AVG on floating types, a PREMUL_SUM by 1/ranks inside NCCL), which runs
-// NCCL's one-rank kernel. That kernel (NCCL 2.18 to 2.28.9 at least; found on an H100 with
-// 2.28.9) gives each of min(32, ceil(bytes / 16 KiB)) blocks count/blocks elements rounded up
+// NCCL's one-rank kernel. That kernel (seen in NCCL 2.28.9 on an H100; other versions not
+// checked) gives each of min(32, ceil(bytes / 16 KiB)) blocks count/blocks elements rounded up
 // to whole 16-byte packs, and so leaves out the last elements when count/blocks already is a
 // whole number of packs: 1000003 doubles lose their last 3. Whether `op` on `dtype` takes that
 // kernel:

@@ -25,10 +25,10 @@ namespace {
 // (with nothing completed the sleep doubles up to watchdog_poll_us). Not faster than 200 us:
 // polling every 20 us cost each small op 3-4 us, as cudaEventQuery on this thread contends with
 // the launches on the caller's. Measured at one rank, 8 B in place, four interleaved rounds
-// (perf/README.md): on an H200, 5.3-5.6 us per op against 5.0-11.4 with 20 us (ops back to back)
-// and 4.4-6.2 against 7.7-9.5 (a wait after each op). So a Work's callbacks and isCompleted() see
-// an op done up to ~200 us after its kernel ended; Work::wait() with blocking_wait polls its
-// event itself, and stream waits need no host at all.
+// (backends/nccl/README.md): on an H200, 5.3-5.6 us per op against 5.0-11.4 with 20 us (ops
+// back to back) and 4.4-6.2 against 7.7-9.5 (a wait after each op). So a Work's callbacks and
+// isCompleted() see an op done up to ~200 us after its kernel ended; Work::wait() with
+// blocking_wait polls its event itself, and stream waits need no host at all.
 constexpr std::chrono::microseconds kFastPoll{200};
 constexpr std::chrono::milliseconds kIdleWait{100};
 constexpr std::chrono::milliseconds kAsyncCheckEvery{1};
