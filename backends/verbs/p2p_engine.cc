@@ -116,16 +116,19 @@ std::shared_ptr<Work> P2PEngine::recv(Tensor t, int src, int tag, uint64_t seq,
   return work;
 }
 
+void P2PEngine::failMismatched(const RecvOp& op, uint64_t len, int peer, int tag) const {
+  op.work->finish(std::make_exception_ptr(Error(
+      detail::str("verbs: recv of ", op.len, " bytes on rank ", rank_, " matched a message of ", len,
+                  " bytes from rank ", peer, " (tag ", tag, ") in group ", group_))));
+}
+
 void P2PEngine::deliverPosted(RecvOp op) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if ((op.src < 0 || op.src == it->src) && op.tag == it->tag) {
-      if (it->data.size() != op.len) {
-        op.work->finish(std::make_exception_ptr(
-            Error(detail::str("verbs: recv of ", op.len, " bytes on rank ", rank_,
-                              " matched a message of ", it->data.size(), " bytes from rank ",
-                              it->src, " (tag ", it->tag, ") in group ", group_))));
+      if (it->data.size != op.len) {
+        failMismatched(op, it->data.size, it->src, it->tag);
       } else {
-        if (op.len > 0) std::memcpy(op.data, it->data.data(), op.len);
+        if (op.len > 0) std::memcpy(op.data, it->data.bytes.get(), op.len);
         op.work->setSourceRank(it->src);
         op.work->finish();
       }
@@ -133,6 +136,14 @@ void P2PEngine::deliverPosted(RecvOp op) {
       return;
     }
   }
+  // Then a message still arriving (later than every complete one from its sender). Any source:
+  // the lowest rank's, as the complete ones are taken in arrival order.
+  if (op.src >= 0 ? adoptArriving(op, op.src) : [&] {
+        for (int p = 0; p < size_; ++p)
+          if (p != rank_ && adoptArriving(op, p)) return true;
+        return false;
+      }())
+    return;
   if (op.src >= 0 && gone_[op.src]) {
     op.work->finish(gone_[op.src]);
     return;
@@ -151,6 +162,21 @@ void P2PEngine::deliverPosted(RecvOp op) {
     }
   }
   posted_.push_back(std::move(op));
+}
+
+bool P2PEngine::adoptArriving(RecvOp& op, int peer) {
+  Incoming& in = incoming_[peer];
+  if (in.hdrDone < sizeof(Header) || in.matched || in.discard || in.hdr.tag != op.tag) return false;
+  if (in.hdr.len != op.len) {
+    failMismatched(op, in.hdr.len, peer, in.hdr.tag);
+    in.discard = true;  // the rest is drained, as for a mismatch seen at the header
+  } else {
+    if (in.done > 0) std::memcpy(op.data, in.buf.bytes.get(), in.done);
+    in.target = std::move(op);
+    in.matched = true;
+  }
+  in.buf = {};
+  return true;
 }
 
 bool P2PEngine::progressSends(int peer) {
@@ -214,15 +240,12 @@ bool P2PEngine::progressIncoming(int peer) {
         posted_.erase(it);
         in.matched = in.target.len == in.hdr.len;
         if (!in.matched) {
-          in.target.work->finish(std::make_exception_ptr(
-              Error(detail::str("verbs: recv of ", in.target.len, " bytes on rank ", rank_,
-                                " matched a message of ", in.hdr.len, " bytes from rank ", peer,
-                                " (tag ", in.hdr.tag, ") in group ", group_))));
+          failMismatched(in.target, in.hdr.len, peer, in.hdr.tag);
           in.target = RecvOp{};
           in.discard = true;  // drained through drain_, never buffered whole
         }
       }
-      if (!in.matched && !in.discard) in.buf.assign(in.hdr.len, 0);
+      if (!in.matched && !in.discard) in.buf = Payload::of(in.hdr.len);
     }
     if (in.done < in.hdr.len) {
       size_t n;
@@ -231,7 +254,7 @@ bool P2PEngine::progressIncoming(int peer) {
         n = t_.tryRecv(kP2PChannel, peer, drain_.data(),
                        std::min<uint64_t>(kDrainChunk, in.hdr.len - in.done));
       } else {
-        uint8_t* dst = in.matched ? in.target.data : in.buf.data();
+        uint8_t* dst = in.matched ? in.target.data : in.buf.bytes.get();
         n = t_.tryRecv(kP2PChannel, peer, dst + in.done, in.hdr.len - in.done);
       }
       in.done += n;

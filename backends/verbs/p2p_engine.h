@@ -6,7 +6,10 @@
 // tag, length; then the payload), reads every incoming message as soon as it arrives, delivers it
 // to the first posted recv that matches (source or any source, and tag) or keeps it as
 // "unexpected" until one is posted. So sends never wait for the matching recv (no deadlock when
-// two ranks send to each other first), at the price of a copy for unexpected messages.
+// two ranks send to each other first), at the price of a copy for unexpected messages: only of
+// what arrived before the recv was posted, since a recv posted while its message is still
+// arriving takes it over (the part buffered so far is copied, the rest is read straight into the
+// recv's buffer). A sendrecv whose send goes out first thus copies a ring's worth, not the message.
 //
 // Completion: the thread finishes each Work. A dead peer (CommError from the transport) fails
 // every pending Work and is reported through `onError` (the group then marks itself broken);
@@ -85,19 +88,26 @@ class P2PEngine {
     uint8_t* data;
     size_t len;
   };
+  // An unexpected message's payload: not zero-filled (every byte is received before it is read),
+  // so a large one costs page faults only as far as it has arrived.
+  struct Payload {
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t size = 0;
+    static Payload of(size_t n) { return Payload{std::unique_ptr<uint8_t[]>(new uint8_t[n]), n}; }
+  };
   struct Incoming {
     Header hdr{};
     size_t hdrDone = 0;
     bool matched = false;  // payload goes to `target`
     bool discard = false;  // payload of a size-mismatched message: dropped
     RecvOp target{};
-    std::vector<uint8_t> buf;  // unexpected payload
+    Payload buf;  // unexpected payload (neither matched nor discarded)
     size_t done = 0;
   };
   struct Unexpected {
     int src;
     int tag;
-    std::vector<uint8_t> data;
+    Payload data;
   };
 
   void loop() C10D_EXCLUDES(mu_);
@@ -108,6 +118,10 @@ class P2PEngine {
   bool progressSends(int peer);
   bool progressIncoming(int peer);
   void deliverPosted(RecvOp op);
+  // Fails `op`, which matched a message of `len` bytes from `peer` (a size mismatch).
+  void failMismatched(const RecvOp& op, uint64_t len, int peer, int tag) const;
+  // A recv posted while an unmatched message from `peer` is still arriving takes it over.
+  bool adoptArriving(RecvOp& op, int peer);
   void failAll(std::exception_ptr e) C10D_EXCLUDES(mu_);
   // `peer` is gone (or its stream broke): fails the ops that need it, keeps the others.
   void peerFailed(int peer, std::exception_ptr e);

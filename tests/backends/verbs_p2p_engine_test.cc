@@ -173,6 +173,82 @@ TEST(VerbsP2PEngine, SizeMismatchUnderTheLimitIsDrainedAndTheStreamGoesOn) {
   EXPECT_EQ(std::string(three.begin(), three.end()), "abc");
 }
 
+// Waits (bounded) until the fake transport has handed every fed byte to the engine.
+void drained(FakeTransport& t) {
+  for (int i = 0; i < 10000 && t.pending() > 0; ++i) std::this_thread::sleep_for(Milliseconds(1));
+  ASSERT_EQ(t.pending(), 0u) << "the engine did not read what was fed";
+}
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
+  return v;
+}
+
+// A recv posted while its message is still arriving takes it over: the part already buffered
+// is copied and the rest read straight into the recv (a sendrecv then copies a ring's worth, not
+// the whole message, a second time). Earlier complete messages from the same sender and tag are
+// still matched first (MPI's non-overtaking order), and an any-source recv adopts too.
+TEST(VerbsP2PEngine, RecvPostedWhileItsMessageArrivesTakesItOver) {
+  FakeTransport t;
+  P2PEngine engine(t, 0, 2, "test", nullptr);
+  constexpr size_t kN = 1 << 20, kHead = 100000;
+  const std::vector<uint8_t> first = pattern(kN, 1), second = pattern(kN, 2), third = pattern(kN, 3);
+  t.feedHeader(3, kN);  // complete before any recv
+  t.feed(first.data(), kN);
+  t.feedHeader(3, kN);  // then the start of the second
+  t.feed(second.data(), kHead);
+  drained(t);
+  std::vector<uint8_t> got1(kN), got2(kN), got3(kN);
+  auto w1 = engine.recv(tensorOf(got1.data(), kN), 1, 3, 0, Milliseconds(10000));
+  auto w2 = engine.recv(tensorOf(got2.data(), kN), 1, 3, 0, Milliseconds(10000));
+  w1->wait(Milliseconds(10000));
+  EXPECT_TRUE(got1 == first) << "the complete message was not matched first";
+  t.feed(second.data() + kHead, kN - kHead);
+  w2->wait(Milliseconds(10000));
+  EXPECT_TRUE(got2 == second);
+
+  t.feedHeader(4, kN);
+  t.feed(third.data(), kHead);
+  drained(t);
+  auto w3 = engine.recv(tensorOf(got3.data(), kN), -1, 4, 0, Milliseconds(10000));
+  t.feed(third.data() + kHead, kN - kHead);
+  w3->wait(Milliseconds(10000));
+  EXPECT_TRUE(got3 == third);
+  EXPECT_EQ(w3->sourceRank(), 1);
+}
+
+// A recv of the wrong size posted while the message arrives fails at once with both sizes (it
+// does not wait for the rest), the rest is drained, and the stream goes on.
+TEST(VerbsP2PEngine, WrongSizedRecvPostedWhileItsMessageArrivesFailsAtOnce) {
+  FakeTransport t;
+  P2PEngine engine(t, 0, 2, "test", nullptr);
+  constexpr size_t kN = 1 << 20;
+  const std::vector<uint8_t> payload = pattern(kN, 5);
+  t.feedHeader(4, kN);
+  t.feed(payload.data(), 1000);
+  drained(t);
+  std::vector<uint8_t> fifty(50);
+  auto w = engine.recv(tensorOf(fifty.data(), fifty.size()), 1, 4, 0, Milliseconds(10000));
+  try {
+    w->wait(Milliseconds(10000));
+    ADD_FAILURE() << "a 50-byte recv took a 1 MiB message";
+  } catch (const CommError& e) {
+    ADD_FAILURE() << "a size mismatch broke the stream: " << e.what();
+  } catch (const TimeoutError& e) {
+    ADD_FAILURE() << "the mismatch waited for the rest of the message: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "50 bytes")) << e.what();
+    EXPECT_TRUE(contains(e.what(), std::to_string(kN) + " bytes")) << e.what();
+  }
+  t.feed(payload.data() + 1000, kN - 1000);
+  t.feedHeader(5, 3);
+  t.feed("xyz", 3);
+  std::vector<uint8_t> three(3);
+  engine.recv(tensorOf(three.data(), 3), 1, 5, 0, Milliseconds(10000))->wait(Milliseconds(10000));
+  EXPECT_EQ(std::string(three.begin(), three.end()), "xyz");
+}
+
 }  // namespace
 }  // namespace verbs
 }  // namespace c10d
