@@ -71,8 +71,11 @@ const SettingsTable<VerbsConfig>& table() {
                "this rank's host identity: ranks with equal ones talk through shm (default: the "
                "kernel's boot id and the hostname)",
                &VerbsConfig::hostId),
-          bytes("C10D_SHM_CHUNK", "shm: bytes per rank per pipeline step of the direct collectives",
-                4096, &VerbsConfig::shmChunkBytes),
+          bytes("C10D_SHM_CHUNK",
+                "shm: bytes per rank per pipeline step of the direct collectives (0: auto, 256 KiB "
+                "when the host's ranks fit its CPUs, else 512 KiB; a rank left at auto takes the "
+                "value of its host's first rank, an explicit one must equal it)",
+                0, &VerbsConfig::shmChunkBytes),
           row(
               "C10D_SHM_RING", "shm: bytes of each per-pair stream ring (power of two)",
               [](VerbsConfig& c, const std::string& v, const std::string& src) {

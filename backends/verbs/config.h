@@ -17,7 +17,7 @@ struct VerbsConfig {
   std::string transport = "auto";  // C10D_TRANSPORT: auto | shm | tcp | ibverbs
   std::string hostId;              // C10D_HOST_ID: this rank's host identity (default: boot id)
   std::string algo;                // C10D_ALGO: rules ahead of the table (algorithms/algo_select.h)
-  size_t shmChunkBytes = 1 << 20;  // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace
+  size_t shmChunkBytes = 0;  // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace; 0 = auto
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
   size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)
   size_t inlineBytes = 64 << 10;    // C10D_INLINE_BYTES: ops this small may start inline

@@ -66,5 +66,10 @@ int resolveSpinUs(int configured, int hostRanks) {
   return ranksFitCpus(hostRanks) ? 20000 : 60;
 }
 
+size_t resolveShmChunkBytes(size_t configured, int hostRanks) {
+  if (configured > 0) return configured;
+  return ranksFitCpus(hostRanks) ? size_t{256} << 10 : size_t{512} << 10;
+}
+
 }  // namespace verbs
 }  // namespace c10d

@@ -141,6 +141,51 @@ TEST(VerbsConfig, SpinAndBusyAutoFollowRanksPerCpu) {
   for (const char* v : vars) unsetenv(v);
 }
 
+TEST(VerbsConfig, ShmChunkAutoFollowsRanksPerCpu) {
+  EXPECT_EQ(VerbsConfig::load({}).shmChunkBytes, 0u) << "the default is auto";
+  EXPECT_EQ(resolveShmChunkBytes(64 << 10, 1 << 20), 64u << 10);
+  EXPECT_EQ(resolveShmChunkBytes(0, 1), 256u << 10);
+  EXPECT_EQ(resolveShmChunkBytes(0, 1 << 20), 512u << 10);
+}
+
+// The ranks of a host lay out one workspace: a rank left at auto takes the first rank's slot size
+// (and the collectives over it are right); an explicit C10D_SHM_CHUNK or C10D_SHM_RING that
+// differs from the first rank's is refused on that rank, naming the setting and both values.
+TEST(VerbsShm, RanksAgreeOnTheWorkspaceLayout) {
+  const std::string ok = uniqueTempPath("verbs-layout");
+  expectAllRanksOk(3, [&](int rank, int size) {
+    std::map<std::string, std::string> cfg;
+    if (rank == 0) cfg["C10D_SHM_CHUNK"] = "8K";
+    if (rank == 2) cfg["C10D_SHM_CHUNK"] = "8192";
+    auto pg = makeVerbs(ok, rank, size, cfg);
+    std::vector<float> x(100003);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(rank + 1) * (i % 97);
+    pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+    for (size_t i = 0; i < x.size(); i += 997) ASSERT_EQ(x[i], 6.0f * (i % 97)) << "element " << i;
+  });
+  struct Case {
+    std::string key, value, named;
+  };
+  for (const Case& c : {Case{"C10D_SHM_CHUNK", "64K", "C10D_SHM_CHUNK=65536 (65536-byte"},
+                        Case{"C10D_SHM_RING", "65536", "C10D_SHM_RING=65536 but"}}) {
+    const std::string path = uniqueTempPath("verbs-layout-bad");
+    expectAllRanksOk(2, [&](int rank, int size) {
+      if (rank == 0) {
+        try {  // its peer refuses the workspace: whatever rank 0 sees, it must not hang
+          makeVerbs(path, rank, size, {{"C10D_SHM_CHUNK", "128K"}}, Milliseconds(3000));
+        } catch (const std::exception&) {
+        }
+        return;
+      }
+      test::expectThrowsWith<InvalidArgument>(
+          [&] {
+            makeVerbs(path, rank, size, {{c.key, c.value}}, Milliseconds(3000));
+          },
+          {"rank 1", c.named});
+    });
+  }
+}
+
 // The engine's fiber: a task that completes at once, one that suspends and is resumed on another
 // thread (as a hand-off does), an exception rethrown where the task's last part ran, reuse.
 TEST(VerbsFiber, RunsSuspendsMovesThreadsAndRethrows) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -80,6 +81,36 @@ size_t alignUp(size_t x, size_t a) {
   return (x + a - 1) / a * a;
 }
 
+// The staging slot's size, agreed by the host's ranks (their layouts of the workspace must be
+// equal): the first rank publishes its slot and ring sizes; a rank whose C10D_SHM_CHUNK is auto
+// takes that slot size, one with an explicit value (or another ring size) that differs is refused,
+// naming both values, before it maps anything.
+size_t agreedSlotBytes(Store& store, int rank, int size, const VerbsConfig& cfg,
+                       Milliseconds timeout) {
+  const size_t mine = cfg.shmChunkBytes > 0 ? alignUp(cfg.shmChunkBytes, 4096) : 0;
+  if (rank == 0) {
+    const size_t slot = alignUp(resolveShmChunkBytes(mine, ranksOnThisHost(size)), 4096);
+    store.set("shm/layout", std::to_string(slot) + " " + std::to_string(cfg.shmRingBytes));
+    return slot;
+  }
+  store.wait({"shm/layout"}, timeout);
+  const std::string layout = c10d::toString(store.get("shm/layout"));
+  unsigned long long slot = 0, ring = 0;
+  C10D_CHECK(std::sscanf(layout.c_str(), "%llu %llu", &slot, &ring) == 2 && slot > 0,
+             "verbs/shm: rank ", rank, " read a malformed workspace layout '", layout,
+             "' from the first rank of its host");
+  C10D_CHECK_ARG(ring == cfg.shmRingBytes, "verbs/shm: rank ", rank, " of the ", size,
+                 " on this host has C10D_SHM_RING=", cfg.shmRingBytes,
+                 " but the host's first rank has ", ring,
+                 ": every rank of a host must use the same value");
+  C10D_CHECK_ARG(
+      mine == 0 || mine == slot, "verbs/shm: rank ", rank, " of the ", size,
+      " on this host has C10D_SHM_CHUNK=", cfg.shmChunkBytes, " (", mine,
+      "-byte slots) but the host's first rank uses ", slot,
+      "-byte slots: set the same value on every rank of a host, or leave it at 0 (auto)");
+  return static_cast<size_t>(slot);
+}
+
 std::string randomName() {
   std::random_device rd;
   uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -106,7 +137,7 @@ static_assert(kNumChannels == 2, "busy_ is initialised for two channels");
 
 ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<int>& pids,
                            const VerbsConfig& cfg, Milliseconds timeout)
-    : StagingSlots(alignUp(cfg.shmChunkBytes, 4096)),
+    : StagingSlots(agreedSlotBytes(store, rank, size, cfg, timeout)),
       rank_(rank),
       size_(size),
       ringBytes_(cfg.shmRingBytes),
