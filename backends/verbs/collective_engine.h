@@ -10,13 +10,15 @@
 //
 // Fast path (C10D_INLINE_BYTES, C10D_INLINE_US): a hand-off to another thread costs a wake-up
 // (5-20 us on a VM) on each side, more than a whole small op between ready peers. So when
-// nothing is queued or running and the op moves at most C10D_INLINE_BYTES (default 64 KiB), the
+// nothing is queued or running and the op moves at most C10D_INLINE_BYTES (default 1 MiB), the
 // caller's thread starts it itself, on the engine's Fiber (fiber.h). If the op would have to wait
-// for a peer — it is about to sleep, or it has polled for C10D_INLINE_US (default 100 us) — the
-// fiber is suspended where it stands and handed to the engine thread, which resumes it; submit()
-// then returns the pending Work. So the caller is never held past about C10D_INLINE_US (plus one
-// poll of the transport), and a small op whose peers are ready completes before submit() returns,
-// with no thread switch. C10D_INLINE_BYTES=0 turns the fast path off.
+// for a peer — it is about to sleep, or C10D_INLINE_US (default 100 us) have passed since it
+// started and it still waits (an shm barrier's spin phase ends there too) — the fiber is suspended
+// where it stands and handed to the engine thread, which resumes it; submit() then returns the
+// pending Work. So the caller is never held past about C10D_INLINE_US (plus one poll of the
+// transport, or one shm step of the op's work: a 256 KiB chunk), and an op whose peers are ready
+// completes before submit() returns, with no thread switch. C10D_INLINE_BYTES=0 turns the fast
+// path off.
 // Catching up: once ops queue (one handed off because a peer was late, and the caller issued more
 // meanwhile), every later op would go through the thread too, each paying a wake-up on both
 // sides, for as long as the caller keeps ops in flight (a convoy: 5-8 us per 8-byte op instead of
@@ -65,6 +67,8 @@ class Handoff {
   bool inlined() const { return fiber_ != nullptr; }
   // Past the inline budget: time to hand off before waiting any longer.
   bool due(Clock::time_point now) const { return inlined() && now >= until_; }
+  // When an inline op's budget ends (far future once handed off): a wait's spin phase ends there.
+  Clock::time_point until() const { return inlined() ? until_ : Clock::time_point::max(); }
   // Suspends the op; it continues on the engine thread when this returns. No-op once handed off.
   void handOff();
 

@@ -160,7 +160,8 @@ void Comm::checkBoard() {
 
 void Comm::shmBarrier() {
   try {
-    shm_->barrier(checkFn_, wire_);
+    shm_->barrier(checkFn_, wire_,
+                  handoff_ != nullptr ? handoff_->until() : Clock::time_point::max());
   } catch (const ShmTransport::Mismatch& m) {
     mismatch(m.rank, m.theirs);
   } catch (const ShmTransport::PeerLeft& e) {

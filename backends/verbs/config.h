@@ -20,7 +20,7 @@ struct VerbsConfig {
   size_t shmChunkBytes = 0;  // C10D_SHM_CHUNK: per-rank staging slot of the shm workspace; 0 = auto
   size_t shmRingBytes = 256 << 10;  // C10D_SHM_RING: per-pair stream ring (power of two)
   size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)
-  size_t inlineBytes = 64 << 10;    // C10D_INLINE_BYTES: ops this small may start inline
+  size_t inlineBytes = 1 << 20;     // C10D_INLINE_BYTES: ops this small may start inline
   int inlineUs = 100;               // C10D_INLINE_US: inline polling budget before a hand-off
   int spinUs = -1;               // C10D_SPIN_US: sched_yield phase before a futex sleep; -1 = auto
   int busyUs = -1;               // C10D_BUSY_US: pure polling before that; -1 = auto

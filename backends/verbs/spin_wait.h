@@ -20,6 +20,7 @@
 // Threads: none. Blocks at most until the deadline; then throws TimeoutError from `onTimeout`.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -48,10 +49,11 @@ using CheckFn = std::function<void()>;
 // Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
 // `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
 // never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase; `check`
-// runs before each sleep slice.
+// runs before each sleep slice, and also at `spinUntil` if that comes first (an inline op's
+// hand-off budget: it hands off there and the engine thread spins out the phase).
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               const CheckFn& check);
+               const CheckFn& check, Clock::time_point spinUntil = Clock::time_point::max());
 
 // Polls ready() with only a pause between tries for at most about `busyUs` (from its first clock
 // read, see below); true once it holds.
@@ -146,13 +148,17 @@ bool busyPoll(Ready&& ready, int busyUs) {
 
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               const CheckFn& check) {
+               const CheckFn& check, Clock::time_point spinUntil) {
   if (busyPoll(ready, busyUs)) return;
-  const auto spinEnd = Clock::now() + std::chrono::microseconds(spinUs);
+  const auto spinFull = Clock::now() + std::chrono::microseconds(spinUs);
+  auto spinEnd = std::min(spinFull, spinUntil);
   for (int i = 0;; ++i) {
     relax();
     if (ready()) return;
-    if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
+    if ((i & 7) != 7 || Clock::now() < spinEnd) continue;
+    if (spinEnd == spinFull) break;
+    check();  // spinUntil: an inline op hands off here, then spins on on the engine thread
+    spinEnd = spinFull;
   }
   for (;;) {
     uint32_t cur = w.value.load(std::memory_order_seq_cst);

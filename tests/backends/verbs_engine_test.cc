@@ -196,7 +196,7 @@ TEST(VerbsEngine, CatchingUpNeverWaitsForALatePeer) {
   expectAllRanksOk(2, [&](int rank, int size) {
     auto pg = makeVerbs(path, rank, size, {});
     pg->barrier()->wait();
-    std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: past C10D_INLINE_BYTES, queued
+    std::vector<float> big(1 << 20, 1.0f);  // 4 MiB: past C10D_INLINE_BYTES, queued
     float a = 1.0f, b = 2.0f, c = 3.0f;
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
     const auto t0 = std::chrono::steady_clock::now();
@@ -235,6 +235,34 @@ TEST(VerbsEngine, CatchingUpNeverWaitsForALatePeer) {
 TEST(VerbsEngine, InlineOpsHandedOffAtTheirFirstWait) {
   sweepWith(3, {{"C10D_INLINE_US", "0"}, {"C10D_INLINE_BYTES", "1M"}}, {0, 1, 7, 20011});
   sweepWith(2, {{"C10D_INLINE_US", "0"}, {"C10D_TRANSPORT", "tcp"}}, {1, 7, 5000});
+}
+
+// An inline op waiting in the shm barrier for a late peer hands itself to the engine thread once
+// its C10D_INLINE_US budget is spent, however long the barrier's sched_yield phase
+// (C10D_SPIN_US: auto is 20 ms where ranks fit the CPUs; 2 s here, so holding the caller for the
+// whole phase cannot pass): the issue returns pending within a fraction of it.
+TEST(VerbsEngine, InlineOpInTheShmBarrierHandsOffWithinItsBudget) {
+  const std::string path = uniqueTempPath("verbs-barrier-handoff");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_SPIN_US", "2000000"}});
+    EXPECT_EQ(pg->transportName(), "shm");
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    for (const size_t count : {size_t{1}, size_t{50000}}) {  // one barrier; chunked (200 KB)
+      std::vector<float> x(count, 1.0f + rank);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto w = pg->allreduce(tensorOf(x.data(), x.size()));
+      const auto issued = std::chrono::steady_clock::now() - t0;
+      if (rank == 0 && count == 1) {
+        EXPECT_LT(issued, std::chrono::milliseconds(1000))
+            << "the caller was held through the barrier's spin phase";
+        EXPECT_FALSE(w->isCompleted());
+      }
+      w->wait();
+      EXPECT_EQ(x.front(), 3.0f);
+      EXPECT_EQ(x.back(), 3.0f);
+    }
+  });
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ TEST(VerbsConfig, ParsesAndRejects) {
   const VerbsConfig in = VerbsConfig::load({{"C10D_INLINE_BYTES", "4K"}, {"C10D_INLINE_US", "0"}});
   EXPECT_EQ(in.inlineBytes, 4096u);
   EXPECT_EQ(in.inlineUs, 0);
-  EXPECT_EQ(VerbsConfig::load({}).inlineBytes, 64u << 10);
+  EXPECT_EQ(VerbsConfig::load({}).inlineBytes, 1u << 20);
   EXPECT_EQ(VerbsConfig::load({}).inlineUs, 100);
   EXPECT_EQ(VerbsConfig::load({{"C10D_INLINE_US", "-1"}}).inlineUs, -1);  // never hand off
   try {

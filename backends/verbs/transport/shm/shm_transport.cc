@@ -508,8 +508,9 @@ void ShmTransport::abortCollectives() {
   rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
 }
 
-void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
-  if (!barrierWait(check, fp)) return;
+void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp,
+                           Clock::time_point spinUntil) {
+  if (!barrierWait(check, fp, spinUntil)) return;
   // The hashes differed: name a rank whose full fingerprint differs from ours. Every rank stored
   // its fingerprint for this step before arriving, and none overwrites it before every rank has
   // left the next barrier (three sets).
@@ -520,7 +521,8 @@ void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp) {
   }
 }
 
-bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
+bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
+                               Clock::time_point spinUntil) {
   ++step_;
   // A barrier without a fingerprint counts as the all-zero one (hash and full form alike).
   static const OpDesc::Wire kNone{};
@@ -565,7 +567,7 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp) {
       if (peerGone(r)) left.ranks.push_back(groupRank(r));
     if (!left.ranks.empty() && !released()) throw left;
   };
-  waitUntil(b.generation, gen, released, 0, spinUs_, checkAll);
+  waitUntil(b.generation, gen, released, 0, spinUs_, checkAll, spinUntil);
   busy.record(Clock::now() - start);
   return differed();
 }

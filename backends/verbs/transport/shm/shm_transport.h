@@ -110,8 +110,10 @@ class ShmTransport : public Transport, public StagingSlots {
   // in a word written only then: no extra line moves between cores on the fast path. When flagged
   // every rank reads the others' full fingerprints (stored per step in its control block) and
   // throws Mismatch naming one that differs from its own. Fingerprints rotate over three sets
-  // like the slots.
-  void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr);
+  // like the slots. The wait's sched_yield phase ends at `spinUntil` at the latest (then `check`
+  // runs: an inline op hands off there instead of holding its caller for C10D_SPIN_US).
+  void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr,
+               Clock::time_point spinUntil = Clock::time_point::max());
   struct PeerLeft {
     std::vector<int> ranks;  // every rank gone by then, in the group's numbering
   };
@@ -141,7 +143,7 @@ class ShmTransport : public Transport, public StagingSlots {
   int groupRank(int r) const { return groupRanks_.empty() ? r : groupRanks_[r]; }
   // The barrier proper: stores `fp` (all zero when null) for this step, adds its hash to the
   // barrier's sum, waits; returns whether the ranks' hashes differed.
-  bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp);
+  bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp, Clock::time_point spinUntil);
   static constexpr int kWireWords = sizeof(OpDesc::Wire) / sizeof(uint64_t);
   // Single copy: tryRecvHdr's part once the ring is drained and `peer` has an offer pending.
   size_t readOffer(int ch, int peer, RingCtl& r, uint64_t seq, void* hdr, size_t hn, void* buf,
