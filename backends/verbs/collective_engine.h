@@ -66,9 +66,9 @@ class Handoff {
   // Whether the op still runs on the caller's thread.
   bool inlined() const { return fiber_ != nullptr; }
   // Past the inline budget: time to hand off before waiting any longer.
-  bool due(Clock::time_point now) const { return inlined() && now >= until_; }
   // When an inline op's budget ends (far future once handed off): a wait's spin phase ends there.
   Clock::time_point until() const { return inlined() ? until_ : Clock::time_point::max(); }
+  bool due(Clock::time_point now) const { return now >= until(); }
   // Suspends the op; it continues on the engine thread when this returns. No-op once handed off.
   void handOff();
 

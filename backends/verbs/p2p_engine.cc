@@ -118,8 +118,8 @@ std::shared_ptr<Work> P2PEngine::recv(Tensor t, int src, int tag, uint64_t seq,
 
 void P2PEngine::failMismatched(const RecvOp& op, uint64_t len, int peer, int tag) const {
   op.work->finish(std::make_exception_ptr(Error(
-      detail::str("verbs: recv of ", op.len, " bytes on rank ", rank_, " matched a message of ", len,
-                  " bytes from rank ", peer, " (tag ", tag, ") in group ", group_))));
+      detail::str("verbs: recv of ", op.len, " bytes on rank ", rank_, " matched a message of ",
+                  len, " bytes from rank ", peer, " (tag ", tag, ") in group ", group_))));
 }
 
 void P2PEngine::deliverPosted(RecvOp op) {
@@ -138,12 +138,12 @@ void P2PEngine::deliverPosted(RecvOp op) {
   }
   // Then a message still arriving (later than every complete one from its sender). Any source:
   // the lowest rank's, as the complete ones are taken in arrival order.
-  if (op.src >= 0 ? adoptArriving(op, op.src) : [&] {
-        for (int p = 0; p < size_; ++p)
-          if (p != rank_ && adoptArriving(op, p)) return true;
-        return false;
-      }())
-    return;
+  if (op.src >= 0) {
+    if (adoptArriving(op, op.src)) return;
+  } else {
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_ && adoptArriving(op, p)) return;
+  }
   if (op.src >= 0 && gone_[op.src]) {
     op.work->finish(gone_[op.src]);
     return;
@@ -266,16 +266,8 @@ bool P2PEngine::progressIncoming(int peer) {
       in.target.work->finish();
       in.target = RecvOp{};
     } else if (!in.discard) {
-      // A recv may have been posted while this message was arriving.
-      auto it = posted_.begin();
-      while (it != posted_.end() && !((it->src < 0 || it->src == peer) && it->tag == in.hdr.tag))
-        ++it;
+      // No recv took it while it arrived (one posted meanwhile would have: adoptArriving).
       unexpected_.push_back(Unexpected{peer, in.hdr.tag, std::move(in.buf)});
-      if (it != posted_.end()) {
-        RecvOp op = std::move(*it);
-        posted_.erase(it);
-        deliverPosted(std::move(op));
-      }
     }
     in.buf = {};
     in.hdrDone = 0;

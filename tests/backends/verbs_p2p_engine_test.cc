@@ -193,7 +193,8 @@ TEST(VerbsP2PEngine, RecvPostedWhileItsMessageArrivesTakesItOver) {
   FakeTransport t;
   P2PEngine engine(t, 0, 2, "test", nullptr);
   constexpr size_t kN = 1 << 20, kHead = 100000;
-  const std::vector<uint8_t> first = pattern(kN, 1), second = pattern(kN, 2), third = pattern(kN, 3);
+  const std::vector<uint8_t> first = pattern(kN, 1), second = pattern(kN, 2),
+                             third = pattern(kN, 3);
   t.feedHeader(3, kN);  // complete before any recv
   t.feed(first.data(), kN);
   t.feedHeader(3, kN);  // then the start of the second
