@@ -225,6 +225,8 @@ void Comm::runGroup(std::vector<P2POp>& ops) {
   } revokeOnThrow{t_, ch_};
   std::vector<Interest> interests;
   bool repolled = false;  // a pending peer was seen gone: one more poll before failing
+  // When the current stall began (unset while the op progresses): its waits spin once from there.
+  Clock::time_point stalled{};
   for (;;) {
     uint32_t token = t_.progressToken(ch_);
     bool progress = false, all = true;
@@ -267,15 +269,17 @@ void Comm::runGroup(std::vector<P2POp>& ops) {
     if (all && t_.sendsComplete(ch_)) return;
     if (progress) {
       repolled = false;
+      stalled = Clock::time_point{};
       continue;
     }
     checkAbort();
     auto now = Clock::now();
+    if (stalled == Clock::time_point{}) stalled = now;
     if (handoff_ != nullptr && handoff_->inlined()) {
       // Inline on the caller's thread: poll (no sleep) until the budget is spent, then continue
-      // on the engine thread.
+      // on the engine thread (which spins out the rest of the stall's spin phase).
       if (!handoff_->due(now)) {
-        t_.wait(ch_, token, interests, Milliseconds(0));
+        t_.wait(ch_, token, interests, Milliseconds(0), SpinWindow{stalled, handoff_->until()});
         continue;
       }
       handoff_->handOff();
@@ -312,7 +316,8 @@ void Comm::runGroup(std::vector<P2POp>& ops) {
       }
     }
     auto left = std::chrono::duration_cast<Milliseconds>(deadline_ - now);
-    t_.wait(ch_, token, interests, std::max(Milliseconds(1), std::min(Milliseconds(10), left)));
+    t_.wait(ch_, token, interests, std::max(Milliseconds(1), std::min(Milliseconds(10), left)),
+            SpinWindow{stalled});
   }
 }
 

@@ -319,6 +319,7 @@ void P2PEngine::failAll(std::exception_ptr e) {
 }
 
 bool P2PEngine::round(bool* pending) {
+  bool progress = false;
   {
     std::vector<SendOp> ns;
     std::vector<RecvOp> nr;
@@ -334,8 +335,8 @@ bool P2PEngine::round(bool* pending) {
         sends_[op.peer].push_back(std::move(op));
     }
     for (auto& op : nr) deliverPosted(std::move(op));
+    progress = !ns.empty() || !nr.empty();  // new ops start a stall of their own (loop())
   }
-  bool progress = false;
   *pending = !posted_.empty();
   interests_.clear();
   for (int p = 0; p < size_; ++p) {
@@ -366,11 +367,21 @@ void P2PEngine::fatal(std::exception_ptr e) {
 
 void P2PEngine::loop() {
   auto lastCheck = Clock::now();
+  // Spinning (transport.h, SpinWindow): a stall with ops pending spins once from the last
+  // progress; an idle thread watches for kIdleSpin after its last op (a program that sends in a
+  // loop posts the next one by then), then sleeps until woken. It spun C10D_SPIN_US (20 ms)
+  // again after every 10-50 ms sleep before, runnable two thirds of the time when idle: each rank
+  // lost most of a CPU to it, and the scheduler put both ranks' main threads on one CPU.
+  constexpr auto kIdleSpin = std::chrono::microseconds(200);
+  Clock::time_point lastProgress = Clock::time_point::min();
   try {
     while (!stop_.load()) {
       uint32_t token = t_.progressToken(kP2PChannel);
       bool pending = false;
-      if (round(&pending)) continue;
+      if (round(&pending)) {
+        lastProgress = Clock::now();
+        continue;
+      }
       auto now = Clock::now();
       if (pending && now - lastCheck > std::chrono::milliseconds(20)) {
         lastCheck = now;
@@ -390,7 +401,10 @@ void P2PEngine::loop() {
                             " in group ", group_, " (", t_.name(), ")"))));
         }
       }
-      t_.wait(kP2PChannel, token, interests_, Milliseconds(pending ? 10 : 50));
+      const SpinWindow spin = lastProgress == Clock::time_point::min() ? SpinWindow::none()
+                              : pending                                ? SpinWindow{lastProgress}
+                                        : SpinWindow{lastProgress, lastProgress + kIdleSpin};
+      t_.wait(kP2PChannel, token, interests_, Milliseconds(pending ? 10 : 50), spin);
     }
   } catch (...) {
     fatal(std::current_exception());

@@ -2,6 +2,7 @@
 // the caller's thread, the engine thread), issue order, catching up without waiting for a late
 // peer, the flight record of ops completed inline, and the two extremes of the engine settings
 // through the conformance sweep.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -262,6 +263,94 @@ TEST(VerbsEngine, InlineOpInTheShmBarrierHandsOffWithinItsBudget) {
       EXPECT_EQ(x.front(), 3.0f);
       EXPECT_EQ(x.back(), 3.0f);
     }
+  });
+}
+
+// This process's CPU time (every thread, user and system).
+std::chrono::milliseconds cpuTime() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto ms = [](const timeval& t) { return t.tv_sec * 1000L + t.tv_usec / 1000; };
+  return std::chrono::milliseconds(ms(u.ru_utime) + ms(u.ru_stime));
+}
+
+// The same for an inline op that waits on a stream (a gather's root waiting for a late rank's
+// block, not the shm barrier): its poll-only waits spun C10D_SPIN_US on the caller's thread.
+TEST(VerbsEngine, InlineOpWaitingOnAStreamHandsOffWithinItsBudget) {
+  const std::string path = uniqueTempPath("verbs-stream-handoff");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_SPIN_US", "2000000"}});
+    EXPECT_EQ(pg->transportName(), "shm");
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    std::vector<float> in(256, 1.0f + rank), out(2 * 256, 0.0f);
+    std::vector<Tensor> outs;
+    if (rank == 0) outs = {tensorOf(out.data(), 256), tensorOf(out.data() + 256, 256)};
+    const auto t0 = std::chrono::steady_clock::now();
+    GatherOptions o;
+    o.rootRank = 0;
+    auto w = pg->gather(outs, tensorOf(in.data(), in.size()), o);
+    const auto issued = std::chrono::steady_clock::now() - t0;
+    if (rank == 0) {
+      EXPECT_LT(issued, std::chrono::milliseconds(1000))
+          << "the caller was held through the stream wait's spin phase";
+      EXPECT_FALSE(w->isCompleted());
+    }
+    w->wait();
+    if (rank == 0) {
+      EXPECT_EQ(out.front(), 1.0f);
+      EXPECT_EQ(out.back(), 2.0f);
+    }
+  });
+}
+
+// A stall spins once (C10D_SPIN_US, 20 ms here) and then sleeps, however many waits it takes:
+// the engine thread re-spun the whole phase after every 10 ms sleep slice, so a rank waiting
+// 1.5 s for a late peer burned about a second of CPU (two thirds of the wait).
+TEST(VerbsEngine, AWaitForALatePeerSpinsOnceThenSleeps) {
+  const std::string path = uniqueTempPath("verbs-late-sleeps");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_SPIN_US", "20000"}});
+    pg->barrier()->wait();
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::vector<float> in(256, 1.0f + rank), out(2 * 256, 0.0f);
+    std::vector<Tensor> outs;
+    if (rank == 0) outs = {tensorOf(out.data(), 256), tensorOf(out.data() + 256, 256)};
+    GatherOptions o;
+    o.rootRank = 0;
+    const auto cpu0 = cpuTime();
+    pg->gather(outs, tensorOf(in.data(), in.size()), o)->wait();
+    const auto used = cpuTime() - cpu0;
+    if (rank == 0) {
+      EXPECT_LT(used.count(), 400)
+          << "waiting 1.5 s for a late peer took " << used.count() << " ms of CPU";
+      EXPECT_EQ(out.back(), 2.0f);
+    }
+  });
+}
+
+// An idle group's threads sleep: after collectives and send/recv, a second without ops costs
+// (almost) no CPU. The p2p thread spun C10D_SPIN_US again after every sleep slice: each idle
+// rank burned two thirds of a CPU, and the scheduler put both ranks' main threads on one CPU
+// (small allreduces took 8-12 us instead of 0.8-1).
+TEST(VerbsEngine, AnIdleGroupSleeps) {
+  const std::string path = uniqueTempPath("verbs-idle");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg = makeVerbs(path, rank, size, {{"C10D_SPIN_US", "20000"}});
+    std::vector<float> x(1024, 1.0f);
+    pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+    const int peer = 1 - rank;
+    auto s = pg->send(tensorOf(x.data(), 16), peer);
+    std::vector<float> y(16, 0.0f);
+    pg->recv(tensorOf(y.data(), y.size()), peer)->wait();
+    s->wait();
+    EXPECT_EQ(y.front(), 2.0f);
+    const auto cpu0 = cpuTime();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const auto used = cpuTime() - cpu0;
+    EXPECT_LT(used.count(), 150) << "rank " << rank << " used " << used.count()
+                                 << " ms of CPU in a second without ops";
+    pg->barrier()->wait();
   });
 }
 

@@ -45,7 +45,8 @@ class FakeTransport : public Transport {
     std::lock_guard<std::mutex> g(mu_);
     return token_;
   }
-  void wait(int, uint32_t token, const std::vector<Interest>&, Milliseconds maxWait) override {
+  void wait(int, uint32_t token, const std::vector<Interest>&, Milliseconds maxWait,
+            SpinWindow) override {
     std::unique_lock<std::mutex> g(mu_);
     cv_.wait_for(g, std::min(maxWait, Milliseconds(5)), [&] { return token_ != token; });
   }

@@ -48,7 +48,8 @@ class FakeTransport : public verbs::Transport {
     return k;
   }
   uint32_t progressToken(int) override { return 0; }
-  void wait(int, uint32_t, const std::vector<verbs::Interest>&, Milliseconds) override {}
+  void wait(int, uint32_t, const std::vector<verbs::Interest>&, Milliseconds,
+            verbs::SpinWindow) override {}
   void wakeSelf(int) override {}
   void checkPeers() override {}
 

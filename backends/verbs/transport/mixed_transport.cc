@@ -49,7 +49,7 @@ uint32_t MixedTransport::progressToken(int ch) {
 }
 
 void MixedTransport::wait(int ch, uint32_t token, const std::vector<Interest>& interests,
-                          Milliseconds maxWait) {
+                          Milliseconds maxWait, SpinWindow spin) {
   std::vector<Interest> local, remote;
   for (const Interest& i : interests) {
     const int l = localIdx_[i.peer];
@@ -63,11 +63,11 @@ void MixedTransport::wait(int ch, uint32_t token, const std::vector<Interest>& i
   }
   const uint32_t netToken = net_->progressToken(ch);
   if (remote.empty()) {  // only local peers, or none (the p2p thread idling: wakeSelf rings both)
-    local_->wait(ch, token - netToken, local, maxWait);
+    local_->wait(ch, token - netToken, local, maxWait, spin);
     return;
   }
   if (local.empty() && !remote.empty()) {
-    net_->wait(ch, netToken, remote, maxWait);
+    net_->wait(ch, netToken, remote, maxWait, spin);
     return;
   }
   // Both kinds.
@@ -77,7 +77,7 @@ void MixedTransport::wait(int ch, uint32_t token, const std::vector<Interest>& i
     const auto left =
         std::chrono::duration_cast<Milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= Milliseconds::zero()) return;
-    net_->wait(ch, netToken, remote, std::min(left, Milliseconds(1)));
+    net_->wait(ch, netToken, remote, std::min(left, Milliseconds(1)), spin);
     return;  // the network side may have progressed: let the caller poll
   }
 }

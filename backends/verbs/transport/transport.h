@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/verbs/spin_wait.h"
 #include "c10d/op_desc.h"
 #include "c10d/types.h"
 
@@ -34,6 +35,19 @@ struct Interest {
   int peer = -1;
   bool send = false;
   bool recv = false;
+};
+
+// How long a wait() may spin (poll, then sched_yield) before it sleeps. A waiter that finds
+// nothing to do calls wait() many times in one stall (each returns within maxWait so it can check
+// its deadline and its peers); the stall spins once, for the transport's budget counted from
+// `since` (when the waiter last made progress), and never past `until` (an inline op's hand-off
+// budget, or an idle thread's short watch). Later waits of the stall sleep at once: a waiter that
+// spun again on every call stayed runnable two thirds of the time for as long as it waited
+// (20 ms of spin per 10 ms of sleep), idle p2p thread included. `since` = min(): sleep at once.
+struct SpinWindow {
+  Clock::time_point since;
+  Clock::time_point until = Clock::time_point::max();
+  static SpinWindow none() { return {Clock::time_point::min(), Clock::time_point::min()}; }
 };
 
 class Transport {
@@ -64,10 +78,11 @@ class Transport {
   // before polling, pass it to wait() so no event between the poll and the sleep is lost.
   virtual uint32_t progressToken(int ch) = 0;
   // Sleeps until progress may be possible on one of `interests`, the token changed, or `maxWait`
-  // passed (spinning first where that pays). Returns without throwing; callers re-poll.
-  // maxWait == 0: poll and spin only, never sleep (an op running inline on the caller's thread).
+  // passed, spinning first within `spin` where that pays. Returns without throwing; callers
+  // re-poll. maxWait == 0: poll and spin only, never sleep (an op running inline on the caller's
+  // thread).
   virtual void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
-                    Milliseconds maxWait) = 0;
+                    Milliseconds maxWait, SpinWindow spin) = 0;
   // Wakes this rank's own waiter on `ch` (used to hand the p2p thread new work).
   virtual void wakeSelf(int ch) = 0;
   // False while this rank's sends on `ch` may still read from callers' buffers (zero-copy

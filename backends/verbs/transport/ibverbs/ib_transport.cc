@@ -55,8 +55,8 @@ class IbTransport : public Transport {
   size_t trySend(int ch, int peer, const void* buf, size_t n) override;
   size_t tryRecv(int ch, int peer, void* buf, size_t n) override;
   uint32_t progressToken(int) override { return 0; }
-  void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
-            Milliseconds maxWait) override;
+  void wait(int ch, uint32_t token, const std::vector<Interest>& interests, Milliseconds maxWait,
+            SpinWindow spin) override;
   void wakeSelf(int ch) override;
   // A peer that gave up on the collective streams (abortCollectives) wrote kAbortedCredit into
   // its credit word for us: it is gone for collectives, as a closed socket is on tcp.
@@ -390,8 +390,13 @@ size_t IbTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
   return k;
 }
 
-void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseconds maxWait) {
-  const auto spinEnd = Clock::now() + std::chrono::microseconds(cfg_.spinUs);
+void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseconds maxWait,
+                       SpinWindow spin) {
+  // The stall spins once (C10D_SPIN_US from spin.since, cut at spin.until), then sleeps.
+  const auto spinEnd =
+      spin.since == Clock::time_point::min()
+          ? spin.since
+          : std::min(spin.since + std::chrono::microseconds(cfg_.spinUs), spin.until);
   while (Clock::now() < spinEnd) {
     if (pollCq(ch) > 0) return;
     relax();

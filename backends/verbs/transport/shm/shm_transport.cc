@@ -432,23 +432,29 @@ uint32_t ShmTransport::progressToken(int ch) {
 }
 
 void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*interests*/,
-                        Milliseconds maxWait) {
+                        Milliseconds maxWait, SpinWindow spin) {
   WaitWord& db = rankCtl(rank_).doorbell[ch];
   auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
   if (changed()) return;
-  BusyBudget& busy = busy_[ch];
-  if (busy.poll(changed)) return;  // no clock read
-  const auto start = busy.pollStart();
-  const auto spinEnd = start + std::chrono::microseconds(busy.current() + spinUs_);
-  for (int i = 0;; ++i) {
-    if (changed()) {
-      busy.record(Clock::now() - start);
-      return;
+  if (spin.since != Clock::time_point::min()) {
+    // The stall's spin phase: the busy budget and C10D_SPIN_US from `since`. A later wait of a
+    // long stall polls the busy budget once more (20 us per maxWait slice) and then sleeps.
+    BusyBudget& busy = busy_[ch];
+    if (busy.poll(changed)) return;  // no clock read
+    const auto start = busy.pollStart();
+    const auto spinEnd =
+        std::min(spin.since + std::chrono::microseconds(busy.current() + spinUs_), spin.until);
+    while (Clock::now() < spinEnd) {
+      for (int k = 0; k < 8; ++k) {
+        if (changed()) {
+          busy.record(Clock::now() - start);
+          return;
+        }
+        relax();
+      }
     }
-    relax();
-    if ((i & 7) == 7 && Clock::now() >= spinEnd) break;
+    busy.record(Clock::now() - start);
   }
-  busy.record(Clock::now() - start);
   if (maxWait <= Milliseconds::zero()) return;
   int ms = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(10, maxWait.count())));
   sleepOn(db, token, ms);

@@ -84,8 +84,8 @@ class ShmTransport : public Transport, public StagingSlots {
                     size_t n) override;
   size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int ch) override;
-  void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
-            Milliseconds maxWait) override;
+  void wait(int ch, uint32_t token, const std::vector<Interest>& interests, Milliseconds maxWait,
+            SpinWindow spin) override;
   void wakeSelf(int ch) override;
   bool sendsComplete(int ch) override;
   void revokeSends(int ch) override;

@@ -346,7 +346,7 @@ size_t TcpTransport::tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* bu
 }
 
 void TcpTransport::wait(int ch, uint32_t, const std::vector<Interest>& interests,
-                        Milliseconds maxWait) {
+                        Milliseconds maxWait, SpinWindow /*spin*/) {  // poll(2) sleeps at once
   std::vector<pollfd> p;
   p.reserve(interests.size() + 1);
   p.push_back(pollfd{eventFds_[ch].get(), POLLIN, 0});

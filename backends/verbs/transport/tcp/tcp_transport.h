@@ -60,8 +60,8 @@ class TcpTransport : public Transport {
                     size_t n) override;
   size_t tryRecvHdr(int ch, int peer, void* hdr, size_t hn, void* buf, size_t n) override;
   uint32_t progressToken(int) override { return 0; }
-  void wait(int ch, uint32_t token, const std::vector<Interest>& interests,
-            Milliseconds maxWait) override;
+  void wait(int ch, uint32_t token, const std::vector<Interest>& interests, Milliseconds maxWait,
+            SpinWindow spin) override;
   void wakeSelf(int ch) override;
   void checkPeers() override {}
   // Shuts the collective sockets down both ways: peers see a hang-up (POLLRDHUP).
