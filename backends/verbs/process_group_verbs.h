@@ -33,6 +33,7 @@
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
+#include "backends/verbs/work_pool.h"
 #include "c10d/process_group.h"
 
 namespace c10d {
@@ -135,6 +136,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   HostLayout hosts_;             // which ranks share a host (from the host identities at setup)
   bool useHosts_ = false;        // hierarchical algorithms may run (multiHost, transport auto)
+  // Every collective's Work (pre-touched, recycled: work_pool.h).
+  const std::shared_ptr<WorkPool> workPool_ = std::make_shared<WorkPool>();
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
