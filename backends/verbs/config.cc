@@ -106,6 +106,12 @@ const SettingsTable<VerbsConfig>& table() {
                   "microseconds a waiter polls with no syscall before the sched_yield phase (-1: "
                   "auto, 20 when the host's ranks fit its CPUs, else 0)",
                   -1, 10000000, &VerbsConfig::busyUs),
+          integer(
+              "C10D_SHM_SPREAD",
+              "shm: a barrier waiter that finds a peer on its own CPU moves itself to a CPU of "
+              "its affinity mask no rank of the host uses, its mask then restored (-1: auto, on "
+              "when the host's ranks fit its CPUs; 0: off; 1: on)",
+              -1, 1, &VerbsConfig::shmSpread),
           bytes("C10D_SMALL_BYTES",
                 "shm allreduce: up to this size every rank reduces everything (1 sync)", 0,
                 &VerbsConfig::smallBytes),

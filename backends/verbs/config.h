@@ -24,6 +24,7 @@ struct VerbsConfig {
   int inlineUs = 100;               // C10D_INLINE_US: inline polling budget before a hand-off
   int spinUs = -1;               // C10D_SPIN_US: sched_yield phase before a futex sleep; -1 = auto
   int busyUs = -1;               // C10D_BUSY_US: pure polling before that; -1 = auto
+  int shmSpread = -1;            // C10D_SHM_SPREAD: move off a CPU a peer shares; -1 = auto
   size_t smallBytes = 32 << 10;  // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
   std::string ibDevice;          // C10D_IB_DEVICE: ibverbs device name (first one if empty)
   int ibPort = 1;                // C10D_IB_PORT

@@ -2,6 +2,7 @@
 // the caller's thread, the engine thread), issue order, catching up without waiting for a late
 // peer, the flight record of ops completed inline, and the two extremes of the engine settings
 // through the conformance sweep.
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -351,6 +352,41 @@ TEST(VerbsEngine, AnIdleGroupSleeps) {
     EXPECT_LT(used.count(), 150) << "rank " << rank << " used " << used.count()
                                  << " ms of CPU in a second without ops";
     pg->barrier()->wait();
+  });
+}
+
+// Ranks on one CPU move apart (C10D_SHM_SPREAD): both ranks run their first ops pinned to one
+// CPU, then get their whole mask back (where a store wake-up can leave them, and where this VM's
+// scheduler kept them ~10 ms); rank 1 comes 5 ms late to the next op, and rank 0, waiting in the
+// barrier on the CPU rank 1 last used, moves to another (it stays inline: no sleep, no hand-off).
+TEST(VerbsEngine, RanksSharingACpuMoveApart) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs two CPUs in this process's affinity mask";
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  const std::string path = uniqueTempPath("verbs-spread");
+  expectAllRanksOk(2, [&](int rank, int size) {
+    auto pg =
+        makeVerbs(path, rank, size, {{"C10D_SHM_SPREAD", "1"}, {"C10D_INLINE_US", "1000000"}});
+    ASSERT_EQ(pg->transportName(), "shm");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+    std::vector<float> x(16, 1.0f);
+    for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+    ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+    EXPECT_EQ(sched_getcpu(), first);  // still there: nothing moved it yet
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto w = pg->allreduce(tensorOf(x.data(), x.size()));
+    if (rank == 0) {
+      EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
+      EXPECT_NE(sched_getcpu(), first) << "rank 0 stayed on the CPU rank 1 shares";
+    }
+    w->wait();
+    EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -51,6 +52,9 @@ struct alignas(64) ShmTransport::RankCtl {
   // Full fingerprints per barrier step (mod 3): written by this rank on every barrier (its own
   // line, so no traffic), read by peers only when the barrier's hash check failed.
   alignas(64) OpDesc::Wire fp[3];
+  // The CPU this rank's collective thread ran on when it last arrived at a barrier (-1: not
+  // known); written beside fp, read by a waiter to notice that it shares its CPU (C10D_SHM_SPREAD).
+  std::atomic<int32_t> cpu{-1};
   // Where peers find this rank's probe word (its address in this process, and its value), set
   // before the rank counts itself in at setup.
   alignas(64) std::atomic<uint64_t> cmaProbeAddr{0};
@@ -145,7 +149,8 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       busy_{BusyBudget(resolveBusyUs(cfg.busyUs, size)),
             BusyBudget(resolveBusyUs(cfg.busyUs, size))},
       pids_(pids),
-      cmaBytes_(cfg.shmCmaBytes) {
+      cmaBytes_(cfg.shmCmaBytes),
+      spread_(cfg.shmSpread >= 0 ? cfg.shmSpread != 0 : ranksFitCpus(ranksOnThisHost(size))) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
   C10D_CHECK_ARG(static_cast<uint64_t>(size) <= BarrierCtl::kArrivalMask, "shm transport: ", size,
                  " ranks on one host is more than the barrier counts (", BarrierCtl::kArrivalMask,
@@ -536,7 +541,9 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   const OpDesc::Wire& w = fp != nullptr ? *fp : kNone;
   // The hash's top bits, shifted above the arrival count (overflow past bit 63 is the mod).
   const uint64_t h = (fp != nullptr ? OpDesc::hash(w) : kNoneHash) & ~BarrierCtl::kArrivalMask;
-  std::memcpy(&rankCtl(rank_).fp[step_ % 3], &w, sizeof(w));
+  RankCtl& me = rankCtl(rank_);
+  std::memcpy(&me.fp[step_ % 3], &w, sizeof(w));
+  if (spread_) me.cpu.store(sched_getcpu(), std::memory_order_relaxed);  // glibc: rseq, no syscall
   auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
   uint32_t gen = b.generation.value.load(std::memory_order_acquire);
   const uint64_t before = b.arrivals.fetch_add(h + 1, std::memory_order_acq_rel);
@@ -563,6 +570,11 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   // The common case, a peer that arrives while we poll: no clock read, no CheckFn made.
   if (busy.poll(released)) return differed();
   const auto start = busy.pollStart();
+  if (spread_) spreadIfSharingCpu();
+  if (released()) {
+    busy.record(Clock::now() - start);
+    return differed();
+  }
   auto checkAll = [&] {
     check();
     // A rank gone while the barrier is still not released cannot come any more (had it been the
@@ -576,6 +588,40 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   waitUntil(b.generation, gen, released, 0, spinUs_, checkAll, spinUntil);
   busy.record(Clock::now() - start);
   return differed();
+}
+
+void ShmTransport::spreadIfSharingCpu() {
+  const int mine = sched_getcpu();
+  if (mine < 0) return;
+  bool shared = false;
+  for (int r = 0; r < size_ && !shared; ++r)
+    shared = r != rank_ && rankCtl(r).cpu.load(std::memory_order_relaxed) == mine;
+  if (!shared) return;
+  const auto now = Clock::now();
+  if (now - lastSpread_ < kSpreadEvery) return;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  // A CPU this thread may run on where no rank of the host last arrived.
+  int target = -1;
+  for (int c = 0; c < CPU_SETSIZE && target < 0; ++c) {
+    if (c == mine || !CPU_ISSET(c, &allowed)) continue;
+    bool used = false;
+    for (int r = 0; r < size_ && !used; ++r)
+      used = rankCtl(r).cpu.load(std::memory_order_relaxed) == c;
+    if (!used) target = c;
+  }
+  if (target < 0) return;
+  lastSpread_ = now;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(target, &one);
+  // Pid 0: this thread. Leaving the current CPU out of its mask migrates it before the call
+  // returns; putting the mask back leaves it there, pinned to nothing.
+  if (sched_setaffinity(0, sizeof(one), &one) != 0) return;
+  sched_setaffinity(0, sizeof(allowed), &allowed);
+  rankCtl(rank_).cpu.store(target, std::memory_order_relaxed);
+  ++spreads_;
 }
 
 }  // namespace verbs

@@ -131,6 +131,8 @@ class ShmTransport : public Transport, public StagingSlots {
   const std::string& shmName() const { return shmName_; }
   // Single-copy offers posted so far by this rank on channel `ch` (tests, benchmarks).
   uint64_t offersPosted(int ch) const { return offersPosted_[ch]; }
+  // Times this rank moved to another CPU because a peer shared its own (tests).
+  uint64_t spreads() const { return spreads_; }
 
  private:
   struct RingCtl;
@@ -151,6 +153,16 @@ class ShmTransport : public Transport, public StagingSlots {
   // The receiver's probe of `peer` for channel `ch` (see the header comment; each channel's
   // state belongs to that channel's thread); records the result on the peer's ring to us.
   void probeCma(int ch, int peer);
+  // Co-located ranks (C10D_SHM_SPREAD, on where the host's ranks fit its CPUs): a barrier waiter
+  // that finds a peer whose last arrival was on the CPU it runs on moves itself to a CPU of its
+  // affinity mask where no rank of the host last arrived (sched_setaffinity to that CPU, then its
+  // own mask back: nothing stays pinned). Yielding only hands the one CPU back and forth, and
+  // this VM's scheduler leaves busy, cache-hot tasks where they are for ~10 ms (its vCPUs share
+  // no cache level the kernel knows of, so a wake-up does not look for an idle CPU either): after
+  // a store wake-up put both ranks on one CPU, 4 KiB allreduces took 11-14 us instead of 1.8 for
+  // whole benchmark rows, in one run of four. At most every kSpreadEvery per rank.
+  void spreadIfSharingCpu();
+  static constexpr auto kSpreadEvery = std::chrono::milliseconds(10);
 
   const int rank_;
   const int size_;
@@ -172,6 +184,9 @@ class ShmTransport : public Transport, public StagingSlots {
   std::vector<int> unacked_[kNumChannels];     // peers holding an offer of ours not yet read
   uint64_t offersPosted_[kNumChannels] = {0, 0};
   uint32_t goneCheck_[kNumChannels] = {0, 0};  // sendsComplete calls since a peerGone check
+  const bool spread_;                          // C10D_SHM_SPREAD resolved
+  Clock::time_point lastSpread_{};             // collective channel's thread only
+  uint64_t spreads_ = 0;
 };
 
 }  // namespace verbs
