@@ -36,7 +36,6 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/transport.h"
-#include "backends/verbs/work_pool.h"
 #include "c10d/thread_annotations.h"
 #include "c10d/types.h"
 #include "c10d/work.h"
@@ -131,7 +130,6 @@ class P2PEngine {
   const int rank_;
   const int size_;
   const std::string group_;
-  const std::shared_ptr<WorkPool> workPool_ = std::make_shared<WorkPool>();  // every op's Work
   std::function<void(std::exception_ptr)> onError_;
   const size_t maxUnexpectedBytes_;
 

@@ -33,7 +33,6 @@
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
-#include "backends/verbs/work_pool.h"
 #include "c10d/process_group.h"
 
 namespace c10d {
@@ -124,6 +123,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::string reportedMismatch(Milliseconds wait = Milliseconds(0));
   // Whether the op's shm algorithm is the workspace's (barrier-based) one.
   bool shmAlgo(Collective c, size_t bytes, size_t count) const;
+  // Setup: touches the heap pages the first ops' Work objects will use (see the .cc).
+  void touchWorkHeap() const;
   void reduceScatterFlat(Comm& c, Tensor output, const std::vector<const void*>& inputs,
                          const ReduceOp& op);
 
@@ -136,8 +137,6 @@ class ProcessGroupVerbs : public ProcessGroup {
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   HostLayout hosts_;             // which ranks share a host (from the host identities at setup)
   bool useHosts_ = false;        // hierarchical algorithms may run (multiHost, transport auto)
-  // Every collective's Work (pre-touched, recycled: work_pool.h).
-  const std::shared_ptr<WorkPool> workPool_ = std::make_shared<WorkPool>();
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[2];
