@@ -32,5 +32,14 @@ uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg) {
   return n;
 }
 
+uint64_t shmCpuMovesForTesting(ProcessGroup& pg) {
+  auto* v = dynamic_cast<ProcessGroupVerbs*>(&pg);
+  C10D_CHECK_ARG(v != nullptr, "shmCpuMovesForTesting: group ", pg.name(), " is a ",
+                 pg.backendName(), " group, not verbs");
+  C10D_CHECK_ARG(v->shm_ != nullptr, "shmCpuMovesForTesting: group ", pg.name(), " runs on ",
+                 v->transportName(), ", not shm");
+  return v->shm_->spreads();
+}
+
 }  // namespace verbs
 }  // namespace c10d

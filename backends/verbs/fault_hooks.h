@@ -24,5 +24,9 @@ void closeConnectionForTesting(ProcessGroup& pg, int peer);
 // wait()). Throws InvalidArgument when `pg` is not a verbs group on the shm transport.
 uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg);
 
+// How often this rank of `pg` moved its collective thread off a CPU a peer shared
+// (C10D_SHM_SPREAD). Same conditions as above.
+uint64_t shmCpuMovesForTesting(ProcessGroup& pg);
+
 }  // namespace verbs
 }  // namespace c10d

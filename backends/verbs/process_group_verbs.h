@@ -102,6 +102,7 @@ class ProcessGroupVerbs : public ProcessGroup {
  private:
   friend void closeConnectionForTesting(ProcessGroup& pg, int peer);  // fault_hooks.h
   friend uint64_t shmSingleCopySendsForTesting(ProcessGroup& pg);     // fault_hooks.h
+  friend uint64_t shmCpuMovesForTesting(ProcessGroup& pg);            // fault_hooks.h
 
   // Submits `fn(comm)` (an op moving about `bytes` bytes) to the engine; returns its Work.
   // `shmAlgo`: the op runs on the shm workspace's barrier (its fingerprint is checked there,

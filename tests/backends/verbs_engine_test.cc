@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/verbs/collective_engine.h"
+#include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/process_group_verbs.h"
 #include "c10d/group_diagnostics.h"
 #include "tests/backends/conformance.h"
@@ -359,6 +360,7 @@ TEST(VerbsEngine, AnIdleGroupSleeps) {
 // CPU, then get their whole mask back (where a store wake-up can leave them, and where this VM's
 // scheduler kept them ~10 ms); rank 1 comes 5 ms late to the next op, and rank 0, waiting in the
 // barrier on the CPU rank 1 last used, moves to another (it stays inline: no sleep, no hand-off).
+// Checked by the move's count: where the rank runs afterwards is up to the scheduler.
 TEST(VerbsEngine, RanksSharingACpuMoveApart) {
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -378,12 +380,15 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
     std::vector<float> x(16, 1.0f);
     for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(x.data(), x.size()))->wait();
     ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
-    EXPECT_EQ(sched_getcpu(), first);  // still there: nothing moved it yet
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
     auto w = pg->allreduce(tensorOf(x.data(), x.size()));
     if (rank == 0) {
       EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
-      EXPECT_NE(sched_getcpu(), first) << "rank 0 stayed on the CPU rank 1 shares";
+      // Where it runs now is the scheduler's business (a busy host may move it back): the move
+      // itself is what is checked.
+      EXPECT_EQ(shmCpuMovesForTesting(*pg), movesBefore + 1)
+          << "rank 0 did not move off the CPU rank 1 shares";
     }
     w->wait();
     EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
