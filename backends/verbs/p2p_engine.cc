@@ -401,8 +401,11 @@ void P2PEngine::loop() {
                             " in group ", group_, " (", t_.name(), ")"))));
         }
       }
-      const SpinWindow spin = lastProgress == Clock::time_point::min() ? SpinWindow::none()
-                              : pending                                ? SpinWindow{lastProgress}
+      // Idle past its watch: sleep at once (not even the busy poll each time it wakes).
+      const bool watching =
+          lastProgress != Clock::time_point::min() && (pending || now < lastProgress + kIdleSpin);
+      const SpinWindow spin = !watching ? SpinWindow::none()
+                              : pending ? SpinWindow{lastProgress}
                                         : SpinWindow{lastProgress, lastProgress + kIdleSpin};
       t_.wait(kP2PChannel, token, interests_, Milliseconds(pending ? 10 : 50), spin);
     }
