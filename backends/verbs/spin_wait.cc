@@ -28,14 +28,9 @@ void wake(WaitWord& w) {
 }
 
 void sleepOn(WaitWord& w, uint32_t seen, int sliceMs) {
-  sleepOn(w, seen, std::chrono::microseconds(int64_t{sliceMs} * 1000));
-}
-
-void sleepOn(WaitWord& w, uint32_t seen, std::chrono::microseconds slice) {
   w.sleepers.fetch_add(1, std::memory_order_seq_cst);
   if (w.value.load(std::memory_order_seq_cst) == seen) {
-    const int64_t us = slice.count();
-    timespec ts{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000L};
+    timespec ts{sliceMs / 1000, (sliceMs % 1000) * 1000000L};
     futex(&w.value, FUTEX_WAIT, seen, &ts);  // EAGAIN / ETIMEDOUT / EINTR: the caller re-checks
   }
   w.sleepers.fetch_sub(1, std::memory_order_seq_cst);

@@ -109,9 +109,8 @@ int resolveSpinUs(int configured, int hostRanks);
 // 512 KiB (ranks that share CPUs pay a context switch per step's barrier: fewer, larger steps).
 size_t resolveShmChunkBytes(size_t configured, int hostRanks);
 
-// Non-template core: sleeps on w while w.value == seen, at most `sliceMs` (or `slice`).
+// Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
 void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
-void sleepOn(WaitWord& w, uint32_t seen, std::chrono::microseconds slice);
 // sched_yield, with a pause instruction first.
 void relax();
 

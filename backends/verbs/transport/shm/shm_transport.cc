@@ -571,10 +571,6 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   if (busy.poll(released)) return differed();
   const auto start = busy.pollStart();
   if (spread_) spreadIfSharingCpu();
-  if (released()) {
-    busy.record(Clock::now() - start);
-    return differed();
-  }
   auto checkAll = [&] {
     check();
     // A rank gone while the barrier is still not released cannot come any more (had it been the
