@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages c10d needs to build, test and benchmark (root; apt-get).
+# Installs the Debian 12 / 13 packages c10d needs to build, test and benchmark (root; apt-get).
 # Installs only what is missing, so a second run costs nothing.
 set -euo pipefail
 packages=(
@@ -13,6 +13,8 @@ packages=(
   openmpi-bin libopenmpi-dev                   # perf/compare --mpi baselines (mpi_<op>_perf)
   python3 python3-matplotlib                   # perf/plot
   python3-torch libtorch-dev python3-dev pybind11-dev  # integrations/torch (the c10d_torch plugin)
+  python3-setuptools                           # torch 2.x (Debian 13) imports it
+  iproute2                                     # the netns tests' virtual hosts (ip netns, veth)
   clang-format
   clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
   libhiredis-dev                               # c10d_store_redis

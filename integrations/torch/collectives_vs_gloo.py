@@ -5,20 +5,24 @@ The default group is torch's gloo; a second group over the same ranks runs on ou
 compared with a reference this rank computes itself from every rank's inputs (inputs are a
 function of rank and op, small integers, so every dtype and every summation order is exact). Ops
 or dtypes gloo does not take in torch 1.13 (bfloat16, bool; _allgather_base, reduce_scatter,
-alltoall, AVG, PREMUL_SUM) are checked against the reference alone.
+alltoall, AVG, PREMUL_SUM) are checked against the reference alone. Then: sparse COO all_reduce
+(against gloo bit for bit), the object collectives, monitored_barrier and sequence numbers through
+the group, and on torch 2.x the coalescing manager (its fast paths and a plain op in a block).
 
   c10drun --nproc-per-node 4 /usr/bin/python3 collectives_vs_gloo.py [--engine gloo]
 
 Prints one line per op and exits non-zero on the first mismatch."""
 import argparse
-import faulthandler
 import collections
+import datetime
+import faulthandler
 
 import torch
 import torch.distributed as dist
 
 import c10d_torch
 
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 GLOO_DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.uint8, torch.int32,
                torch.int64]
 OTHER_DTYPES = [torch.bfloat16, torch.bool]
@@ -231,6 +235,103 @@ def run_dtype(dtype, ours, gloo):
              [inp(r, n, dtype, 90) for r in range(1, w)] if rank == 0 else [], g, ours, gloo)
 
 
+def sparse_input(rank, dtype, dense_dims):
+    """Rank's sparse COO tensor of shape (5, 3, *dense_dims): uncoalesced (a repeated index), and
+    empty on rank 1."""
+    if rank == 1:
+        return torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long),
+                                       torch.zeros((0,) + dense_dims, dtype=dtype), (5, 3) + dense_dims)
+    idx = torch.tensor([[rank % 5, (rank + 2) % 5, rank % 5], [0, rank % 3, 0]])
+    vals = torch.arange(3 * (dense_dims[0] if dense_dims else 1), dtype=dtype)
+    vals = (vals.reshape((3,) + dense_dims) + 1) * (rank + 1) / 4  # exact in binary
+    return torch.sparse_coo_tensor(idx, vals, (5, 3) + dense_dims)
+
+
+def sparse_cases(ours, gloo):
+    rank, w = dist.get_rank(), dist.get_world_size()
+    for dtype in (torch.float32, torch.float64):
+        for dense_dims in ((), (2,)):
+            name = f"sparse all_reduce dense_dims={dense_dims}"
+            want = sum(sparse_input(r, dtype, dense_dims).to_dense() for r in range(w))
+            got = sparse_input(rank, dtype, dense_dims)
+            dist.all_reduce(got, group=ours)
+            ref = sparse_input(rank, dtype, dense_dims)
+            dist.all_reduce(ref, group=gloo)
+            assert got.is_sparse and got.is_coalesced(), f"{name}: result not sparse+coalesced"
+            check(name, dtype, 0, [got.to_dense()], [want])
+            check(name + " (as torch gloo's indices, values)", dtype, 0,
+                  [got._indices(), got._values()],
+                  [ref.coalesce()._indices(), ref.coalesce()._values()])
+
+
+def object_cases(ours, gloo):
+    rank, w = dist.get_rank(), dist.get_world_size()
+    objs = [None] * w
+    dist.all_gather_object(objs, {"rank": rank, "s": "x" * rank}, group=ours)
+    assert objs == [{"rank": r, "s": "x" * r} for r in range(w)], objs
+    counts["all_gather_object"] += 1
+    lst = [f"from root {w - 1}", {"k": [1, 2]}] if rank == w - 1 else [None, None]
+    dist.broadcast_object_list(lst, src=w - 1, group=ours)
+    assert lst == [f"from root {w - 1}", {"k": [1, 2]}], lst
+    counts["broadcast_object_list"] += 1
+    gathered = [None] * w if rank == 0 else None
+    dist.gather_object(("g", rank), gathered, dst=0, group=ours)
+    assert rank != 0 or gathered == [("g", r) for r in range(w)], gathered
+    counts["gather_object"] += 1
+    out = [None]
+    dist.scatter_object_list(out, [("s", r) for r in range(w)] if rank == 0 else None, src=0,
+                             group=ours)
+    assert out == [("s", rank)], out
+    counts["scatter_object_list"] += 1
+
+
+def group_cases(ours, gloo):
+    """monitored_barrier and sequence numbers, asked of our group."""
+    rank, w = dist.get_rank(), dist.get_world_size()
+    # dist.monitored_barrier takes gloo groups only (torch checks the backend's name); the
+    # group's own method reaches ours.
+    ours.monitored_barrier(datetime.timedelta(seconds=30), wait_all_ranks=True)
+    counts["monitored_barrier"] += 1
+    seq = ours._get_sequence_number_for_group()
+    seqs = [None] * w
+    dist.all_gather_object(seqs, seq, group=gloo)
+    assert seq > 0 and seqs == [seq] * w, f"sequence numbers {seqs}"
+    counts["sequence numbers agree"] += 1
+
+
+def coalescing_cases(ours):
+    """torch 2.x's _coalescing_manager on our group: its three fast paths (one coalesced call
+    per block) and a plain op issued inside a block (endCoalescing's Work covers it)."""
+    rank, w = dist.get_rank(), dist.get_world_size()
+    cpu = torch.device("cpu")
+    total = float(w * (w + 1) // 2)
+    a, b = torch.full((3,), rank + 1.0), torch.full((5,), 2.0 * (rank + 1))
+    with dist._coalescing_manager(group=ours, device=cpu, async_ops=True) as cm:
+        dist.all_reduce(a, group=ours)
+        dist.all_reduce(b, group=ours)
+    cm.wait()
+    check("coalesced all_reduce", torch.float32, 0, [a, b],
+          [torch.full((3,), total), torch.full((5,), 2 * total)])
+    outs = [torch.zeros(2 * w), torch.zeros(3 * w)]
+    with dist._coalescing_manager(group=ours, device=cpu, async_ops=True) as cm:
+        dist.all_gather_into_tensor(outs[0], torch.full((2,), float(rank)), group=ours)
+        dist.all_gather_into_tensor(outs[1], torch.full((3,), float(rank)), group=ours)
+    cm.wait()
+    check("coalesced all_gather_into_tensor", torch.float32, 0, outs,
+          [torch.arange(w).float().repeat_interleave(k) for k in (2, 3)])
+    outs = [torch.zeros(2), torch.zeros(1)]
+    with dist._coalescing_manager(group=ours, device=cpu):
+        dist.reduce_scatter_tensor(outs[0], torch.arange(2.0 * w) + rank, group=ours)
+        dist.reduce_scatter_tensor(outs[1], torch.arange(1.0 * w) * (rank + 1), group=ours)
+    check("coalesced reduce_scatter_tensor", torch.float32, 0, outs,
+          [sum(torch.arange(2.0 * w)[2 * rank:2 * rank + 2] + r for r in range(w)),
+           torch.tensor([rank * total])])
+    t = torch.full((4,), float(rank))
+    with dist._coalescing_manager(group=ours, device=cpu):
+        dist.broadcast(t, src=w - 1, group=ours)
+    check("broadcast in a coalescing block", torch.float32, 4, [t], [torch.full((4,), w - 1.0)])
+
+
 def main():
     # A hang prints every thread's Python stack and exits, rather than waiting for ctest's kill.
     faulthandler.dump_traceback_later(90, exit=True)
@@ -263,11 +364,11 @@ def main():
     dist.barrier(group=gloo)
     counts["work/future"] += 1
 
-    # Python objects (all_gather of byte tensors and sizes, broadcast).
-    objs = [None] * w
-    dist.all_gather_object(objs, {"rank": rank, "s": "x" * rank}, group=ours)
-    assert objs == [{"rank": r, "s": "x" * r} for r in range(w)], objs
-    counts["all_gather_object"] += 1
+    sparse_cases(ours, gloo)
+    object_cases(ours, gloo)
+    group_cases(ours, gloo)
+    if TORCH2:
+        coalescing_cases(ours)
 
     if rank == 0:
         for name in sorted(counts):

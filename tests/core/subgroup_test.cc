@@ -2,6 +2,7 @@
 // fake backend. Ranks run as threads over one HashStore, and as forked processes over a FileStore.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 

@@ -75,12 +75,12 @@ c10::intrusive_ptr<ProcessGroupC10d> createProcessGroup(
 PYBIND11_MODULE(c10d_torch, m) {
   using c10d_torch::ProcessGroupC10d;
   m.doc() = "torch.distributed backend 'c10d': torch's collectives on a c10d engine";
-  // torch's ProcessGroup must be registered with pybind11 before our subclass.
+  // torch's base class must be registered with pybind11 before our subclass.
   py::module_ dist = py::module_::import("torch.distributed");
 
-  py::class_<ProcessGroupC10d, ::c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupC10d>>(
+  py::class_<ProcessGroupC10d, c10d_torch::TorchBackendBase, c10::intrusive_ptr<ProcessGroupC10d>>(
       m, "ProcessGroupC10d",
-      "A torch ProcessGroup running on a c10d engine (see integrations/torch/README)")
+      "A torch backend (a ProcessGroup on torch 1.13) running on a c10d engine")
       .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
                        std::chrono::milliseconds timeout, const std::string& engine,
                        const std::vector<std::pair<std::string, std::string>>& config) {
@@ -109,5 +109,11 @@ PYBIND11_MODULE(c10d_torch, m) {
       "library_path", [] { return c10d_torch::capi().path; }, "The libc10d loaded.");
   m.def("version", [] { return std::string(c10d_torch::capi().c10d_version()); });
 
+#if C10D_TORCH_BACKEND_API
+  // CPU tensors only: without `devices`, torch 2.x would route CUDA tensors here too.
+  dist.attr("Backend").attr("register_backend")("c10d", m.attr("create_process_group"),
+                                                py::arg("devices") = std::vector<std::string>{"cpu"});
+#else
   dist.attr("Backend").attr("register_backend")("c10d", m.attr("create_process_group"));
+#endif
 }

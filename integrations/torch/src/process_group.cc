@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <numeric>
+#include <utility>
 
 #include "staging.h"
 #include "torch_store.h"
@@ -70,13 +71,14 @@ c10d_reduce_op_t toC10dOp(const std::string& ctx, const ::c10d::ReduceOp& op,
       const auto* factor =
           dynamic_cast<const ::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(factor != nullptr, ctx, ": PREMUL_SUM without its factor");
-      if (factor->tensor_factors.empty()) {
+      const std::vector<at::Tensor> tensors = premulFactorTensors(*factor);
+      if (tensors.empty()) {
         o->premul_scale = factor->double_factor;
       } else {
-        TORCH_CHECK(factor->tensor_factors.size() == 1 && factor->tensor_factors[0].numel() == 1,
-                    ctx, ": PREMUL_SUM takes one scalar factor, got ",
-                    factor->tensor_factors.size(), " factor tensors");
-        o->premul_scale = factor->tensor_factors[0].item<double>();
+        TORCH_CHECK(tensors.size() == 1 && tensors[0].numel() == 1, ctx,
+                    ": PREMUL_SUM takes one scalar factor, got ", tensors.size(),
+                    " factor tensors");
+        o->premul_scale = tensors[0].item<double>();
       }
       return C10D_REDUCE_PREMUL_SUM;
     }
@@ -126,7 +128,7 @@ ProcessGroupC10d::ProcessGroupC10d(const c10::intrusive_ptr<::c10d::Store>& stor
                                    int size, std::chrono::milliseconds timeout,
                                    const std::string& engine,
                                    const std::vector<std::pair<std::string, std::string>>& config)
-    : ::c10d::ProcessGroup(rank, size), engine_(engine) {
+    : TorchBackendBase(rank, size), engine_(engine) {
   const CApi& api = capi();
   // Groups are created in the same order on every rank (torch requires it), so the counter names
   // a group the same everywhere.
@@ -148,8 +150,10 @@ ProcessGroupC10d::ProcessGroupC10d(const c10::intrusive_ptr<::c10d::Store>& stor
       api.c10d_pg_create_from_store(cstore, engine.c_str(), rank, size, &options, &pg_);
   const std::string why = status == C10D_STATUS_OK ? "" : api.c10d_last_error();
   api.c10d_store_release(cstore);  // the group holds its own reference
-  TORCH_CHECK(status == C10D_STATUS_OK, "c10d_torch: creating the c10d group (engine '", engine,
-              "') on rank ", rank, " of ", size, " failed: ", why);
+  TORCH_CHECK(status == C10D_STATUS_OK,
+              failureText(c10::str("c10d_torch: creating the c10d group (engine '", engine,
+                                   "') on rank ", rank, " of ", size, " failed"),
+                          status, why.c_str()));
   const char* name = nullptr;
   api.c10d_pg_name(pg_, &name);
   name_ = name ? name : engine;
@@ -180,9 +184,23 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d
                                                           std::vector<at::Tensor> inputs,
                                                           Staging staging) {
   const std::string ctx = context(op);
-  TORCH_CHECK(status == C10D_STATUS_OK, ctx, ": ", capi().c10d_last_error());
-  return c10::make_intrusive<WorkC10d>(work, rank_, type, ctx, std::move(outputs),
-                                       std::move(inputs), std::move(staging));
+  TORCH_CHECK(status == C10D_STATUS_OK, failureText(ctx, status, capi().c10d_last_error()));
+  ++seq_;
+  c10::intrusive_ptr<::c10d::Work> w = c10::make_intrusive<WorkC10d>(
+      work, rank_, type, ctx, std::move(outputs), std::move(inputs), std::move(staging));
+  if (coalescing_) {
+    coalesced_.push_back(w);
+  }
+  return w;
+}
+
+void ProcessGroupC10d::runStep(const std::string& ctx, c10d_status_t status, c10d_work_t* work) {
+  const CApi& api = capi();
+  TORCH_CHECK(status == C10D_STATUS_OK, failureText(ctx, status, api.c10d_last_error()));
+  status = api.c10d_work_wait(work, C10D_TIMEOUT_DEFAULT);  // the op's own timeout
+  const std::string why = status == C10D_STATUS_OK ? "" : api.c10d_last_error();
+  api.c10d_work_release(work);
+  TORCH_CHECK(status == C10D_STATUS_OK, failureText(ctx, status, why.c_str()));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::broadcast(std::vector<at::Tensor>& tensors,
@@ -204,6 +222,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduce(std::vector<at::Ten
                                                              const ::c10d::AllreduceOptions& opts) {
   const std::string ctx = context("allreduce");
   const at::Tensor& t = single(ctx, tensors, "");
+  if (t.defined() && t.layout() == c10::kSparse) {
+    return allreduceSparse(tensors[0], opts);
+  }
   Staging staging(ctx);
   const c10d_tensor_t view = staging.inOut(t, "tensors[0]");
   c10d_op_options_t o = opOptions(opts.timeout);
@@ -492,7 +513,8 @@ void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool
   const CApi& api = capi();
   const int64_t timeout = opts.timeout.count() > 0 ? opts.timeout.count() : C10D_TIMEOUT_DEFAULT;
   const c10d_status_t status = api.c10d_monitored_barrier(pg_, timeout, waitAllRanks ? 1 : 0);
-  TORCH_CHECK(status == C10D_STATUS_OK, context("monitored_barrier"), ": ", api.c10d_last_error());
+  TORCH_CHECK(status == C10D_STATUS_OK,
+              failureText(context("monitored_barrier"), status, api.c10d_last_error()));
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::send(std::vector<at::Tensor>& tensors, int dst,
@@ -525,5 +547,113 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::recvAnysource(std::vector<at:
   return finish("recv_anysource", ::c10d::OpType::RECVANYSOURCE, status, work, tensors, {},
                 std::move(staging));
 }
+
+// torch's gloo algorithm, so results agree with it bit for bit: every rank's coalesced (indices,
+// values) are allgathered (padded to the largest nnz), added up as sparse tensors in rank order,
+// and coalesced.
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduceSparse(
+    at::Tensor& tensor, const ::c10d::AllreduceOptions& opts) {
+  const std::string ctx = context("allreduce");
+  TORCH_CHECK(opts.reduceOp.op_ == ::c10d::ReduceOp::SUM, ctx,
+              ": a sparse tensor reduces with SUM only (as on torch's gloo), got op ",
+              static_cast<int>(opts.reduceOp.op_));
+  TORCH_CHECK(tensor.is_cpu(), ctx, ": tensors[0] is on ", tensor.device(),
+              "; the c10d backend takes CPU tensors");
+  checkTensor(ctx, tensor._values(), "tensors[0]'s values");
+  const at::Tensor input = tensor.coalesce();
+  const at::Tensor indices = input._indices().contiguous();  // [sparse dims, nnz], int64
+  const at::Tensor values = input._values().contiguous();    // [nnz, dense dims...]
+  const int64_t nnz = input._nnz();
+  const c10d_op_options_t o = opOptions(opts.timeout);
+  const CApi& api = capi();
+  // One allgather_into_tensor step, run to completion.
+  auto allgather = [&](const at::Tensor& out, const at::Tensor& in, const char* what) {
+    const std::string stepCtx = c10::str(ctx, " (allgathering the ", what, ")");
+    Staging staging(stepCtx);
+    const c10d_tensor_t inView = staging.in(in, what);
+    const c10d_tensor_t outView = staging.out(out, what);
+    c10d_work_t* work = nullptr;
+    const c10d_status_t status = api.c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
+    runStep(stepCtx, status, work);
+  };
+  const at::Tensor counts = at::empty({size_}, at::kLong);
+  allgather(counts, at::full({1}, nnz, at::kLong), "nnz");
+  const int64_t maxNnz = counts.max().item<int64_t>();
+
+  const int64_t sparseDims = indices.size(0);
+  at::Tensor paddedIndices = at::zeros({sparseDims, maxNnz}, at::kLong);
+  paddedIndices.narrow(1, 0, nnz).copy_(indices);
+  const at::Tensor allIndices = at::empty({size_, sparseDims, maxNnz}, at::kLong);
+  allgather(allIndices, paddedIndices, "indices");
+
+  std::vector<int64_t> valueShape = values.sizes().vec();
+  valueShape[0] = maxNnz;
+  at::Tensor paddedValues = at::zeros(valueShape, values.options());
+  paddedValues.narrow(0, 0, nnz).copy_(values);
+  valueShape[0] = maxNnz * size_;
+  const at::Tensor allValues = at::empty(valueShape, values.options());
+  allgather(allValues, paddedValues, "values");
+
+  at::Tensor sum;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t n = counts[r].item<int64_t>();
+    at::Tensor part = at::sparse_coo_tensor(allIndices[r].narrow(1, 0, n),
+                                            allValues.narrow(0, r * maxNnz, n), input.sizes(),
+                                            input.options());
+    sum = r == 0 ? part : sum + part;
+  }
+  sum = sum.coalesce();
+  tensor.copy_(sum);
+  ++seq_;
+  c10::intrusive_ptr<::c10d::Work> w = c10::make_intrusive<CompositeWork>(
+      rank_, ::c10d::OpType::ALLREDUCE, std::vector<c10::intrusive_ptr<::c10d::Work>>{},
+      std::vector<at::Tensor>{tensor});
+  if (coalescing_) {
+    coalesced_.push_back(w);
+  }
+  return w;
+}
+
+#if C10D_TORCH_BACKEND_API
+void ProcessGroupC10d::startCoalescing() {
+  TORCH_CHECK(!coalescing_, context("start_coalescing"),
+              ": a coalescing block is already open on this group");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::endCoalescing() {
+  TORCH_CHECK(coalescing_, context("end_coalescing"), ": no coalescing block is open");
+  coalescing_ = false;
+  return c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::COALESCED,
+                                            std::exchange(coalesced_, {}));
+}
+
+// The coalesced forms of allgather_into_tensor and reduce_scatter_tensor: one op per pair, one
+// Work over all of them.
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), context("allgather_into_tensor_coalesced"), ": ",
+              outputs.size(), " outputs for ", inputs.size(), " inputs");
+  std::vector<c10::intrusive_ptr<::c10d::Work>> parts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    parts.push_back(_allgather_base(outputs[i], inputs[i], opts));
+  }
+  return c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::COALESCED, std::move(parts));
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const ::c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), context("reduce_scatter_tensor_coalesced"), ": ",
+              outputs.size(), " outputs for ", inputs.size(), " inputs");
+  std::vector<c10::intrusive_ptr<::c10d::Work>> parts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    parts.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
+  }
+  return c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::COALESCED, std::move(parts));
+}
+#endif
 
 }  // namespace c10d_torch

@@ -1,5 +1,7 @@
-// ProcessGroupC10d: torch's c10d::ProcessGroup (torch 1.13's backend plugin interface) running
-// every collective on a c10d engine ("verbs" by default, "gloo" too) through libc10d's C ABI.
+// ProcessGroupC10d: a torch.distributed backend running every collective on a c10d engine
+// ("verbs" by default, "gloo" too) through libc10d's C ABI. On torch 2.x it is a c10d::Backend
+// that torch's ProcessGroup dispatches CPU tensors to; on torch 1.13 a c10d::ProcessGroup
+// (torch_compat.h).
 //
 // Contract
 //   Construction is collective: every rank constructs its group over torch's Store (the one
@@ -7,13 +9,18 @@
 //   (torch_store.h). Ops: broadcast, allreduce, allreduce_coalesced, reduce, allgather,
 //   _allgather_base, allgather_coalesced, gather, scatter, reduce_scatter, _reduce_scatter_base,
 //   alltoall, alltoall_base (uneven splits, in rows of dim 0 as torch counts them), barrier,
-//   monitoredBarrier, send, recv, recvAnysource. Each returns a WorkC10d (work.h) at once; the op
-//   runs on the engine's threads. Left to torch's defaults: startCoalescing/endCoalescing (no-ops:
-//   each op of a _coalescing_manager block runs and completes on its own, as on torch's gloo) and
-//   the sequence numbers (set/getSequenceNumberForGroup raise torch's "does not yet support
-//   sequence numbers"; torch asks them of gloo and nccl groups only).
-//   Tensors: CPU, strided, of a dtype both libraries know (float32/64, float16, bfloat16, int8,
-//   uint8, int32, int64, bool). A non-contiguous tensor runs through a contiguous copy
+//   monitoredBarrier, send, recv, recvAnysource; on torch 2.x also allgather_into_tensor_coalesced,
+//   reduce_scatter_tensor_coalesced and startCoalescing/endCoalescing (the ops of a coalescing
+//   block run as they are issued; endCoalescing's Work completes when all of them have). Each
+//   returns a WorkC10d (work.h) at once; the op runs on the engine's threads. Sequence numbers:
+//   every op issued counts one, from 0 at construction (groups are created collectively, so
+//   ranks agree); setSequenceNumberForGroup resets to 0.
+//   allreduce of a sparse COO tensor (SUM only, as torch's gloo): each rank's coalesced indices
+//   and values are allgathered, summed rank by rank and coalesced, on the calling thread (the
+//   returned Work is complete); the result replaces the tensor's contents.
+//   Tensors: CPU, strided (sparse COO for allreduce), of a dtype both libraries know (float32/64,
+//   float16, bfloat16, int8, uint8, int32, int64, bool). A non-contiguous tensor runs through a
+//   contiguous copy
 //   (staging.h), an output's result copied back before the Work completes; an output whose
 //   elements share memory (expand()) is refused. Reductions: SUM, AVG, PRODUCT, MIN, MAX, BAND,
 //   BOR, BXOR, PREMUL_SUM with a scalar factor.
@@ -24,7 +31,8 @@
 //   c10d:gloo:world (size 2): output_tensors[0][1] has 3 elements, input has 4". Checks libc10d
 //   makes (sizes, roots, peers, (op, dtype) support) come back with libc10d's message under the
 //   same prefix. Errors found while the op runs (a dead peer, a size that disagrees with a peer's,
-//   a timeout) fail the Work: wait() throws, the Future holds the error.
+//   a timeout) fail the Work: wait() throws, the Future holds the error. A timeout's message
+//   reads "<prefix>: Timed out ..." (the words torch's backends and tests use), then our detail.
 //
 // Threads: like every ProcessGroup, one thread issues a group's ops at a time, in the same order on
 // every rank. The destructor shuts the engine down (joining its threads) and may block until
@@ -34,19 +42,19 @@
 #ifndef C10D_INTEGRATIONS_TORCH_PROCESS_GROUP_H_
 #define C10D_INTEGRATIONS_TORCH_PROCESS_GROUP_H_
 
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "capi.h"
 #include "staging.h"
+#include "torch_compat.h"
 
 namespace c10d_torch {
 
-class ProcessGroupC10d : public ::c10d::ProcessGroup {
+class ProcessGroupC10d : public TorchBackendBase {
  public:
   // engine: a libc10d backend name ("verbs", "gloo", ...). config: the engine's settings by name
   // (e.g. {"C10D_TRANSPORT", "tcp"}). timeout: every op's default timeout and the rendezvous'.
@@ -102,6 +110,20 @@ class ProcessGroupC10d : public ::c10d::ProcessGroup {
   c10::intrusive_ptr<::c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                  int tag) override;
 
+  void setSequenceNumberForGroup() override { seq_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return seq_; }
+
+#if C10D_TORCH_BACKEND_API
+  void startCoalescing() override;
+  c10::intrusive_ptr<::c10d::Work> endCoalescing() override;
+  c10::intrusive_ptr<::c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<::c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const ::c10d::ReduceScatterOptions& opts) override;
+#endif
+
  private:
   // "c10d_torch: <op> on rank R of <group> (size N)": the prefix of every message about an op.
   std::string context(const char* op) const;
@@ -110,8 +132,17 @@ class ProcessGroupC10d : public ::c10d::ProcessGroup {
   c10::intrusive_ptr<::c10d::Work> finish(const char* op, ::c10d::OpType type, c10d_status_t status,
                                           c10d_work_t* work, std::vector<at::Tensor> outputs,
                                           std::vector<at::Tensor> inputs, Staging staging);
+  // allreduce of a sparse COO tensor (see the contract).
+  c10::intrusive_ptr<::c10d::Work> allreduceSparse(at::Tensor& tensor,
+                                                   const ::c10d::AllreduceOptions& opts);
+  // Runs one started op to completion (for the steps of a composite op); throws its error.
+  void runStep(const std::string& ctx, c10d_status_t status, c10d_work_t* work);
 
   c10d_pg_t* pg_ = nullptr;
+  uint64_t seq_ = 0;  // ops issued (torch's sequence number)
+  // Between startCoalescing and endCoalescing: the Works of the ops issued (torch 2.x).
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<::c10d::Work>> coalesced_;
   std::string engine_;
   std::string name_;  // libc10d's "<engine>:<group>"
 };

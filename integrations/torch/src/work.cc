@@ -6,6 +6,15 @@
 #include <stdexcept>
 
 namespace c10d_torch {
+
+std::string failureText(const std::string& context, c10d_status_t status, const char* message) {
+  const std::string what = message != nullptr && *message != '\0' ? message : "failed";
+  if (status == C10D_STATUS_TIMEOUT) {
+    return context + ": Timed out (" + what + ")";
+  }
+  return context + ": " + what;
+}
+
 namespace {
 
 // What the completion callback needs; owned by the callback (deleted when it has run).
@@ -30,8 +39,8 @@ void onComplete(void* user, c10d_status_t status, const char* message) {
       }
       done->future->markCompleted(c10::IValue(done->outputs));
     } else {
-      done->future->setError(std::make_exception_ptr(
-          std::runtime_error(done->context + ": " + (message ? message : "failed"))));
+      done->future->setError(
+          std::make_exception_ptr(std::runtime_error(failureText(done->context, status, message))));
     }
   } catch (...) {
     // markCompleted/setError only throw on a second completion, which libc10d never makes.
@@ -97,12 +106,12 @@ bool WorkC10d::wait(std::chrono::milliseconds timeout) {
   const int64_t ms = timeout == kNoTimeout ? C10D_TIMEOUT_DEFAULT : timeout.count();
   const c10d_status_t status = api.c10d_work_wait(work_, ms);
   if (status == C10D_STATUS_TIMEOUT && api.c10d_work_test(work_) == C10D_STATUS_PENDING) {
-    TORCH_CHECK(false, context_, ": wait timed out after ",
+    TORCH_CHECK(false, context_, ": Timed out in wait() after ",
                 timeout == kNoTimeout ? std::string("the op's timeout")
                                       : std::to_string(timeout.count()) + " ms",
                 " (the op is still running: ", api.c10d_last_error(), ")");
   }
-  TORCH_CHECK(status == C10D_STATUS_OK, context_, ": ", api.c10d_last_error());
+  TORCH_CHECK(status == C10D_STATUS_OK, failureText(context_, status, api.c10d_last_error()));
   // The op is complete; its callback (which completes the Future) runs on the engine thread right
   // after, so the Future is done or about to be: wait for it so that getFuture()->value() works
   // as soon as wait() returns (and the staged outputs have been copied back).
@@ -116,6 +125,82 @@ void WorkC10d::abort() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> WorkC10d::getFuture() {
+  return future_;
+}
+
+CompositeWork::CompositeWork(int rank, ::c10d::OpType opType,
+                             std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
+                             std::vector<at::Tensor> extraOutputs)
+    : ::c10d::Work(rank, opType),
+      parts_(std::move(parts)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+  for (const auto& part : parts_) {
+    for (const at::Tensor& t : part->result()) {
+      outputs_.push_back(t);
+    }
+  }
+  for (at::Tensor& t : extraOutputs) {
+    outputs_.push_back(std::move(t));
+  }
+  if (parts_.empty()) {
+    future_->markCompleted(c10::IValue(outputs_));
+    return;
+  }
+  // The last part to complete completes the Future, with the first part's error in issue order.
+  auto pending = std::make_shared<std::atomic<size_t>>(parts_.size());
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> futures;
+  for (const auto& part : parts_) {
+    futures.push_back(part->getFuture());
+  }
+  for (const auto& f : futures) {
+    f->addCallback([pending, futures, future = future_, outputs = outputs_](c10::ivalue::Future&) {
+      if (pending->fetch_sub(1) != 1) {
+        return;
+      }
+      for (const auto& part : futures) {
+        if (part->hasError()) {
+          future->setError(part->exception_ptr());
+          return;
+        }
+      }
+      future->markCompleted(c10::IValue(outputs));
+    });
+  }
+}
+
+bool CompositeWork::isCompleted() {
+  return future_->completed();
+}
+
+bool CompositeWork::isSuccess() const {
+  return future_->completed() && !future_->hasError();
+}
+
+std::exception_ptr CompositeWork::exception() const {
+  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+}
+
+std::vector<at::Tensor> CompositeWork::result() {
+  return outputs_;
+}
+
+bool CompositeWork::wait(std::chrono::milliseconds timeout) {
+  for (const auto& part : parts_) {
+    part->wait(timeout);  // throws the part's error
+  }
+  future_->wait();
+  TORCH_CHECK(!future_->hasError(), future_->tryRetrieveErrorMessage());
+  return true;
+}
+
+void CompositeWork::abort() {
+  for (const auto& part : parts_) {
+    part->abort();
+  }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> CompositeWork::getFuture() {
   return future_;
 }
 

@@ -20,6 +20,8 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,11 @@
 #include "staging.h"
 
 namespace c10d_torch {
+
+// The message of a failed op: "<context>: <libc10d's message>", a timeout's as
+// "<context>: Timed out (<libc10d's message>)": torch's own backends say "Timed out", and torch's
+// tests and users' code look for those words.
+std::string failureText(const std::string& context, c10d_status_t status, const char* message);
 
 class WorkC10d : public ::c10d::Work {
  public:
@@ -50,6 +57,30 @@ class WorkC10d : public ::c10d::Work {
  private:
   c10d_work_t* work_;
   const std::string context_;
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// One Work over several (the ops of a coalescing block, a coalesced op run as one op per tensor):
+// completes when all of them have, fails with the first failure (in issue order), and its
+// Future's value / result() is every part's outputs in order, then `extraOutputs`. With no parts
+// it is complete at once (an op that ran to completion on the calling thread).
+class CompositeWork : public ::c10d::Work {
+ public:
+  CompositeWork(int rank, ::c10d::OpType opType, std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
+                std::vector<at::Tensor> extraOutputs = {});
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override {}
+  bool wait(std::chrono::milliseconds timeout) override;
+  void abort() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  std::vector<c10::intrusive_ptr<::c10d::Work>> parts_;
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

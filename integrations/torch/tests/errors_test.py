@@ -1,10 +1,13 @@
 """Bad input on the c10d backend raises a Python RuntimeError naming the op, the rank and the
 problem, never a crash or a hang; the group stays usable after every error found before
-communicating. Last, an alltoall whose sizes disagree between ranks fails both ranks' works.
+communicating. Last, an alltoall whose sizes disagree between ranks fails both ranks' works, and
+a barrier no peer joins times out with the words torch's own tests look for (" Timed out ").
 
   c10drun --nproc-per-node 2 /usr/bin/python3 errors_test.py"""
 import datetime
 import faulthandler
+import re
+import time
 
 import torch
 import torch.distributed as dist
@@ -105,6 +108,20 @@ def main():
     text = expect_error(work.wait, "c10d_torch: alltoall_base", "splits disagree")
     if rank == 0:
         print(f"ok mismatched alltoall sizes: {text.splitlines()[0][:160]}")
+    checked += 1
+
+    # A barrier rank 1 never joins, on a group with a 1 s timeout: rank 0's fails within the
+    # timeout's margin, with torch's wording (torch's test_barrier_timeout_* match this regex).
+    short = dist.new_group(backend="c10d", timeout=datetime.timedelta(seconds=1))
+    if rank == 0:
+        start = time.monotonic()
+        text = expect_error(lambda: dist.barrier(group=short), "c10d_torch: barrier")
+        took = time.monotonic() - start
+        assert re.search(" (Timed out|closed|timeout) ", text), f"timeout wording: {text}"
+        assert took < 20, f"the barrier took {took:.1f} s to time out (timeout 1 s)"
+        print(f"ok barrier timeout after {took:.1f} s: {text.splitlines()[0][:200]}")
+    dist.barrier()  # the default group: rank 1 waits here until rank 0's barrier has failed
+    dist.destroy_process_group(short)
     checked += 1
     dist.destroy_process_group()
     if rank == 0:

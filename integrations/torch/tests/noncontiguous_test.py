@@ -254,8 +254,6 @@ def main():
                  "allgather_coalesced", "output_tensor_lists[0] has 1 tensors")
     expect_error(lambda: pg.allgather_coalesced([[torch.zeros(3)]] * w, [torch.zeros(2)]).wait(),
                  "allgather_coalesced", "output_tensor_lists[0][0]")
-    expect_error(lambda: pg._get_sequence_number_for_group(),
-                 "does not yet support sequence numbers")
 
     # monitored_barrier through the group (dist.monitored_barrier itself takes gloo groups only).
     for wait_all in (False, True):
