@@ -185,7 +185,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d
                                                           Staging staging) {
   const std::string ctx = context(op);
   TORCH_CHECK(status == C10D_STATUS_OK, failureText(ctx, status, capi().c10d_last_error()));
-  ++seq_;
+  if (type != ::c10d::OpType::SEND && type != ::c10d::OpType::RECV &&
+      type != ::c10d::OpType::RECVANYSOURCE) {
+    ++seq_;  // collectives only: ranks issue different point-to-point ops
+  }
   c10::intrusive_ptr<::c10d::Work> w = c10::make_intrusive<WorkC10d>(
       work, rank_, type, ctx, std::move(outputs), std::move(inputs), std::move(staging));
   if (coalescing_) {

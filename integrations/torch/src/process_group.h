@@ -13,8 +13,9 @@
 //   reduce_scatter_tensor_coalesced and startCoalescing/endCoalescing (the ops of a coalescing
 //   block run as they are issued; endCoalescing's Work completes when all of them have). Each
 //   returns a WorkC10d (work.h) at once; the op runs on the engine's threads. Sequence numbers:
-//   every op issued counts one, from 0 at construction (groups are created collectively, so
-//   ranks agree); setSequenceNumberForGroup resets to 0.
+//   every collective issued counts one (point-to-point ops do not: ranks issue different ones),
+//   from 0 at construction (groups are created collectively, so ranks agree);
+//   setSequenceNumberForGroup resets to 0.
 //   allreduce of a sparse COO tensor (SUM only, as torch's gloo): each rank's coalesced indices
 //   and values are allgathered, summed rank by rank and coalesced, on the calling thread (the
 //   returned Work is complete); the result replaces the tensor's contents.
