@@ -316,6 +316,11 @@ std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
           if (glooimpl::quotesAddress(msg, hostPort)) return named(j, hostPort);
         }
       }
+    } catch (const std::exception&) {
+      // Newer Gloo publishes its rendezvous value in another form (Address() then throws):
+      // the sockets below still name the rank.
+    }
+    try {
       const std::string socketsKey = "sockets/" + std::to_string(j);
       if (peerStore_->check({socketsKey})) {
         for (const std::string& hostPort : splitLines(peerStore_->getString(socketsKey))) {

@@ -514,7 +514,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::barrier(const ::c10d::Barrier
 
 void ProcessGroupC10d::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
   const CApi& api = capi();
-  const int64_t timeout = opts.timeout.count() > 0 ? opts.timeout.count() : C10D_TIMEOUT_DEFAULT;
+  // kUnsetTimeout (-1): the group's; 0 is a real timeout (rank 0 fails at once if a peer is late).
+  const int64_t timeout = opts.timeout.count() >= 0 ? opts.timeout.count() : C10D_TIMEOUT_DEFAULT;
   const c10d_status_t status = api.c10d_monitored_barrier(pg_, timeout, waitAllRanks ? 1 : 0);
   TORCH_CHECK(status == C10D_STATUS_OK,
               failureText(context("monitored_barrier"), status, api.c10d_last_error()));

@@ -123,6 +123,20 @@ def main():
     dist.barrier()  # the default group: rank 1 waits here until rank 0's barrier has failed
     dist.destroy_process_group(short)
     checked += 1
+
+    # monitored_barrier with a zero timeout (torch's "no time at all", not "unset") on a group
+    # rank 1 does not enter: rank 0 fails at once, naming the rank that did not arrive.
+    mb = dist.new_group(backend="c10d")
+    if rank == 0:
+        start = time.monotonic()
+        text = expect_error(lambda: mb.monitored_barrier(datetime.timedelta(seconds=0)),
+                            "c10d_torch: monitored_barrier", "Timed out", "rank(s) 1")
+        took = time.monotonic() - start
+        assert took < 5, f"a zero-timeout monitored_barrier took {took:.1f} s"
+        print(f"ok monitored_barrier zero timeout after {took:.2f} s: {text.splitlines()[0][:160]}")
+    dist.barrier()
+    dist.destroy_process_group(mb)
+    checked += 1
     dist.destroy_process_group()
     if rank == 0:
         print(f"errors_test: {checked} error cases raise RuntimeError with op, rank and problem")
