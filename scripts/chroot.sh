@@ -11,7 +11,7 @@
 # The tree's files (tracked and untracked-but-not-ignored: what a clean clone plus your edits
 # holds, no build dirs) are copied to DIR/src/c10d (its build dirs are kept), and COMMAND runs there as root with CI passed
 # through. /proc, /sys, /dev (with /dev/shm, the shm transport's) and a fresh /run (ip netns keeps
-# its namespaces there) are mounted for the command and unmounted after, whatever its exit.
+# its namespaces there) are mounted in a mount namespace of the command's own, gone with it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=trixie
@@ -37,7 +37,7 @@ if ! command -v debootstrap >/dev/null; then
 fi
 if [ "$fresh" -eq 1 ] && [ -e "$dir" ]; then
   # A mount left by a killed earlier run would be wiped through: refuse instead.
-  if grep -q " $dir/" /proc/mounts; then
+  if grep -qE " $dir(/| )" /proc/mounts; then
     echo "chroot.sh: $dir still has mounts; unmount them (umount -R) first" >&2; exit 1
   fi
   rm -rf "$dir"
@@ -50,16 +50,10 @@ if [ ! -x "$dir/usr/bin/apt-get" ]; then
 fi
 cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
 
-unmount() {
-  for m in run dev sys proc; do
-    if mountpoint -q "$dir/$m"; then umount -R "$dir/$m" || umount -R -l "$dir/$m" || true; fi
-  done
-}
 cleanup() {
-  unmount
   if [ "$remove" -eq 1 ]; then
     # Never delete through a mount that is still there (/dev is the host's).
-    if grep -q " $dir/" /proc/mounts; then
+    if grep -qE " $dir(/| )" /proc/mounts; then
       echo "chroot.sh: $dir still has mounts; not removed" >&2
     else
       rm -rf "$dir" "$dir.debootstrap.log"
@@ -67,18 +61,30 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-mount -t proc proc "$dir/proc"
-mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys"
-mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev"
-mount -t tmpfs tmpfs "$dir/run"
 
 # A fresh copy of the tree; build dirs made by earlier runs in a kept DIR stay (incremental).
 mkdir -p "$dir/src/c10d"
 find "$dir/src/c10d" -mindepth 1 -maxdepth 1 ! -name 'build*' -exec rm -rf {} +
 git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$dir/src/c10d"
 
+# The mounts live in a mount namespace of the command's own (private propagation), so they go
+# when it ends, whatever its exit. DIR becomes that namespace's root (pivot_root, not only a
+# chroot): the netns tests' hosts enter their own mount namespaces with setns, which puts a
+# process at its namespace's root, and that must be Debian 13's, not this machine's.
 quoted=$(printf '%q ' "$@")
-chroot "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
+mkdir -p "$dir/.host"
+unshare --mount --propagation private -- /bin/bash -c '
+  set -e
+  dir=$1; shift
+  mount --bind "$dir" "$dir"
+  mount -t proc proc "$dir/proc"
+  mount --rbind /sys "$dir/sys"
+  mount --rbind /dev "$dir/dev"
+  mount -t tmpfs tmpfs "$dir/run"
+  cd "$dir"
+  pivot_root . .host
+  umount -l /.host
+  exec chroot / "$@"' chroot.sh "$dir" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin CI="${CI:-}" \
   C10D_FUZZ_SECONDS="${C10D_FUZZ_SECONDS:-}" CTEST_JOBS="${CTEST_JOBS:-}" \
   /bin/bash -c "cd /src/c10d && $quoted"

@@ -291,6 +291,7 @@ VirtualHosts::Holder VirtualHosts::makeHolder(const std::string& name,
   holder.name = name;
   // Until "pid N" (from the holder) and "ready" (from pid 1) or an error or EOF, 10 s at most.
   std::string got;
+  std::string error;  // an "error ..." line from the holder or pid 1
   bool ready = false;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (!ready || holder.initPid < 0) {
@@ -309,17 +310,16 @@ VirtualHosts::Holder VirtualHosts::makeHolder(const std::string& name,
       got.erase(0, nl + 1);
       if (startsWith(line, "pid ")) holder.initPid = std::atoi(line.c_str() + 4);
       if (line == "ready") ready = true;
-      if (startsWith(line, "error ")) got = line + "\n" + got;
+      if (startsWith(line, "error ") && error.empty()) error = line.substr(6);
     }
-    if (startsWith(got, "error ")) break;
+    if (!error.empty()) break;
   }
   close(fds[0]);
   if (!ready || holder.initPid < 0) {
     ::kill(h, SIGKILL);
     if (holder.initPid > 0) ::kill(holder.initPid, SIGKILL);
     waitpid(h, nullptr, 0);
-    fail(name + ": " +
-         (startsWith(got, "error ") ? got.substr(6) : "the namespaces' holder ended or hung"));
+    fail(name + ": " + (!error.empty() ? error : "the namespaces' holder ended or hung"));
   }
   return holder;
 }
