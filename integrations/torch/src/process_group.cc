@@ -633,30 +633,38 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::endCoalescing() {
                                             std::exchange(coalesced_, {}));
 }
 
-// The coalesced forms of allgather_into_tensor and reduce_scatter_tensor: one op per pair, one
-// Work over all of them.
+namespace {
+
+// The coalesced forms of allgather_into_tensor and reduce_scatter_tensor: one op per (output,
+// input) pair, one Work over all of them.
+template <typename RunPair>
+c10::intrusive_ptr<::c10d::Work> runPairs(const std::string& ctx, int rank,
+                                          std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs, RunPair runPair) {
+  TORCH_CHECK(outputs.size() == inputs.size(), ctx, ": ", outputs.size(), " outputs for ",
+              inputs.size(), " inputs");
+  std::vector<c10::intrusive_ptr<::c10d::Work>> parts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    parts.push_back(runPair(outputs[i], inputs[i]));
+  }
+  return c10::make_intrusive<CompositeWork>(rank, ::c10d::OpType::COALESCED, std::move(parts));
+}
+
+}  // namespace
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), context("allgather_into_tensor_coalesced"), ": ",
-              outputs.size(), " outputs for ", inputs.size(), " inputs");
-  std::vector<c10::intrusive_ptr<::c10d::Work>> parts;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    parts.push_back(_allgather_base(outputs[i], inputs[i], opts));
-  }
-  return c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::COALESCED, std::move(parts));
+  return runPairs(context("allgather_into_tensor_coalesced"), rank_, outputs, inputs,
+                  [&](at::Tensor& out, at::Tensor& in) { return _allgather_base(out, in, opts); });
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const ::c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), context("reduce_scatter_tensor_coalesced"), ": ",
-              outputs.size(), " outputs for ", inputs.size(), " inputs");
-  std::vector<c10::intrusive_ptr<::c10d::Work>> parts;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    parts.push_back(_reduce_scatter_base(outputs[i], inputs[i], opts));
-  }
-  return c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::COALESCED, std::move(parts));
+  return runPairs(
+      context("reduce_scatter_tensor_coalesced"), rank_, outputs, inputs,
+      [&](at::Tensor& out, at::Tensor& in) { return _reduce_scatter_base(out, in, opts); });
 }
 #endif
 

@@ -49,14 +49,33 @@ void onComplete(void* user, c10d_status_t status, const char* message) {
 
 }  // namespace
 
+FutureWork::FutureWork(int rank, ::c10d::OpType opType)
+    : ::c10d::Work(rank, opType),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+bool FutureWork::isCompleted() {
+  return future_->completed();
+}
+
+bool FutureWork::isSuccess() const {
+  return future_->completed() && !future_->hasError();
+}
+
+std::exception_ptr FutureWork::exception() const {
+  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> FutureWork::getFuture() {
+  return future_;
+}
+
 WorkC10d::WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::string context,
                    std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs, Staging staging)
-    : ::c10d::Work(rank, opType),
+    : FutureWork(rank, opType),
       work_(work),
       context_(std::move(context)),
-      outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+      outputs_(std::move(outputs)) {
   auto done = std::make_unique<Completion>(
       Completion{future_, outputs_, std::move(inputs), context_, std::move(staging)});
   const CApi& api = capi();
@@ -71,20 +90,6 @@ WorkC10d::WorkC10d(c10d_work_t* work, int rank, ::c10d::OpType opType, std::stri
 
 WorkC10d::~WorkC10d() {
   capi().c10d_work_release(work_);  // does not cancel the op (the Completion keeps its tensors)
-}
-
-// The Future completes last (after libc10d's work and the copy back of staged outputs), and holds
-// the op's outcome with its message: it is the Work's state.
-bool WorkC10d::isCompleted() {
-  return future_->completed();
-}
-
-bool WorkC10d::isSuccess() const {
-  return future_->completed() && !future_->hasError();
-}
-
-std::exception_ptr WorkC10d::exception() const {
-  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
 }
 
 int WorkC10d::sourceRank() const {
@@ -124,17 +129,10 @@ void WorkC10d::abort() {
   capi().c10d_work_abort(work_);
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> WorkC10d::getFuture() {
-  return future_;
-}
-
 CompositeWork::CompositeWork(int rank, ::c10d::OpType opType,
                              std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
                              std::vector<at::Tensor> extraOutputs)
-    : ::c10d::Work(rank, opType),
-      parts_(std::move(parts)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+    : FutureWork(rank, opType), parts_(std::move(parts)) {
   for (const auto& part : parts_) {
     for (const at::Tensor& t : part->result()) {
       outputs_.push_back(t);
@@ -169,18 +167,6 @@ CompositeWork::CompositeWork(int rank, ::c10d::OpType opType,
   }
 }
 
-bool CompositeWork::isCompleted() {
-  return future_->completed();
-}
-
-bool CompositeWork::isSuccess() const {
-  return future_->completed() && !future_->hasError();
-}
-
-std::exception_ptr CompositeWork::exception() const {
-  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
-}
-
 std::vector<at::Tensor> CompositeWork::result() {
   return outputs_;
 }
@@ -198,10 +184,6 @@ void CompositeWork::abort() {
   for (const auto& part : parts_) {
     part->abort();
   }
-}
-
-c10::intrusive_ptr<c10::ivalue::Future> CompositeWork::getFuture() {
-  return future_;
 }
 
 }  // namespace c10d_torch

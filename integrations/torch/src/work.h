@@ -35,7 +35,22 @@ namespace c10d_torch {
 // tests and users' code look for those words.
 std::string failureText(const std::string& context, c10d_status_t status, const char* message);
 
-class WorkC10d : public ::c10d::Work {
+// A Work whose state is its Future (of the op's output tensors): complete when the Future is,
+// failed with the Future's error.
+class FutureWork : public ::c10d::Work {
+ public:
+  FutureWork(int rank, ::c10d::OpType opType);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ protected:
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class WorkC10d : public FutureWork {
  public:
   // Takes ownership of `work` (released in the destructor). `outputs`: the Future's value and
   // result(); `inputs`: kept alive until completion; `staging`: the op's buffers, kept until
@@ -44,45 +59,35 @@ class WorkC10d : public ::c10d::Work {
            std::vector<at::Tensor> outputs, std::vector<at::Tensor> inputs, Staging staging);
   ~WorkC10d() override;
 
-  bool isCompleted() override;
-  bool isSuccess() const override;
-  std::exception_ptr exception() const override;
   int sourceRank() const override;
   std::vector<at::Tensor> result() override;
   void synchronize() override;
   bool wait(std::chrono::milliseconds timeout) override;
   void abort() override;
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
  private:
   c10d_work_t* work_;
   const std::string context_;
   std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 // One Work over several (the ops of a coalescing block, a coalesced op run as one op per tensor):
 // completes when all of them have, fails with the first failure (in issue order), and its
 // Future's value / result() is every part's outputs in order, then `extraOutputs`. With no parts
 // it is complete at once (an op that ran to completion on the calling thread).
-class CompositeWork : public ::c10d::Work {
+class CompositeWork : public FutureWork {
  public:
   CompositeWork(int rank, ::c10d::OpType opType, std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
                 std::vector<at::Tensor> extraOutputs = {});
 
-  bool isCompleted() override;
-  bool isSuccess() const override;
-  std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override;
   void synchronize() override {}
   bool wait(std::chrono::milliseconds timeout) override;
   void abort() override;
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
  private:
   std::vector<c10::intrusive_ptr<::c10d::Work>> parts_;
   std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
 }  // namespace c10d_torch
