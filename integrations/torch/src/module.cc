@@ -111,8 +111,8 @@ PYBIND11_MODULE(c10d_torch, m) {
 
 #if C10D_TORCH_BACKEND_API
   // CPU tensors only: without `devices`, torch 2.x would route CUDA tensors here too.
-  dist.attr("Backend").attr("register_backend")("c10d", m.attr("create_process_group"),
-                                                py::arg("devices") = std::vector<std::string>{"cpu"});
+  dist.attr("Backend").attr("register_backend")(
+      "c10d", m.attr("create_process_group"), py::arg("devices") = std::vector<std::string>{"cpu"});
 #else
   dist.attr("Backend").attr("register_backend")("c10d", m.attr("create_process_group"));
 #endif

@@ -185,12 +185,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::finish(const char* op, ::c10d
                                                           Staging staging) {
   const std::string ctx = context(op);
   TORCH_CHECK(status == C10D_STATUS_OK, failureText(ctx, status, capi().c10d_last_error()));
+  return issued(type, c10::make_intrusive<WorkC10d>(work, rank_, type, ctx, std::move(outputs),
+                                                    std::move(inputs), std::move(staging)));
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::issued(::c10d::OpType type,
+                                                          c10::intrusive_ptr<::c10d::Work> w) {
   if (type != ::c10d::OpType::SEND && type != ::c10d::OpType::RECV &&
       type != ::c10d::OpType::RECVANYSOURCE) {
     ++seq_;  // collectives only: ranks issue different point-to-point ops
   }
-  c10::intrusive_ptr<::c10d::Work> w = c10::make_intrusive<WorkC10d>(
-      work, rank_, type, ctx, std::move(outputs), std::move(inputs), std::move(staging));
   if (coalescing_) {
     coalesced_.push_back(w);
   }
@@ -601,21 +605,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allreduceSparse(
   at::Tensor sum;
   for (int r = 0; r < size_; ++r) {
     const int64_t n = counts[r].item<int64_t>();
-    at::Tensor part = at::sparse_coo_tensor(allIndices[r].narrow(1, 0, n),
-                                            allValues.narrow(0, r * maxNnz, n), input.sizes(),
-                                            input.options());
+    at::Tensor part =
+        at::sparse_coo_tensor(allIndices[r].narrow(1, 0, n), allValues.narrow(0, r * maxNnz, n),
+                              input.sizes(), input.options());
     sum = r == 0 ? part : sum + part;
   }
   sum = sum.coalesce();
   tensor.copy_(sum);
-  ++seq_;
-  c10::intrusive_ptr<::c10d::Work> w = c10::make_intrusive<CompositeWork>(
-      rank_, ::c10d::OpType::ALLREDUCE, std::vector<c10::intrusive_ptr<::c10d::Work>>{},
-      std::vector<at::Tensor>{tensor});
-  if (coalescing_) {
-    coalesced_.push_back(w);
-  }
-  return w;
+  return issued(::c10d::OpType::ALLREDUCE,
+                c10::make_intrusive<CompositeWork>(rank_, ::c10d::OpType::ALLREDUCE,
+                                                   std::vector<c10::intrusive_ptr<::c10d::Work>>{},
+                                                   std::vector<at::Tensor>{tensor}));
 }
 
 #if C10D_TORCH_BACKEND_API

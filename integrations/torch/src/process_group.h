@@ -133,6 +133,8 @@ class ProcessGroupC10d : public TorchBackendBase {
   c10::intrusive_ptr<::c10d::Work> finish(const char* op, ::c10d::OpType type, c10d_status_t status,
                                           c10d_work_t* work, std::vector<at::Tensor> outputs,
                                           std::vector<at::Tensor> inputs, Staging staging);
+  // Counts an issued op (sequence number) and adds it to an open coalescing block; returns `w`.
+  c10::intrusive_ptr<::c10d::Work> issued(::c10d::OpType type, c10::intrusive_ptr<::c10d::Work> w);
   // allreduce of a sparse COO tensor (see the contract).
   c10::intrusive_ptr<::c10d::Work> allreduceSparse(at::Tensor& tensor,
                                                    const ::c10d::AllreduceOptions& opts);

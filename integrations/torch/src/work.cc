@@ -52,7 +52,8 @@ void onComplete(void* user, c10d_status_t status, const char* message) {
 FutureWork::FutureWork(int rank, ::c10d::OpType opType)
     : ::c10d::Work(rank, opType),
       future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 bool FutureWork::isCompleted() {
   return future_->completed();

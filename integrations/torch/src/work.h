@@ -77,7 +77,8 @@ class WorkC10d : public FutureWork {
 // it is complete at once (an op that ran to completion on the calling thread).
 class CompositeWork : public FutureWork {
  public:
-  CompositeWork(int rank, ::c10d::OpType opType, std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
+  CompositeWork(int rank, ::c10d::OpType opType,
+                std::vector<c10::intrusive_ptr<::c10d::Work>> parts,
                 std::vector<at::Tensor> extraOutputs = {});
 
   std::vector<at::Tensor> result() override;
