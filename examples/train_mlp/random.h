@@ -11,7 +11,7 @@
 namespace c10d {
 namespace example {
 
-// SplitMix64 (Steele, Lea, Flood 2014), the generator the DistributedSampler shuffles with.
+// SplitMix64 (Steele, Lea, Flood 2014): a tiny generator whose output is fixed by its definition.
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}

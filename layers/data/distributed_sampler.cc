@@ -1,6 +1,9 @@
 #include "layers/data/distributed_sampler.h"
 
+#include <cstdint>
+#include <limits>
 #include <numeric>
+#include <random>
 #include <utility>
 
 #include "c10d/error.h"
@@ -8,42 +11,27 @@
 namespace c10d {
 namespace data {
 
-namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): a tiny generator whose output is fixed by its definition.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, bound), bound > 0, without modulo bias.
-  uint64_t below(uint64_t bound) {
-    const uint64_t threshold = (0 - bound) % bound;  // 2^64 mod bound
-    for (;;) {
-      const uint64_t x = next();
-      if (x >= threshold) return x % bound;
+std::vector<size_t> torchRandperm(size_t n, uint64_t seed) {
+  std::vector<size_t> r(n);
+  // torch seeds its mt19937 with the seed's low 32 bits (the standard initialisation).
+  std::mt19937 gen(static_cast<uint32_t>(seed));
+  constexpr size_t kSmall = std::numeric_limits<uint32_t>::max() / 20;
+  if (n < kSmall) {
+    std::iota(r.begin(), r.end(), size_t{0});
+    for (size_t i = 0; i + 1 < n; ++i) {
+      const size_t z = gen() % (n - i);
+      std::swap(r[i], r[z + i]);
     }
+    return r;
   }
-
- private:
-  uint64_t state_;
-};
-
-}  // namespace
-
-std::vector<size_t> deterministicPermutation(size_t n, uint64_t seed) {
-  std::vector<size_t> p(n);
-  std::iota(p.begin(), p.end(), size_t{0});
-  SplitMix64 rng(seed);
-  for (size_t i = n; i > 1; --i) {
-    const size_t j = static_cast<size_t>(rng.below(i));  // in [0, i - 1]
-    std::swap(p[i - 1], p[j]);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t hi = gen();
+    const uint64_t lo = gen();
+    const size_t z = static_cast<size_t>(((hi << 32) | lo) % (i + 1));
+    r[i] = r[z];
+    r[z] = i;
   }
-  return p;
+  return r;
 }
 
 DistributedSampler::DistributedSampler(size_t datasetSize, int numReplicas, int rank,
@@ -57,7 +45,7 @@ DistributedSampler::DistributedSampler(size_t datasetSize, int numReplicas, int 
 }
 
 std::vector<size_t> DistributedSampler::epochOrder() const {
-  if (options_.shuffle) return deterministicPermutation(datasetSize_, options_.seed + epoch_);
+  if (options_.shuffle) return torchRandperm(datasetSize_, options_.seed + epoch_);
   std::vector<size_t> order(datasetSize_);
   std::iota(order.begin(), order.end(), size_t{0});
   return order;

@@ -13,10 +13,9 @@
 // Every rank computes the same permutation from (seed, epoch) without communicating; call
 // setEpoch(e) at the start of each epoch (as in torch), or every epoch sees the same order.
 //
-// The permutation is deterministic on every platform, but it is not torch's randperm (which depends
-// on torch's generator internals): a Fisher-Yates shuffle (for i = n-1 down to 1, swap i with a
-// uniform j in [0, i]) driven by SplitMix64 seeded with seed + epoch; j comes from rejection
-// sampling (draw x until x >= 2^64 mod (i + 1), then j = x mod (i + 1)), so it is unbiased.
+// The permutation is torch's: `torch.randperm(size, generator=g)` with `g.manual_seed(seed +
+// epoch)` on the CPU, element for element (torchRandperm below), so a C++ rank and a Python rank
+// of one job, or a C++ run resuming a Python one, read the same samples.
 //
 // Thread-safety: const methods may be called concurrently; setEpoch() must not race with them.
 #pragma once
@@ -64,9 +63,13 @@ class DistributedSampler {
   size_t numSamples_ = 0;
 };
 
-// The shuffle above, exposed for tests and for other layers that need the same permutation:
-// a permutation of [0, n) drawn from `seed`.
-std::vector<size_t> deterministicPermutation(size_t n, uint64_t seed);
+// torch.randperm(n) from a CPU torch.Generator seeded with `seed` (torch 1.13 and 2.x): the
+// generator is MT19937 initialised with the seed's low 32 bits. For n < 2^32 / 20 (every dataset
+// that fits a 32-bit index) torch swaps r[i] with r[i + x % (n - i)] for i = 0 .. n-2, x the
+// generator's next 32-bit output; from there torch 2.x builds the permutation "inside out" with
+// 64-bit draws (x = hi << 32 | lo), r[i] = r[j]; r[j] = i for j = x % (i + 1) (torch 1.13 keeps the
+// first form at every n). Both forms are tested against torch itself (tests/layers).
+std::vector<size_t> torchRandperm(size_t n, uint64_t seed);
 
 }  // namespace data
 }  // namespace c10d
