@@ -18,6 +18,7 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "c10d/thread_annotations.h"
@@ -43,8 +44,9 @@ class EventPool {
 };
 
 struct DeviceShared {
-  explicit DeviceShared(int d) : device(d), events(d) {}
+  explicit DeviceShared(int d) : device(d), where("cuda:" + std::to_string(d)), events(d) {}
   const int device;
+  const std::string where;  // "cuda:0", for messages (made once: ops name it on every launch)
   EventPool events;
   std::atomic<bool> failed{false};
 

@@ -36,8 +36,8 @@ std::shared_ptr<CompletionEvent> NcclWork::event() const {
   return event_;
 }
 
-std::string NcclWork::where() const {
-  return detail::str("cuda:", device_->device);
+const std::string& NcclWork::where() const {
+  return device_->where;
 }
 
 bool NcclWork::eventFired() {

@@ -49,7 +49,7 @@ class NcclWork : public Work {
   void synchronize() override;
 
   // "cuda:<device>"
-  std::string where() const;
+  const std::string& where() const;
 
  private:
   std::shared_ptr<CompletionEvent> event() const C10D_EXCLUDES(eventMu_);

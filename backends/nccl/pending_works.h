@@ -13,7 +13,11 @@
 // throws fails its Work with that exception and is reported too. failAll() fails and drops every
 // entry (used after the communicator is aborted).
 //
-// Thread-safe: add() from the issuing thread, poll() from the watchdog, failAll() from either.
+// Thread-safe: add() from the issuing thread, poll() from one thread at a time (the watchdog),
+// failAll() from either. poll() examines the entries outside the lock (add() never waits behind
+// an event query); size() counts the entries it holds meanwhile. Entries a poll keeps that a
+// concurrent failAll() missed are failed by the next poll (their query throws once the device is
+// marked failed) or by a final failAll() after the watchdog stopped.
 #pragma once
 
 #include <chrono>
@@ -68,6 +72,8 @@ class PendingWorks {
  private:
   mutable Mutex mu_;
   std::vector<Entry> entries_ C10D_GUARDED_BY(mu_);  // in issue order
+  std::vector<Entry> spare_ C10D_GUARDED_BY(mu_);    // empty; poll() swaps it with entries_
+  size_t polling_ C10D_GUARDED_BY(mu_) = 0;          // entries a poll() has taken out
 };
 
 }  // namespace nccl

@@ -145,8 +145,7 @@ void ProcessGroupNccl::checkOpen(OpType op) const {
 }
 
 std::shared_ptr<Work> ProcessGroupNccl::launch(OpType op, uint64_t seq, Milliseconds timeout,
-                                               int device, std::vector<Tensor> tensors,
-                                               const Body& body) {
+                                               int device, std::vector<Tensor> tensors, Body body) {
   checkOpen(op);
   const bool coalescing = isCoalescing();
   if (coalescing && coalescingDevice_ >= 0 && coalescingDevice_ != device) {
@@ -400,6 +399,12 @@ void ProcessGroupNccl::shutdown() {
     std::fprintf(stderr, "c10d nccl: shutdown of group failed\n");
   }
   stopWatchdog();
+  // Anything a last poll put back after an abort: nothing will poll it again.
+  pending_->failAll([&](const Work& w, const std::string& where) {
+    return std::make_exception_ptr(
+        Error(detail::str(w.describe(), " on ", where, " (rank ", rank(), " of ", size(),
+                          "): process group ", name(), " was shut down before it completed")));
+  });
   std::map<int, std::shared_ptr<DeviceState>> devices;
   {
     MutexLock lock(devicesMu_);

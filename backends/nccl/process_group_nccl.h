@@ -59,6 +59,21 @@ class PendingWorks;
 class NcclWork;
 struct Launch;
 
+// A non-owning reference to an op's body, which launch() calls before it returns: unlike
+// std::function it never allocates (the bodies capture tensors and options by value).
+class BodyRef {
+ public:
+  template <typename F>
+  BodyRef(const F& f)  // NOLINT(google-explicit-constructor): bodies are passed as lambdas
+      : fn_(static_cast<const void*>(&f)),
+        call_([](const void* fn, Launch& l) { (*static_cast<const F*>(fn))(l); }) {}
+  void operator()(Launch& l) const { call_(fn_, l); }
+
+ private:
+  const void* fn_;
+  void (*call_)(const void*, Launch&);
+};
+
 class ProcessGroupNccl : public ProcessGroup {
  public:
   ProcessGroupNccl(std::shared_ptr<Store> store, int rank, int size, Options options);
@@ -131,12 +146,12 @@ class ProcessGroupNccl : public ProcessGroup {
   ProcessGroupNccl(std::shared_ptr<Store> store, int rank, int size, Options options,
                    const SplitFrom& split);
 
-  using Body = std::function<void(Launch&)>;
+  using Body = BodyRef;
   // Runs one op on `device`: orders the op stream after the caller's stream, runs `body` (the
   // NCCL calls) inside ncclGroupStart/End, records the completion event and hands the Work to the
   // watchdog. While coalescing, the group stays open and the Work waits for endCoalescing().
   std::shared_ptr<Work> launch(OpType op, uint64_t seq, Milliseconds timeout, int device,
-                               std::vector<Tensor> tensors, const Body& body);
+                               std::vector<Tensor> tensors, Body body);
   // Creates it (collective) on first use.
   std::shared_ptr<DeviceState> deviceState(int device) C10D_EXCLUDES(devicesMu_);
   std::shared_ptr<DeviceState> findDeviceState(int device) const C10D_EXCLUDES(devicesMu_);

@@ -447,6 +447,48 @@ TEST(NcclPendingWorks, ConcurrentIssueAndPoll) {
   for (auto& op : ops) EXPECT_TRUE(op.work->isSuccess());
 }
 
+// A poll examines the entries outside the lock: an op issued while a query is slow (a CUDA call
+// contending with launches) is added at once, counted by size(), and kept after the older ones.
+TEST(NcclPendingWorks, AddNeverWaitsBehindAPollsQueries) {
+  PendingWorks p;
+  const auto t0 = Clock::now();
+  std::atomic<bool> inQuery{false}, release{false};
+  auto slow = std::make_shared<Work>(OpType::kAllreduce, 0, "nccl:world", Milliseconds(1000));
+  p.add({slow, t0 + std::chrono::seconds(60),
+         [&] {
+           inQuery = true;
+           while (!release.load()) std::this_thread::yield();
+           return false;
+         },
+         "cuda:0", 0});
+  std::thread poller([&] { p.poll(t0); });
+  while (!inQuery.load()) std::this_thread::yield();
+  std::atomic<bool> added{false};
+  FakeOp later;
+  std::thread issuer([&] {
+    later = addOp(p, 1, t0 + std::chrono::seconds(60), "cuda:0", 0);
+    added = true;
+  });
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (!added.load() && Clock::now() < until) std::this_thread::yield();
+  const bool addedDuringQuery = added.load();
+  EXPECT_TRUE(addedDuringQuery) << "add() waited for the poll's query to return";
+  if (addedDuringQuery) {
+    EXPECT_EQ(p.size(), 2u);
+  }
+  release = true;
+  poller.join();
+  issuer.join();
+  EXPECT_EQ(p.size(), 2u);
+  // Issue order is kept: the op behind the still-running one is not queried.
+  later.fired->store(true);
+  EXPECT_EQ(p.poll(t0).completed, 0u);
+  slow->finish();
+  EXPECT_EQ(p.poll(t0).completed, 1u);
+  EXPECT_TRUE(later.work->isSuccess());
+  EXPECT_TRUE(p.empty());
+}
+
 TEST(NcclCurrentStream, ThreadLocalWithGuard) {
   auto* fake = reinterpret_cast<cudaStream_t>(0x1234);
   EXPECT_EQ(currentStream(0), nullptr);  // the legacy default stream
