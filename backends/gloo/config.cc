@@ -31,9 +31,8 @@ const SettingsTable<GlooConfig>& glooSettings() {
               },
               [](const GlooConfig& c) { return std::to_string(c.maxP2pThreads); }},
           Row{"debug", "C10D_DEBUG",
-              "OFF | INFO | DETAIL: DETAIL compares every collective's full description (op, "
-              "dtype, count, root, reduce op) across ranks before running it; otherwise only its "
-              "size in bytes",
+              "OFF | INFO | DETAIL: accepted; gloo compares every collective's full description "
+              "(op, dtype, count, root, reduce op) across ranks before running it, always",
               [](GlooConfig& c, const std::string& v, const std::string& src) {
                 c.detail = parseChoiceSetting(v, src, {"OFF", "INFO", "DETAIL"}, true) == "DETAIL";
               },
@@ -42,9 +41,7 @@ const SettingsTable<GlooConfig>& glooSettings() {
   return t;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 GlooConfig parseGlooConfig(const std::map<std::string, std::string>& config) {
   return glooSettings().load(config, SettingsTable<GlooConfig>::UnknownKeys::kReject,

@@ -174,21 +174,14 @@ std::shared_ptr<Work> ProcessGroupGloo::enqueue(OpType op, uint64_t seq, Millise
 // gloo::EnforceNotMet when a peer's message is larger than the buffer this rank posted for it (a
 // rank with a larger count), and an exception escaping that thread terminates the process. The
 // cheapest guard that covers every op is one allgather of a few bytes (one message per pair on
-// Gloo's ring/bruck allgather) before the op; by default it compares the op's collective count
-// and byte size only, with C10D_DEBUG=DETAIL the whole description (op, dtype, count, root,
-// reduce op). Every rank compares every rank's entry, so every rank raises the same error, before
-// any of the op's data moved: the group stays usable. The check uses a tag no collective uses.
+// Gloo's ring/bruck allgather) before the op. It compares the whole description (op, dtype,
+// count, root, reduce op, the rank's collective count), as verbs does: comparing only the bytes
+// moved let a dtype of the same width sum wrong bits, a broadcast meet an allreduce (a hang) and
+// two roots deliver wrong data, silently. Every rank compares every rank's entry, so every rank
+// raises the same error, before any of the op's data moved: the group stays usable. The check
+// uses a tag no collective uses.
 void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) {
-  OpDesc::Wire mine = desc.wire();
-  if (!config_.detail) {
-    // Only what decides message sizes: the dtype's width and the counts (plus collSeq, so a rank
-    // that skipped an op is caught before its messages pair with the wrong op's).
-    mine.op = 0;
-    mine.reduceOp = 0;
-    mine.root = 0;
-    mine.dtype = static_cast<uint8_t>(elementSize(desc.dtype));
-    if (desc.op == OpType::kAlltoall || desc.op == OpType::kAlltoallSingle) mine.count = 0;
-  }
+  OpDesc::Wire mine = desc.wire();  // non-const: gloo's setInput takes T*
   std::vector<OpDesc::Wire> all(size());
   ::gloo::AllgatherOptions o(context_);
   o.setInput(&mine, 1);
@@ -198,19 +191,9 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
   ::gloo::allgather(o);
   for (int r = 0; r < size(); ++r) {
     if (all[r] == mine) continue;
-    OpDesc theirs = OpDesc::fromWire(all[r]);
-    if (!config_.detail) {
-      // Only sizes were compared: say so rather than print fields that were not sent.
-      throw CollectiveMismatchError(
-          detail::str(c10d::toString(desc.op), " #", desc.seq, " in group ", name(), ": rank ",
-                      rank(), " moves ", desc.count, " elements of ", elementSize(desc.dtype),
-                      " bytes (", desc.describe(), ") at its collective #", desc.collSeq, ", rank ",
-                      r, " moves ", all[r].count, " elements of ", static_cast<int>(all[r].dtype),
-                      " bytes at its collective #", all[r].collSeq,
-                      " (set C10D_DEBUG=DETAIL for a full comparison)"));
-    }
-    throw CollectiveMismatchError(mismatchMessage(name(), rank(), desc, r, theirs) +
-                                  detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));
+    throw CollectiveMismatchError(
+        mismatchMessage(name(), rank(), desc, r, OpDesc::fromWire(all[r])) +
+        detail::str(" (seen by rank ", rank(), ")"));
   }
 }
 

@@ -17,11 +17,11 @@
 //   - Gloo's own device loop thread (one per group).
 //
 // Errors
-//   Before each collective the ranks allgather the op's fingerprint (OpDesc::Wire): its size by
-//   default, its whole description with C10D_DEBUG=DETAIL. A difference fails the op on every rank
-//   with CollectiveMismatchError before any data moved (the group stays usable); by default that
-//   is what keeps a count mismatch from reaching Gloo's device thread, where it would terminate
-//   the process (an exception escaping a Gloo thread).
+//   Before each collective the ranks allgather the op's fingerprint (OpDesc::Wire: op, dtype,
+//   count, root, reduce op, collective count) and compare all of it. A difference fails the op on
+//   every rank with CollectiveMismatchError before any data moved (the group stays usable); it
+//   also keeps a count mismatch from reaching Gloo's device thread, where it would terminate the
+//   process (an exception escaping a Gloo thread).
 //   Gloo exceptions become CommError (a lost connection; names the peer rank when it can be
 //   matched, and quotes gloo's message) or TimeoutError (gloo's op timeout, which is set from the
 //   op's timeout), prefixed by the op, its sequence number and the group. The first such error
