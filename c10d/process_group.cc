@@ -186,14 +186,19 @@ void ProcessGroup::monitoredBarrier(Milliseconds timeout, bool waitAllRanks) {
     return;
   }
 
-  const auto deadline = std::chrono::steady_clock::now() + t;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + t;
   std::vector<int> missing;
+  bool outOfTime = false;  // the timeout had passed before rank 0 could wait for a missing rank
   for (int r = 1; r < size_; ++r) {
     const std::string key = detail::str(base, "arrived/", r);
     const auto left =
         std::chrono::duration_cast<Milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left <= Milliseconds::zero()) {
-      if (!store_->check({key})) missing.push_back(r);
+      if (!store_->check({key})) {
+        outOfTime = outOfTime || missing.empty();
+        missing.push_back(r);
+      }
     } else {
       try {
         store_->wait({key}, left);
@@ -207,9 +212,16 @@ void ProcessGroup::monitoredBarrier(Milliseconds timeout, bool waitAllRanks) {
     store_->set(releaseKey, std::string("ok"));
     return;
   }
-  const std::string msg =
-      detail::str("monitoredBarrier: rank(s) ", joinRanks(missing), " did not arrive within ",
-                  t.count(), " ms in group ", name());
+  // torch's wording (gloo's monitoredBarrier), which its tests and users match, then ours.
+  const auto elapsed =
+      std::chrono::duration_cast<Milliseconds>(std::chrono::steady_clock::now() - start);
+  const std::string msg = detail::str(
+      outOfTime
+          ? detail::str("Rank 0 timed out in monitoredBarrier after ", elapsed.count(), " ms: ")
+          : std::string(),
+      missing.size() == 1 ? "Rank " : "Ranks ", joinRanks(missing),
+      " failed to pass monitoredBarrier in ", t.count(), " ms (group ", name(), ": ",
+      missing.size() == 1 ? "it" : "they", " did not arrive)");
   store_->set(releaseKey, "fail:" + msg);
   throw TimeoutError(msg);
 }

@@ -164,8 +164,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   // A barrier through the Store that names missing ranks: rank 0 waits for every other rank up to
   // `timeout` and throws TimeoutError listing, by rank number, the ranks that did not arrive
-  // (the first one only, unless waitAllRanks); other ranks wait for rank 0's release and throw
-  // TimeoutError if it never comes. Collective over this group.
+  // (the first one only, unless waitAllRanks), worded as torch's gloo words it ("Rank 2 failed to
+  // pass monitoredBarrier in 1000 ms (group ...)"); other ranks wait for rank 0's release and
+  // throw TimeoutError if it never comes. Collective over this group.
   void monitoredBarrier(Milliseconds timeout = kUnsetTimeout, bool waitAllRanks = false);
 
   // ---- sub-groups ----

@@ -242,7 +242,7 @@ TEST_P(Failures, MonitoredBarrierNamesTheMissingRank) {
     // Rank 0 decides; rank 1 reports rank 0's verdict.
     expectThrowsWith<TimeoutError>(
         [&] { pg->monitoredBarrier(Milliseconds(1000)); },
-        {"monitoredBarrier: rank(s) 2 did not arrive within 1000 ms in group " + pg->name()});
+        {"Rank 2 failed to pass monitoredBarrier in 1000 ms (group " + pg->name()});
   });
 }
 

@@ -191,11 +191,26 @@ void missingRanks(bool waitAll, const std::string& expected) {
 }
 
 TEST(MonitoredBarrier, NamesAllMissingRanks) {
-  missingRanks(true, "rank(s) 2, 5 did not arrive within 1000 ms in group fake:world");
+  missingRanks(true, "Ranks 2, 5 failed to pass monitoredBarrier in 1000 ms (group fake:world");
 }
 
 TEST(MonitoredBarrier, NamesFirstMissingRank) {
-  missingRanks(false, "rank(s) 2 did not arrive within 1000 ms in group fake:world");
+  missingRanks(false, "Rank 2 failed to pass monitoredBarrier in 1000 ms (group fake:world");
+}
+
+// A zero timeout: rank 0 is out of time before it can wait for anyone (torch's gloo wording,
+// which torch's test_monitored_barrier_gloo_rank_0_timeout matches).
+TEST(MonitoredBarrier, ZeroTimeoutSaysRankZeroTimedOut) {
+  auto store = std::make_shared<HashStore>();
+  auto pg = makeGroup(store, 0, 2);
+  try {
+    pg->monitoredBarrier(milliseconds(0));
+    FAIL();
+  } catch (const TimeoutError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Rank 0 timed out in monitoredBarrier after "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Rank 1 failed to pass monitoredBarrier in 0 ms"), std::string::npos) << msg;
+  }
 }
 
 TEST(MonitoredBarrier, NonZeroRankTimesOutWithoutRankZero) {
@@ -225,7 +240,8 @@ TEST(MonitoredBarrier, ProcessesWithOneRankMissing) {
           pg->monitoredBarrier(milliseconds(1000), true);
           ADD_FAILURE() << "expected TimeoutError";
         } catch (const TimeoutError& e) {
-          EXPECT_NE(std::string(e.what()).find("rank(s) 3 did not arrive"), std::string::npos)
+          EXPECT_NE(std::string(e.what()).find("Rank 3 failed to pass monitoredBarrier"),
+                    std::string::npos)
               << e.what();
         }
       },
