@@ -4,12 +4,18 @@
 #include <vector>
 
 #include "c10d/error.h"
+#include "c10d/float16.h"
 #include "c10d/reduce_op.h"
 
 namespace c10d {
 namespace layers {
 
 namespace {
+
+template <typename T>
+void mul(T* dst, const T* src, size_t n, T factor) {
+  for (size_t i = 0; i < n; ++i) dst[i] = src[i] * factor;
+}
 
 void checkCpu(const Tensor& t, const char* what) {
   C10D_CHECK_ARG(t.device.isCPU(), "cpuDeviceOps::", what, ": tensor on ", toString(t.device),
@@ -41,6 +47,37 @@ class CpuDeviceOps final : public DeviceOps {
   void divide(const Tensor& t, int64_t divisor) override {
     checkCpu(t, "divide");
     if (t.numel > 0 && divisor != 1) c10d::divide(t.data, t.numel, t.dtype, divisor);
+  }
+
+  void multiply(const Tensor& dst, const Tensor& src, double factor) override {
+    checkCpu(dst, "multiply");
+    checkCpu(src, "multiply");
+    C10D_CHECK_EQ(dst.nbytes(), src.nbytes(), "cpuDeviceOps::multiply");
+    C10D_CHECK_ARG(dst.dtype == src.dtype, "cpuDeviceOps::multiply: dtypes ", toString(dst.dtype),
+                   " and ", toString(src.dtype), " differ");
+    const size_t n = dst.numel;
+    const float f = static_cast<float>(factor);
+    switch (dst.dtype) {
+      case DataType::kFloat32:
+        return mul(dst.ptr<float>(), src.ptr<const float>(), n, f);
+      case DataType::kFloat64:
+        return mul(dst.ptr<double>(), src.ptr<const double>(), n, factor);
+      case DataType::kFloat16:
+        for (size_t i = 0; i < n; ++i) {
+          dst.ptr<uint16_t>()[i] =
+              detail::floatToHalfInline(detail::halfToFloatInline(src.ptr<uint16_t>()[i]) * f);
+        }
+        return;
+      case DataType::kBFloat16:
+        for (size_t i = 0; i < n; ++i) {
+          dst.ptr<uint16_t>()[i] =
+              detail::floatToBf16Inline(detail::bf16ToFloatInline(src.ptr<uint16_t>()[i]) * f);
+        }
+        return;
+      default:
+        C10D_THROW(InvalidArgument, "cpuDeviceOps::multiply: ", toString(dst.dtype),
+                   " is not a floating type");
+    }
   }
 
   void upload(const Tensor& dst, const void* src) override {

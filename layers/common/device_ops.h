@@ -34,6 +34,11 @@ class DeviceOps {
   virtual void zero(const Tensor& t) = 0;
   // t /= divisor, element-wise (integer types toward zero).
   virtual void divide(const Tensor& t, int64_t divisor) = 0;
+  // dst <- src * factor for floating dtypes, as torch multiplies a tensor by a Python number: the
+  // factor is rounded to the dtype's compute type (float for f16, bf16 and f32; double for f64),
+  // the product computed there and rounded once to the dtype. dst may be src. (The DDP Reducer
+  // scales each gradient by 1 / world size this way, as torch's DDP does, bit for bit.)
+  virtual void multiply(const Tensor& dst, const Tensor& src, double factor) = 0;
   // Host <-> device transfers of t.nbytes() bytes (small metadata: fingerprints, orders, maps).
   virtual void upload(const Tensor& dst, const void* src) = 0;
   virtual void download(void* dst, const Tensor& src) = 0;

@@ -106,9 +106,7 @@ void Reducer::markReady(size_t index) {
   const Locator loc = locators_[index];
   Bucket& bucket = buckets_[loc.bucket];
   try {
-    if (!options_.gradientAsBucketView) {
-      ops_->copy(bucket.flat.view(loc.slot), params_[index].grad);
-    }
+    enterBucket(index, bucket.flat.view(loc.slot));
     if (--bucket.pending == 0) {
       bucket.ready = true;
       launchReadyBuckets();
@@ -124,10 +122,27 @@ void Reducer::launchReadyBuckets() {
   while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].ready) launch(nextBucket_++);
 }
 
+// A gradient enters its bucket slot: copied (unless the slot is the gradient) and, averaging as
+// torch does, multiplied by 1 / world size on the way.
+void Reducer::enterBucket(size_t param, const Tensor& slot) {
+  const Tensor& grad = params_[param].grad;
+  if (scalesOnEntry(slot.dtype)) {
+    ops_->multiply(slot, options_.gradientAsBucketView ? slot : grad,
+                   1.0 / static_cast<double>(group_->size()));
+  } else if (!options_.gradientAsBucketView) {
+    ops_->copy(slot, grad);
+  }
+}
+
+bool Reducer::scalesOnEntry(DataType dtype) const {
+  return !options_.commHook && options_.averaging == ReducerOptions::Averaging::kScaleThenSum &&
+         isFloatingPoint(dtype) && group_->size() > 1;
+}
+
 void Reducer::prepareUnmarked(size_t param, const Tensor& slot) {
   if (usedSinceSync_[param]) {
     // Used in a no-sync micro-batch of this accumulation window: reduce what was accumulated.
-    if (!options_.gradientAsBucketView) ops_->copy(slot, params_[param].grad);
+    enterBucket(param, slot);
     return;
   }
   if (options_.gradientAsBucketView) {
@@ -251,7 +266,9 @@ IterationStats Reducer::finalize() {
     }
     const int64_t ws = group_->size();
     for (Bucket& bucket : buckets_) {
-      if (!options_.commHook) ops_->divide(bucket.flat.tensor(), ws);
+      if (!options_.commHook && !scalesOnEntry(bucket.flat.dtype())) {
+        ops_->divide(bucket.flat.tensor(), ws);
+      }
       for (size_t k = 0; k < bucket.params.size(); ++k) {
         const size_t p = bucket.params[k];
         const bool globallyUnused = !globalUsed.empty() && globalUsed[p] == 0;

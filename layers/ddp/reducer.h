@@ -28,9 +28,10 @@
 //   iteration's order then misses parameters; torch skips it too) or rebuildBuckets = false.
 //
 // Averaging and copy-back (finalize)
-//   Without a hook: SUM allreduce, then divide by the world size. With a hook: the hook's result,
-//   as is (comm_hooks.h). Then, unless grads are bucket views, each bucket slot is copied back into
-//   the framework's grad.
+//   Without a hook: as torch's DDP, each gradient is multiplied by 1 / world size as it enters its
+//   bucket, then the buckets are SUM-allreduced (ReducerOptions::averaging can sum first and
+//   divide after). With a hook: the hook's result, as is (comm_hooks.h). Then, unless grads are
+//   bucket views, each bucket slot is copied back into the framework's grad.
 //
 // Unused parameters (findUnusedParameters = true; torch semantics)
 //   A parameter not marked in an iteration (nor in the no-sync micro-batches before it) counts as a
@@ -118,7 +119,17 @@ struct ReducerOptions {
   bool broadcastBuffers = true;
   // Rebuild the buckets once from the first synced iteration's ready order.
   bool rebuildBuckets = true;
-  CommHook commHook;  // empty: SUM allreduce, then divide by the world size
+  // Without a comm hook, how the average is formed (floating dtypes; integer buckets always sum,
+  // then divide):
+  //   kScaleThenSum (default, torch's DDP): each gradient is multiplied by 1 / world size (in the
+  //     dtype's compute type, DeviceOps::multiply) as it enters its bucket, then the buckets are
+  //     SUM-allreduced: the same bits as torch's DDP over the same allreduce;
+  //   kSumThenDivide: SUM-allreduce, then divide by the world size (rounds once per element
+  //     instead of once per rank; at world size 3 ~60% of float elements differ from torch's in
+  //     the last bit).
+  enum class Averaging { kScaleThenSum, kSumThenDivide };
+  Averaging averaging = Averaging::kScaleThenSum;
+  CommHook commHook;  // empty: averaging as above
   // Bound for each wait in the constructor, syncBuffers() and finalize(); kUnsetTimeout: the op's.
   Milliseconds timeout = kUnsetTimeout;
   // Memory operations for the parameters' devices; null: host memory (CPU parameters only).
@@ -231,6 +242,8 @@ class Reducer {
   void launchReadyBuckets() C10D_REQUIRES(mu_);
   void launch(size_t b) C10D_REQUIRES(mu_);
   void prepareUnmarked(size_t param, const Tensor& slot) C10D_REQUIRES(mu_);
+  void enterBucket(size_t param, const Tensor& slot) C10D_REQUIRES(mu_);
+  bool scalesOnEntry(DataType dtype) const;
   // Starts the SUM allreduce of the used-parameter map, staged in *staged.
   std::shared_ptr<Work> launchUsedMap(layers::FlatBuffer* staged) C10D_REQUIRES(mu_);
   void maybeRebuild(IterationStats& stats) C10D_REQUIRES(mu_);

@@ -3,6 +3,8 @@
 // parameters, comm hooks and the per-iteration stats. Every CPU backend, world sizes 1-4.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <numeric>
 #include <thread>
 
@@ -126,6 +128,87 @@ TEST_P(ReducerTest, AveragesAcrossRanksInManyBuckets) {
         }
       }
       EXPECT_EQ(red.layoutVersion(), 0u);
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// Averaging is torch's DDP's, bit for bit: each gradient times 1 / world size (rounded to the
+// dtype's compute type) as it enters its bucket, then a SUM allreduce. The reference scales in a
+// plain loop and allreduces a buffer of the same size on the same group (so the sum runs in the
+// same order); with only rank 0's gradient nonzero the result is g0 * (1 / ws) whatever the order,
+// which is what torch's DDP gives (integrations/torch/tests/ddp_averaging_vs_torch.py checks that).
+// kSumThenDivide keeps the old order (sum, then divide) on request.
+TEST_P(ReducerTest, AveragesBitForBitAsTorch) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-bits");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    // Values whose products with 1/3 round differently from their sums divided by 3.
+    auto value = [&](int r, size_t p, size_t e) {
+      return std::sin(0.37 * static_cast<double>(e + 1) + 1.3 * r + 0.1 * static_cast<double>(p)) *
+             std::pow(10.0, static_cast<double>(e % 7) - 3.0);
+    };
+    using Averaging = ReducerOptions::Averaging;
+    for (Averaging avg : {Averaging::kScaleThenSum, Averaging::kSumThenDivide}) {
+      for (bool view : {false, true}) {
+        for (bool onlyRankZero : {false, true}) {
+          const std::string what = std::string(avg == Averaging::kScaleThenSum ? "scale" : "sum") +
+                                   (view ? ", views" : ", copies") +
+                                   (onlyRankZero ? ", rank 0 only" : ", every rank");
+          TestModel m({{1000, DataType::kFloat32, "w"}, {257, DataType::kFloat64, "b"}});
+          ReducerOptions opts;
+          opts.gradientAsBucketView = view;
+          opts.averaging = avg;
+          opts.rebuildBuckets = false;
+          Reducer red(m.parameters(), pg, opts);
+          auto gradOn = [&](int r, size_t p, size_t e) {
+            return onlyRankZero && r != 0 ? 0.0 : value(r, p, e);
+          };
+          for (size_t p = 0; p < m.size(); ++p) {
+            fillTensor(gradOf(red, m, p), [&](size_t e) { return gradOn(rank, p, e); });
+            red.markReady(p);
+          }
+          red.finalize();
+          // The reference, per parameter, on its own buffer of the parameter's size.
+          for (size_t p = 0; p < m.size(); ++p) {
+            const size_t n = m.spec(p).numel;
+            const bool f32 = m.spec(p).dtype == DataType::kFloat32;
+            std::vector<float> rf(f32 ? n : 0);
+            std::vector<double> rd(f32 ? 0 : n);
+            const float sf = static_cast<float>(1.0 / size);
+            const double sd = 1.0 / size;
+            const bool scale = avg == Averaging::kScaleThenSum && size > 1;
+            for (size_t e = 0; e < n; ++e) {
+              const double g = gradOn(rank, p, e);
+              if (f32) rf[e] = scale ? static_cast<float>(g) * sf : static_cast<float>(g);
+              if (!f32) rd[e] = scale ? g * sd : g;
+            }
+            Tensor ref = f32 ? tensorOf(rf.data(), n) : tensorOf(rd.data(), n);
+            pg->allreduce(ref)->wait();
+            if (!scale) {
+              for (size_t e = 0; e < n; ++e) {
+                if (f32) rf[e] /= static_cast<float>(size);
+                if (!f32) rd[e] /= static_cast<double>(size);
+              }
+            }
+            const Tensor got = gradOf(red, m, p);
+            ASSERT_EQ(std::memcmp(got.data, ref.data, ref.nbytes()), 0)
+                << what << ": " << m.spec(p).name
+                << " differs from the reference, e.g. element 0: " << getValue(got, 0) << " vs "
+                << getValue(ref, 0);
+            if (onlyRankZero && scale) {
+              for (size_t e = 0; e < n; ++e) {
+                const double want =
+                    f32 ? static_cast<double>(static_cast<float>(value(0, p, e)) * sf)
+                        : value(0, p, e) * sd;
+                ASSERT_EQ(getValue(got, e), want) << what << ": " << m.spec(p).name << "[" << e
+                                                  << "] is not g0 * (1 / " << size << ")";
+              }
+            }
+          }
+        }
+      }
     }
     pg->barrier()->wait();
   });
