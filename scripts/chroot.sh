@@ -49,6 +49,10 @@ if [ ! -x "$dir/usr/bin/apt-get" ]; then
     > "$dir.debootstrap.log" 2>&1 || { tail -20 "$dir.debootstrap.log" >&2; exit 1; }
 fi
 cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+# debootstrap's bookworm minbase has no /etc/hosts (trixie's has), which every installed system
+# has: without it "localhost" does not resolve and the netns hosts cannot bind their own over it.
+[ -e "$dir/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
+  > "$dir/etc/hosts"
 
 cleanup() {
   if [ "$remove" -eq 1 ]; then
