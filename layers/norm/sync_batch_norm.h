@@ -1,0 +1,111 @@
+// SyncBatchNorm: batch normalization whose statistics are taken over the whole data-parallel batch
+// (every rank's samples), as torch.nn.SyncBatchNorm; one process gives torch's BatchNorm.
+//
+// Input layout: `batch` samples of C channels of S positions each, row-major (torch's [N, C, *]
+// flattened: N x C x S), fp32 or bf16 on the host; S = numel / (batch x C). Each rank may hold a
+// different batch, 0 included (its count is then 0; it still takes part in the collectives).
+//
+// Training forward (collective over the group: every rank calls it, in the same order):
+//   per channel, this rank's count, sum and sum of squares (in double) -> one SUM allreduce of
+//   [count, sums, sums of squares] -> mean = sum / N, var = sumsq / N - mean^2 (biased, N = the
+//   group's count); y = (x - mean) / sqrt(var + eps) * weight + bias. Running statistics (when
+//   tracked): running = (1 - momentum) * running + momentum * batch value, with the unbiased
+//   variance var * N / (N - 1), as torch. Fewer than 2 values per channel over the group is an
+//   InvalidArgument on every rank (torch: "Expected more than 1 value per channel").
+// Backward (collective): per channel, this rank's sum(dy) and sum(dy * (x - mean)) -> one SUM
+//   allreduce -> dx = (dy - sum(dy) / N - (x - mean) * invstd^2 * sum(dy (x - mean)) / N) *
+//   invstd * weight: the gradient of the sum of every rank's loss, as torch's SyncBatchNorm.
+//   weightGrad += this rank's sum(dy * xhat), biasGrad += this rank's sum(dy) (before the
+//   allreduce: summed over ranks by whoever averages gradients, e.g. the DDP Reducer).
+// Evaluation (setTraining(false)): normalizes with the running statistics; no communication.
+// Without
+//   tracked running statistics, evaluation uses the batch's statistics (collective, as training,
+//   without updating anything), as torch.
+//
+// The input of a training forward must stay unchanged until its backward (it is read again, not
+// copied, as torch's autograd keeps it). Statistics and arithmetic are in double; y and dx are
+// rounded once to the input's dtype. Parameters (weight = 1, bias = 0 at construction) and running
+// statistics (mean 0, variance 1) are fp32 and owned by the layer. Host memory only.
+// Threads: one thread at a time, the group's issuing thread (the collectives run on its group).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c10d/process_group.h"
+#include "c10d/types.h"
+#include "layers/common/parameter.h"
+
+namespace c10d {
+namespace norm {
+
+struct SyncBatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;  // torch's default
+  bool affine = true;     // learnable weight and bias
+  bool trackRunningStats = true;
+  // Bound for each collective's wait; kUnsetTimeout: the op's (the group's) timeout.
+  Milliseconds timeout = kUnsetTimeout;
+};
+
+class SyncBatchNorm {
+ public:
+  // `group` null or of size 1: plain batch norm over this process's batch.
+  SyncBatchNorm(std::shared_ptr<ProcessGroup> group, size_t numFeatures,
+                SyncBatchNormOptions options = {});
+
+  void setTraining(bool training) { training_ = training; }
+  bool training() const { return training_; }
+
+  // y <- BN(x) for `batch` samples (see the header comment). Throws InvalidArgument naming what is
+  // wrong (dtype, device, sizes) before communicating; a failed collective's error as is.
+  void forward(const Tensor& x, size_t batch, const Tensor& y);
+  // dx <- dL/dx for the last training forward (dy like its y; dx like its x, may be dy).
+  void backward(const Tensor& dy, const Tensor& dx);
+
+  size_t numFeatures() const { return features_; }
+  const SyncBatchNormOptions& options() const { return options_; }
+  // Views of the layer's own fp32 storage (numFeatures() elements each).
+  Tensor weight() { return view(weight_); }
+  Tensor bias() { return view(bias_); }
+  Tensor weightGrad() { return view(weightGrad_); }
+  Tensor biasGrad() { return view(biasGrad_); }
+  Tensor runningMean() { return view(runningMean_); }
+  Tensor runningVar() { return view(runningVar_); }
+  uint64_t numBatchesTracked() const { return batchesTracked_; }
+  void zeroGrad();
+  // {"<prefix>weight", "<prefix>bias"} with their gradients, for the Reducer / ZeRO (affine only).
+  std::vector<layers::Parameter> parameters(const std::string& prefix = "");
+
+ private:
+  static Tensor view(std::vector<float>& v) {
+    return Tensor(v.data(), v.size(), DataType::kFloat32);
+  }
+  // Checks x / y and returns the positions per channel (S).
+  size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y) const;
+  // Sums `v` over the group in place (no-op alone).
+  void allreduce(std::vector<double>& v, const char* what);
+  // The batch's mean and inverse std into mean_ / invstd_ (collective); returns the group's count.
+  double batchStatistics(const Tensor& x, size_t batch, size_t spatial);
+
+  std::shared_ptr<ProcessGroup> group_;
+  size_t features_;
+  SyncBatchNormOptions options_;
+  bool training_ = true;
+  std::vector<float> weight_, bias_, weightGrad_, biasGrad_, runningMean_, runningVar_;
+  uint64_t batchesTracked_ = 0;
+
+  // The last training forward, for backward().
+  Tensor savedX_;
+  size_t savedBatch_ = 0;
+  size_t savedSpatial_ = 0;
+  double savedCount_ = 0;                    // N over the group
+  std::vector<double> mean_, var_, invstd_;  // of the last batch (biased variance)
+  bool haveSaved_ = false;
+};
+
+}  // namespace norm
+}  // namespace c10d
