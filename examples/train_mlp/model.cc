@@ -18,7 +18,11 @@ std::vector<size_t> MlpShape::widths() const {
 
 std::string MlpShape::describe() const {
   std::string s;
-  for (size_t w : widths()) s += (s.empty() ? "" : "-") + std::to_string(w);
+  size_t i = 0;
+  for (size_t w : widths()) {
+    s += (s.empty() ? "" : "-") + std::to_string(w);
+    if (batchNorm && i++ == 1) s += "(bn)";
+  }
   return s;
 }
 
@@ -27,21 +31,32 @@ void MlpShape::validate() const {
   C10D_CHECK_ARG(hidden >= 1, "--hidden must be >= 1 (got ", hidden, ")");
   C10D_CHECK_ARG(layers >= 1, "--layers must be >= 1 linear layer (got ", layers, ")");
   C10D_CHECK_ARG(classes >= 2, "--classes must be >= 2 (got ", classes, ")");
+  C10D_CHECK_ARG(!batchNorm || layers >= 2,
+                 "--sync-bn normalizes the first hidden layer: it needs --layers >= 2 (got ",
+                 layers, ")");
 }
 
 Mlp::Mlp(MlpShape shape) : shape_(shape) {
   shape_.validate();
   widths_ = shape_.widths();
   size_t total = 0;
+  auto add = [&](const std::string& name, size_t n) {
+    names_.push_back(name);
+    offsets_.push_back(total);
+    numels_.push_back(n);
+    total += n;
+  };
   for (size_t l = 0; l < numLayers(); ++l) {
     const size_t in = widths_[l];
     const size_t out = widths_[l + 1];
-    const std::string layer = "fc" + std::to_string(l);
-    for (auto [suffix, n] : {std::pair<const char*, size_t>{".weight", out * in}, {".bias", out}}) {
-      names_.push_back(layer + suffix);
-      offsets_.push_back(total);
-      numels_.push_back(n);
-      total += n;
+    weightParam_.push_back(names_.size());
+    add("fc" + std::to_string(l) + ".weight", out * in);
+    add("fc" + std::to_string(l) + ".bias", out);
+    if (l == 0 && shape_.batchNorm) {
+      bnParam_ = names_.size();
+      add("bn0.weight", out);
+      add("bn0.bias", out);
+      bn_ = std::make_unique<norm::SyncBatchNorm>(nullptr, out);
     }
   }
   params_.assign(total, 0.0f);
@@ -49,14 +64,23 @@ Mlp::Mlp(MlpShape shape) : shape_(shape) {
   acts_.resize(widths_.size());
 }
 
+void Mlp::attachGroup(std::shared_ptr<ProcessGroup> group) {
+  if (!bn_) return;
+  bn_ = std::make_unique<norm::SyncBatchNorm>(std::move(group), widths_[1], bn_->options());
+}
+
 void Mlp::initialize(uint64_t seed) {
   Rng rng = Rng::forStream(seed, kInitStream);
   for (size_t l = 0; l < numLayers(); ++l) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(widths_[l]));
-    for (size_t p : {2 * l, 2 * l + 1}) {
+    for (size_t p : {weightParam_[l], weightParam_[l] + 1}) {
       float* v = params_.data() + offsets_[p];
       for (size_t i = 0; i < numels_[p]; ++i) v[i] = static_cast<float>(rng.uniform(-bound, bound));
     }
+  }
+  if (bn_) {  // torch's BatchNorm: weight 1, bias 0
+    std::fill_n(params_.data() + offsets_[bnParam_], numels_[bnParam_], 1.0f);
+    std::fill_n(params_.data() + offsets_[bnParam_ + 1], numels_[bnParam_ + 1], 0.0f);
   }
 }
 
@@ -85,7 +109,30 @@ std::vector<layers::Parameter> Mlp::parameters() {
   return out;
 }
 
-double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n) {
+void Mlp::batchNormForward(std::vector<float>& z, size_t n, bool training) {
+  const size_t c = widths_[1];
+  // The layer's weight and bias are the model's (the optimizer steps them in params_).
+  std::copy_n(params_.data() + offsets_[bnParam_], c, static_cast<float*>(bn_->weight().data));
+  std::copy_n(params_.data() + offsets_[bnParam_ + 1], c, static_cast<float*>(bn_->bias().data));
+  bn_->setTraining(training);
+  bnInput_ = z;
+  bn_->forward(tensorOf(bnInput_.data(), bnInput_.size()), n, tensorOf(z.data(), z.size()));
+}
+
+void Mlp::batchNormBackward(size_t n, const std::function<void(size_t)>& onReady) {
+  const size_t c = widths_[1];
+  bn_->zeroGrad();
+  Tensor d = tensorOf(delta_.data(), n * c);
+  bn_->backward(d, d);
+  std::copy_n(static_cast<const float*>(bn_->biasGrad().data), c,
+              grads_.data() + offsets_[bnParam_ + 1]);
+  onReady(bnParam_ + 1);
+  std::copy_n(static_cast<const float*>(bn_->weightGrad().data), c,
+              grads_.data() + offsets_[bnParam_]);
+  onReady(bnParam_);
+}
+
+double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n, bool training) {
   acts_[0].assign(x, x + n * widths_[0]);
   for (size_t l = 0; l < numLayers(); ++l) {
     const size_t in = widths_[l];
@@ -112,6 +159,7 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n) {
         for (size_t o = 0; o < out; ++o) zi[o] += ak * wt[o];
       }
     }
+    if (l == 0 && bn_) batchNormForward(z, n, training);
     if (l + 1 < numLayers()) {
       for (float& v : z) v = v > 0.0f ? v : 0.0f;
     }
@@ -134,7 +182,7 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n) {
 
 double Mlp::forward(const float* x, const int32_t* labels, size_t n) {
   C10D_CHECK_ARG(n > 0, "Mlp::forward: empty batch");
-  const double sum = forwardRows(x, labels, n);
+  const double sum = forwardRows(x, labels, n, true);
   batch_ = n;
   labels_.assign(labels, labels + n);
   return sum / static_cast<double>(n);
@@ -146,7 +194,7 @@ double Mlp::evaluate(const float* x, const int32_t* labels, size_t n) {
   double sum = 0;
   for (size_t i = 0; i < n; i += kChunk) {
     const size_t rows = std::min(kChunk, n - i);
-    sum += forwardRows(x + i * widths_[0], labels + i, rows);
+    sum += forwardRows(x + i * widths_[0], labels + i, rows, false);
   }
   batch_ = 0;  // the activations are the last chunk's, not a batch to differentiate
   return sum / static_cast<double>(n);
@@ -180,7 +228,7 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
     for (size_t i = 0; i < n; ++i) {
       for (size_t o = 0; o < out; ++o) gb[o] += d[i * out + o];
     }
-    onReady(2 * l + 1);
+    onReady(weightParam_[l] + 1);
     float* gw = weightGrad(l);
     for (size_t o = 0; o < out; ++o) {
       float* __restrict row = gw + o * in;
@@ -191,7 +239,7 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
         for (size_t k = 0; k < in; ++k) row[k] += dio * ai[k];
       }
     }
-    onReady(2 * l);
+    onReady(weightParam_[l]);
     if (l == 0) break;
     // The gradient flowing into layer l's input, through the ReLU that produced it: this is the
     // compute a data-parallel caller overlaps with the reduction of the gradients just reported.
@@ -209,6 +257,7 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
       deltaBelow_[j] = a[j] > 0.0f ? deltaBelow_[j] : 0.0f;
     }
     delta_.swap(deltaBelow_);
+    if (l == 1 && bn_) batchNormBackward(n, onReady);
   }
 }
 

@@ -5,9 +5,13 @@
 //   shape [w_{l+1}, w_l] (torch's nn.Linear layout, row-major), ReLU after every layer but the
 //   last; loss = mean over the batch of -log softmax(z)_label.
 //
+// With batchNorm (--sync-bn) the first hidden layer is z = BN(a W_0^T + b_0) before its ReLU, a
+// norm::SyncBatchNorm over the whole data-parallel batch (attachGroup(); alone: plain batch norm),
+// with parameters bn0.weight / bn0.bias right after fc0's; evaluate() uses its running statistics.
+//
 // Parameters and gradients live in two flat fp32 arrays, parameter by parameter in the order
-// fc0.weight, fc0.bias, fc1.weight, ..., so that one FlatOptimizer can step them all at once and a
-// checkpoint is one array. Parameter p of layer l: weight = 2l, bias = 2l + 1.
+// fc0.weight, fc0.bias, [bn0.weight, bn0.bias,] fc1.weight, ..., so that one FlatOptimizer can
+// step them all at once and a checkpoint is one array.
 //
 // backward() computes the layers' gradients last layer first and reports each parameter the moment
 // its gradient is final (bias, then weight: reverse parameter order, the order the DDP Reducer
@@ -23,10 +27,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "c10d/process_group.h"
 #include "layers/common/parameter.h"
+#include "layers/norm/sync_batch_norm.h"
 
 namespace c10d {
 namespace example {
@@ -36,9 +43,10 @@ struct MlpShape {
   size_t hidden = 128;
   size_t layers = 3;  // linear layers (>= 1); layers - 1 hidden layers of `hidden` units
   size_t classes = 10;
+  bool batchNorm = false;  // SyncBatchNorm after the first linear layer (needs layers >= 2)
 
   std::vector<size_t> widths() const;  // {inputDim, hidden, ..., hidden, classes}
-  std::string describe() const;        // "32-128-128-10"
+  std::string describe() const;        // "32-128-128-10", "32-128(bn)-128-10"
   // InvalidArgument naming the field unless every size is >= 1 (classes >= 2).
   void validate() const;
 };
@@ -50,6 +58,10 @@ class Mlp {
   // torch's nn.Linear default: weight and bias uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
   // from `seed` (the same values on every rank and every run).
   void initialize(uint64_t seed);
+
+  // The group the batch norm's statistics span (collective forward and backward from then on);
+  // without one it normalizes over this process's batch. No-op without batchNorm.
+  void attachGroup(std::shared_ptr<ProcessGroup> group);
 
   // Mean cross-entropy of the batch (x: n rows of inputDim floats, labels in [0, classes)); keeps
   // the activations for backward().
@@ -79,12 +91,16 @@ class Mlp {
 
  private:
   size_t numLayers() const { return widths_.size() - 1; }
-  float* weight(size_t l) { return params_.data() + offsets_[2 * l]; }
-  float* bias(size_t l) { return params_.data() + offsets_[2 * l + 1]; }
-  float* weightGrad(size_t l) { return grads_.data() + offsets_[2 * l]; }
-  float* biasGrad(size_t l) { return grads_.data() + offsets_[2 * l + 1]; }
+  float* weight(size_t l) { return params_.data() + offsets_[weightParam_[l]]; }
+  float* bias(size_t l) { return params_.data() + offsets_[weightParam_[l] + 1]; }
+  float* weightGrad(size_t l) { return grads_.data() + offsets_[weightParam_[l]]; }
+  float* biasGrad(size_t l) { return grads_.data() + offsets_[weightParam_[l] + 1]; }
   // Forward of rows [0, n) of x through every layer into acts_; returns the summed loss.
-  double forwardRows(const float* x, const int32_t* labels, size_t n);
+  double forwardRows(const float* x, const int32_t* labels, size_t n, bool training);
+  // Layer 0's pre-activation z (n x hidden) through the batch norm, in place.
+  void batchNormForward(std::vector<float>& z, size_t n, bool training);
+  // delta_ (dLoss/d BN output) -> dLoss/dz of layer 0, and bn0's gradients (reported).
+  void batchNormBackward(size_t n, const std::function<void(size_t)>& onReady);
 
   MlpShape shape_;
   std::vector<size_t> widths_;
@@ -93,6 +109,10 @@ class Mlp {
   std::vector<size_t> numels_;
   std::vector<float> params_;
   std::vector<float> grads_;
+  std::vector<size_t> weightParam_;  // layer l's weight parameter (its bias follows)
+  size_t bnParam_ = 0;               // bn0.weight's parameter index (bn0.bias follows)
+  std::unique_ptr<norm::SyncBatchNorm> bn_;
+  std::vector<float> bnInput_;  // layer 0's z before the batch norm (its backward reads it)
 
   // Last forward: acts_[0] = the input, acts_[l] = layer l's input (post-ReLU), acts_[L] = logits.
   size_t batch_ = 0;

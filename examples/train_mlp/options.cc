@@ -83,6 +83,8 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
       ->type_name("N");
   app.add_option("--layers", o.shape.layers, "Linear layers, >= 1 (default 3)")->type_name("N");
   app.add_option("--classes", o.shape.classes, "Output classes (default 10)")->type_name("N");
+  app.add_flag("--sync-bn", o.shape.batchNorm,
+               "SyncBatchNorm after the first linear layer, over the whole global batch");
   app.add_option("--dataset-size", o.datasetSize, "Training samples (default 4096)")
       ->type_name("N");
   app.add_option("--eval-size", o.evalSize, "Held-out samples for the final loss (default 1024)")
@@ -193,6 +195,11 @@ void validate(const RawOptions& raw, TrainOptions& o) {
                      " needs --checkpoint-dir");
   }
   if (o.keepCheckpoints < 1) throw UsageError("--keep-checkpoints must be >= 1");
+  if (o.shape.batchNorm && !o.checkpointDir.empty()) {
+    throw UsageError(
+        "--sync-bn with --checkpoint-dir: checkpoints do not hold the batch norm's running "
+        "statistics yet, so a resumed run would evaluate differently");
+  }
   if (o.crashAtStep > 0) {
     if (o.mode == Mode::kLocal) {
       throw UsageError("--crash-at-step crashes rank 1: it needs --mode ddp or zero on >= 2 ranks");

@@ -210,6 +210,7 @@ void runTraining(const TrainOptions& o) {
   SyntheticDataset data({o.seed, o.datasetSize, o.evalSize, o.shape.inputDim, o.shape.classes});
   Mlp model(o.shape);
   model.initialize(o.seed);
+  if (pg && o.mode != Mode::kLocal) model.attachGroup(pg);  // --sync-bn: statistics over the group
 
   // 3. Resume.
   std::optional<Checkpoint> ck = findCheckpoint(o, pg.get(), rank, model);

@@ -1,6 +1,8 @@
 // train_mlp, end to end: the same seed and global batch give the same loss curve in every mode
 // (local, ddp, zero with both gradient reductions) and at every world size (1, 2, 4), on every CPU
-// backend built here, for SGD with momentum and AdamW. The reference is the one-process run,
+// backend built here, for SGD with momentum and AdamW, with and without --sync-bn (a
+// SyncBatchNorm whose statistics span the global batch, so each rank's quarter of the batch is
+// normalized as the one process normalizes the whole). The reference is the one-process run,
 // computed in the test; every logged step's loss and the final loss must agree with it.
 //
 // Tolerance: 1e-5 relative. The modes do the same arithmetic except for the order of the gradient
@@ -82,19 +84,21 @@ std::pair<int, int> countsOf(const std::string& line, const std::string& what) {
 struct EquivalenceCase {
   std::string backend;
   std::string optimizer;
+  bool syncBn = false;  // --sync-bn: batch norm statistics over the whole global batch
 };
 
 // gtest (and ctest's test names) print the case with this instead of its bytes.
 void PrintTo(const EquivalenceCase& c, std::ostream* os) {
-  *os << c.backend << " " << c.optimizer;
+  *os << c.backend << " " << c.optimizer << (c.syncBn ? " sync-bn" : "");
 }
 
 class TrainMlpEquivalence : public ::testing::TestWithParam<EquivalenceCase> {};
 
 TEST_P(TrainMlpEquivalence, EveryModeAndWorldSizeFollowsTheOneProcessCurve) {
-  const auto& [backend, optimizer] = GetParam();
+  const auto& [backend, optimizer, syncBn] = GetParam();
   if (!isBackendRegistered(backend)) GTEST_SKIP() << backend << " is not built here";
-  const auto common = commonArgs(optimizer);
+  auto common = commonArgs(optimizer);
+  if (syncBn) common.push_back("--sync-bn");
   const Training local = runTraining(1, concat(common, {"--mode", "local"}));
   ASSERT_TRUE(local.ok()) << local.describe();
   ASSERT_EQ(local.loss.size(), kSteps) << local.describe();
@@ -151,9 +155,12 @@ INSTANTIATE_TEST_SUITE_P(, TrainMlpEquivalence,
                          ::testing::Values(EquivalenceCase{"verbs", "sgd"},
                                            EquivalenceCase{"verbs", "adamw"},
                                            EquivalenceCase{"gloo", "sgd"},
-                                           EquivalenceCase{"gloo", "adamw"}),
+                                           EquivalenceCase{"gloo", "adamw"},
+                                           EquivalenceCase{"verbs", "sgd", true},
+                                           EquivalenceCase{"gloo", "adamw", true}),
                          [](const ::testing::TestParamInfo<EquivalenceCase>& info) {
-                           return info.param.backend + "_" + info.param.optimizer;
+                           return info.param.backend + "_" + info.param.optimizer +
+                                  (info.param.syncBn ? "_sync_bn" : "");
                          });
 
 // The tolerance above can fail: a 0.2% larger learning rate is outside it within the run.

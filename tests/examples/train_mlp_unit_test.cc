@@ -56,8 +56,7 @@ Batch randomBatch(const MlpShape& shape, size_t n, uint64_t seed) {
   return b;
 }
 
-TEST(TrainMlpModel, BackwardMatchesFiniteDifferences) {
-  const MlpShape shape = tinyShape();
+void expectBackwardMatchesFiniteDifferences(const MlpShape& shape) {
   Mlp model(shape);
   model.initialize(3);
   const Batch b = randomBatch(shape, 6, 11);
@@ -91,6 +90,17 @@ TEST(TrainMlpModel, BackwardMatchesFiniteDifferences) {
     ++checked;
   }
   EXPECT_GT(checked, model.numel() * 3 / 4) << "too many elements skipped at ReLU kinks";
+}
+
+TEST(TrainMlpModel, BackwardMatchesFiniteDifferences) {
+  expectBackwardMatchesFiniteDifferences(tinyShape());
+}
+
+// --sync-bn alone: the batch norm's backward (through its batch statistics) and bn0's gradients.
+TEST(TrainMlpModel, BackwardWithBatchNormMatchesFiniteDifferences) {
+  MlpShape shape = tinyShape();
+  shape.batchNorm = true;
+  expectBackwardMatchesFiniteDifferences(shape);
 }
 
 TEST(TrainMlpModel, ReportsEachGradientOnceInReverseOrderWhenFinal) {
