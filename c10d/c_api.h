@@ -46,7 +46,7 @@
  *   - Completion callbacks run on the thread that completes the op (a backend thread) or, when
  *     registered after completion, at once on the registering thread. They must not block for
  *     long and must not destroy the group that runs them.
- *   The library starts threads only through the backends and stores (see README.md, "Threads and
+ *   The library starts threads only through the backends and stores (see docs/api.md, "Threads and
  *   asynchrony"); they are joined by c10d_pg_shutdown or c10d_pg_destroy (groups) and by the last
  *   release of a store (a TCP store's server thread).
  *

@@ -13,7 +13,7 @@
 // server as the store, every rank a client; rank and world size come from the query, else RANK
 // and WORLD_SIZE; the other query keys belong to the store (etcd's ttl).
 //
-// The TCPStore (README "Store security"): every rank takes the shared secret from
+// The TCPStore (docs/stores.md "Store security"): every rank takes the shared secret from
 // C10D_STORE_SECRET (c10drun sets a fresh one per single-node job) and the server's limits from
 // C10D_STORE_MAX_*. Rank 0's server listens on the loopback address when MASTER_ADDR is one (a
 // single-host job), on the MASTER_ADDR interface when it is an address of this host, else on every

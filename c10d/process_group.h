@@ -19,7 +19,7 @@
 //   pending Work, and the group is then broken: every later call throws that error's type (e.g.
 //   CommError) with a message saying the group is unusable and why.
 //
-// Diagnostics (group_diagnostics.h, README "Diagnostics")
+// Diagnostics (group_diagnostics.h, docs/diagnostics.md)
 //   Every op is recorded in the group's flight recorder ring (issue / start / end, state, error);
 //   stats() sums them per op. The first timeout or communication error a backend reports
 //   (diagnoseFailure) adds a desync report to the error (who is behind, who is silent) and dumps

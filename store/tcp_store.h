@@ -21,7 +21,7 @@
 // a reply frame announced longer than the limit is refused unread (CommError). SIGPIPE is never
 // raised (MSG_NOSIGNAL).
 //
-// Security (README "Store security"): with a shared secret (options.secret, else the environment
+// Security (docs/stores.md "Store security"): with a shared secret (options.secret, else the environment
 // variable C10D_STORE_SECRET, which c10drun sets for single-node jobs) every connection runs an
 // HMAC-SHA256 challenge-response in both directions before any request; a client or server
 // without the same secret is refused with "authentication failed" (Error, never retried). The

@@ -9,7 +9,7 @@
 // stderr naming the peer. Request timeouts are the clients' business: the server only closes a
 // connection that has not finished its handshake within the handshake timeout.
 //
-// Security (README "Store security"): with a shared secret, every connection must pass an
+// Security (docs/stores.md "Store security"): with a shared secret, every connection must pass an
 // HMAC-SHA256 challenge-response before any request is served, and the server proves the secret
 // back (tcp_store_protocol.h, tcp_store_auth.h). A client without the secret, with another one,
 // or that sends nothing is refused and logged ("refused connection from <addr>: ..."; such lines
@@ -32,7 +32,7 @@
 namespace c10d {
 
 // What the server lets its clients make it hold. Each unset field is taken from its environment
-// variable, else its default (README "Store security" has the table):
+// variable, else its default (docs/stores.md "Store security" has the table):
 //   maxConnections  C10D_STORE_MAX_CONNECTIONS   65536   open connections, handshaking included
 //   maxKeys         C10D_STORE_MAX_KEYS          1048576 keys stored
 //   maxValueBytes   C10D_STORE_MAX_VALUE_BYTES   64 MiB  bytes of one value (the protocol allows

@@ -298,7 +298,7 @@ def group_cases(ours, gloo):
         try:
             ours._get_sequence_number_for_group()
             raise AssertionError("torch 2.x's ProcessGroup now gives custom backends' sequence "
-                                 "numbers: update the README")
+                                 "numbers: update docs/torch-plugin.md")
         except RuntimeError as e:
             assert "does not yet support sequence numbers" in str(e), e
         seq = ours._get_backend(torch.device("cpu"))._get_sequence_number_for_group()

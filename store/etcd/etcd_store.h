@@ -10,7 +10,7 @@
 // (or its absence) with what the client read and retry when another client got there first; a
 // failed transaction returns the current value, so a retry costs one request. Under heavy
 // contention on one key (thousands of clients add()ing to one counter) the retries make add
-// O(contenders) requests each: see README "Stores that outlive a node" for the figures.
+// O(contenders) requests each: see docs/stores.md "Stores that outlive a node" for the figures.
 // wait / get of a missing key watch the key (a streaming /v3/watch from the revision of the check
 // that found it missing, so a set in between is never lost); nothing polls.
 //

@@ -28,7 +28,7 @@
 //   reduce_scatter  ring           allgather ring           reduce shm, else binomial
 //   broadcast       shm; else <= 256 KiB binomial, else chain (pipelined)
 //   gather/scatter  direct         alltoall pairwise        barrier shm, else dissemination
-// Why (allreduce over tcp, localhost, 2 cores, all_reduce_perf; the README has the numbers):
+// Why (allreduce over tcp, localhost, 2 cores, all_reduce_perf; docs/performance.md has the numbers):
 // recursive doubling takes log2(n) steps but moves the whole buffer in each, so it wins while
 // latency dominates (<= 32 KiB at 4 and 8 ranks, <= 64 KiB at 3 and 6). Ring moves the optimal
 // 2(n-1)/n of the buffer in 2(n-1) steps; Rabenseifner moves the same amount in 2*log2(n) steps:

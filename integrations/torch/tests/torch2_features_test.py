@@ -2,7 +2,7 @@
 torch.compile'd DDP, DeviceMesh + DTensor over a CPU mesh, and FSDP (FSDP2's fully_shard and
 FSDP1) on CPU. Each is either run on both backends with the same inputs and its per-step losses /
 results compared (they must agree exactly), or refused by torch itself on both alike: then the
-refusal must be the one documented in the README and TORCH_REFUSES (so a torch that starts or
+refusal must be the one documented in docs/torch-plugin.md and TORCH_REFUSES (so a torch that starts or
 stops refusing is noticed).
 
   c10drun --nproc-per-node 2 python3 torch2_features_test.py     # torch >= 2.4
