@@ -127,26 +127,95 @@ std::string readFile(const std::string& path) {
 
 }  // namespace
 
-std::string netnsUnavailableReason() {
+namespace {
+
+// Whether this machine lets root make the namespaces and a veth pair at all, in a forked child:
+// empty when it does, else what it refused.
+std::string capabilityRefused() {
+  int fds[2];
+  if (pipe(fds) != 0) return "";  // cannot tell: let the harness probe report it
+  const pid_t child = fork();
+  if (child < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return "";
+  }
+  if (child == 0) {
+    close(fds[0]);
+    if (unshare(CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC) != 0) {
+      const int err = errno;
+      (void)!write(fds[1], &err, sizeof(err));
+      _exit(100);
+    }
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+    }
+    execl(ipPath().c_str(), "ip", "link", "add", "c10dprobe0", "type", "veth", "peer", "name",
+          "c10dprobe1", static_cast<char*>(nullptr));
+    _exit(101);
+  }
+  close(fds[1]);
+  int err = 0;
+  const bool gotErr = read(fds[0], &err, sizeof(err)) == static_cast<ssize_t>(sizeof(err));
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status)) return "";
+  if (WEXITSTATUS(status) == 100 && gotErr) {
+    return "namespaces are refused here: unshare(net, uts, mount, pid, ipc): " + errnoText(err);
+  }
+  if (WEXITSTATUS(status) != 0) {
+    return "veth pairs are refused here: `ip link add ... type veth` in a new network namespace "
+           "exited with " +
+           std::to_string(WEXITSTATUS(status));
+  }
+  return "";
+}
+
+struct NetnsProbe {
+  std::string unavailable;  // a missing capability: the tests skip
+  std::string harness;      // the harness failed where the capabilities are there: they fail
+};
+
+const NetnsProbe& netnsProbe() {
   static std::once_flag once;
-  static std::string reason;
+  static NetnsProbe probe;
   std::call_once(once, [] {
     if (geteuid() != 0) {
-      reason = "virtual hosts need root (network, pid and mount namespaces; veth links); euid is " +
-               std::to_string(geteuid());
+      probe.unavailable =
+          "virtual hosts need root (network, pid and mount namespaces; veth links); euid is " +
+          std::to_string(geteuid());
       return;
     }
     if (ipPath().empty()) {
-      reason = "virtual hosts need iproute2's `ip` (not found in /usr/sbin, /sbin, /usr/bin, /bin)";
+      probe.unavailable =
+          "virtual hosts need iproute2's `ip` (not found in /usr/sbin, /sbin, /usr/bin, /bin)";
       return;
     }
+    probe.unavailable = capabilityRefused();
+    if (!probe.unavailable.empty()) return;
     try {
-      VirtualHosts probe(1);
+      VirtualHosts trial(1);
     } catch (const std::exception& e) {
-      reason = std::string("cannot make virtual hosts on this machine: ") + e.what();
+      probe.harness = std::string("the virtual-hosts harness failed on a machine that has ") +
+                      "namespaces and veth pairs (a harness or setup bug, not a missing " +
+                      "capability): " + e.what();
     }
   });
-  return reason;
+  return probe;
+}
+
+}  // namespace
+
+std::string netnsUnavailableReason() {
+  return netnsProbe().unavailable;
+}
+
+std::string netnsHarnessError() {
+  return netnsProbe().harness;
 }
 
 std::string HostResult::describe() const {

@@ -25,8 +25,10 @@
 // outlive it (the holders' PR_SET_PDEATHSIG follows the creating thread, as the kernel defines it).
 //
 // Errors: the constructor throws std::runtime_error naming the step that failed (which host,
-// which command and its output). available() says why hosts cannot be made here (not root, no
-// `ip`, namespaces refused): tests skip with that reason (C10D_SKIP_WITHOUT_NETNS).
+// which command and its output). netnsUnavailableReason() says why hosts cannot be made here (not
+// root, no `ip`, namespaces or veth pairs refused): tests skip with that reason. Where all of
+// that is there but a trial set of hosts still fails, that is the harness's own error and the
+// tests fail with it (C10D_SKIP_WITHOUT_NETNS does both).
 #pragma once
 
 #include <sys/types.h>
@@ -39,15 +41,21 @@
 namespace c10d {
 namespace test {
 
-// Why virtual hosts cannot be made on this machine; empty when they can. Probed once per process
-// (root, the `ip` binary, a trial set of namespaces with a veth pair), in a forked child.
+// Why virtual hosts cannot be made on this machine (a missing capability: not root, no `ip`,
+// namespaces or veth pairs refused, probed in a forked child); empty when they can. Probed once
+// per process.
 std::string netnsUnavailableReason();
+// Where the capabilities are there: why a trial set of one host still failed; empty if it worked.
+std::string netnsHarnessError();
 
-// In a gtest body: skips the test, printing the reason, where virtual hosts cannot be made.
+// In a gtest body: skips the test where virtual hosts cannot be made, fails it where the harness
+// itself fails.
 #define C10D_SKIP_WITHOUT_NETNS()                                              \
   do {                                                                         \
     const std::string c10d_netns_why = ::c10d::test::netnsUnavailableReason(); \
     if (!c10d_netns_why.empty()) GTEST_SKIP() << c10d_netns_why;               \
+    const std::string c10d_netns_err = ::c10d::test::netnsHarnessError();      \
+    if (!c10d_netns_err.empty()) FAIL() << c10d_netns_err;                     \
   } while (0)
 
 // One command on one host.
