@@ -10,8 +10,10 @@
 //
 // Values (all exactly representable): rank r's gradient element i of layer l is gradValue(r, l, i),
 // a multiple of 1/8 below 3, so the sum over any number of ranks up to 2^20 is exact in fp32
-// whatever the order, and the mean (SUM then divide by n, as the Reducer and ZeRO average) is
-// expectedMean(n, l, i) to the last bit. Initial parameters are initValue(l, i) on every rank.
+// whatever the order, and the mean computed as SUM then divide by n (ZeRO, the flat allreduce) is
+// expectedMean(n, l, i) to the last bit. The DDP Reducer averages as torch does (each rank's
+// gradient times 1/n, then the SUM), which rounds once per rank where n is not a power of two:
+// its check allows 4 ulps. Initial parameters are initValue(l, i) on every rank.
 //
 // Pure functions and a plain value type; no threads, nothing blocks.
 #pragma once
