@@ -237,11 +237,12 @@ Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseco
     const tcpstore::BindChoice bind = tcpstore::chooseBindAddress(o.host, singleHost);
     o.bindAddress = bind.address;
     if (bind.address.empty() && tcpstore::resolveSecret(std::nullopt).empty()) {
-      std::fprintf(stderr,
-                   "c10d: warning: rank 0's TCPStore listens on every interface (%s) without "
-                   "authentication: anyone who can reach port %u can read and write its keys; "
-                   "set the same C10D_STORE_SECRET on every node (docs/stores.md, \"Store security\")\n",
-                   bind.reason.c_str(), static_cast<unsigned>(o.port));
+      std::fprintf(
+          stderr,
+          "c10d: warning: rank 0's TCPStore listens on every interface (%s) without "
+          "authentication: anyone who can reach port %u can read and write its keys; "
+          "set the same C10D_STORE_SECRET on every node (docs/stores.md, \"Store security\")\n",
+          bind.reason.c_str(), static_cast<unsigned>(o.port));
     }
   }
   o.numWorkers = rv.worldSize;

@@ -47,10 +47,10 @@ struct InitOptions {
 
 // The parts of an init URL. Query keys are kept as given.
 struct InitUrl {
-  std::string scheme;  // "env", "tcp", "file"
-  std::string host;    // tcp
-  int port = -1;       // tcp
-  std::string path;    // file
+  std::string scheme;    // "env", "tcp", "file"
+  std::string host;      // tcp
+  int port = -1;         // tcp
+  std::string path;      // file
   std::string storeUrl;  // a store library's scheme: the URL without rank / world_size
   std::map<std::string, std::string> query;
 };

@@ -21,9 +21,9 @@
 // a reply frame announced longer than the limit is refused unread (CommError). SIGPIPE is never
 // raised (MSG_NOSIGNAL).
 //
-// Security (docs/stores.md "Store security"): with a shared secret (options.secret, else the environment
-// variable C10D_STORE_SECRET, which c10drun sets for single-node jobs) every connection runs an
-// HMAC-SHA256 challenge-response in both directions before any request; a client or server
+// Security (docs/stores.md "Store security"): with a shared secret (options.secret, else the
+// environment variable C10D_STORE_SECRET, which c10drun sets for single-node jobs) every connection
+// runs an HMAC-SHA256 challenge-response in both directions before any request; a client or server
 // without the same secret is refused with "authentication failed" (Error, never retried). The
 // server's limits (TCPStoreLimits) turn requests past them into InvalidArgument naming the limit.
 #pragma once

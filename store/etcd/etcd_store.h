@@ -46,8 +46,8 @@ namespace c10d {
 
 struct EtcdStoreOptions {
   std::vector<std::string> endpoints{"127.0.0.1:2379"};  // "host:port" of the same cluster
-  std::string prefix = "c10d";                            // the job's namespace, no leading '/'
-  int leaseTtlSeconds = 60;                               // 0: no lease (keys never expire)
+  std::string prefix = "c10d";                           // the job's namespace, no leading '/'
+  int leaseTtlSeconds = 60;                              // 0: no lease (keys never expire)
   Milliseconds timeout = kDefaultStoreTimeout;
 };
 

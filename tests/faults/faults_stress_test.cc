@@ -1,8 +1,9 @@
 // Fault-injection suite, long version (label `stress`): every fault on every CPU backend it
 // applies to, C10D_FAULT_INJECTIONS (default 20) random injections each, 2-8 ranks, the fault
 // anywhere in the first 40 ops, up to 262144 elements per rank. Prints every injection and the
-// fault x backend table (docs/testing.md "Fault injection"); fails on anything expectationFailures()
-// reports. Seeds C10D_FAULT_SEED (default 1) + 0, 1, ...; each line printed names its seed.
+// fault x backend table (docs/testing.md "Fault injection"); fails on anything
+// expectationFailures() reports. Seeds C10D_FAULT_SEED (default 1) + 0, 1, ...; each line printed
+// names its seed.
 #include <cstdio>
 #include <cstdlib>
 #include <string>

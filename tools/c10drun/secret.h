@@ -1,4 +1,5 @@
-// The job's TCPStore secret (docs/stores.md "Store security"): what c10drun puts in C10D_STORE_SECRET.
+// The job's TCPStore secret (docs/stores.md "Store security"): what c10drun puts in
+// C10D_STORE_SECRET.
 //
 // A launcher whose own environment sets C10D_STORE_SECRET passes it through unchanged (set but
 // empty: the job runs without authentication, on purpose). Otherwise a single-node job gets a
