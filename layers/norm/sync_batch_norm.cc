@@ -81,17 +81,12 @@ size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batc
   return x.numel / perSample;
 }
 
-void SyncBatchNorm::allreduce(std::vector<double>& v, const char* what) {
+void SyncBatchNorm::allreduce(std::vector<double>& v) {
   if (!group_ || group_->size() == 1) return;
-  auto work = group_->allreduce(Tensor(v.data(), v.size(), DataType::kFloat64),
-                                AllreduceOptions{ReduceOp::SUM, options_.timeout});
-  try {
-    work->wait(options_.timeout);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    C10D_THROW(Error, "SyncBatchNorm::", what, ": the statistics allreduce failed: ", e.what());
-  }
+  group_
+      ->allreduce(Tensor(v.data(), v.size(), DataType::kFloat64),
+                  AllreduceOptions{ReduceOp::SUM, options_.timeout})
+      ->wait(options_.timeout);
 }
 
 double SyncBatchNorm::batchStatistics(const Tensor& x, size_t batch, size_t spatial) {
@@ -111,7 +106,7 @@ double SyncBatchNorm::batchStatistics(const Tensor& x, size_t batch, size_t spat
       stats[1 + c + ch] += q;
     }
   }
-  allreduce(stats, "forward");
+  allreduce(stats);
   const double count = stats[0];
   C10D_CHECK_ARG(count > 1, "SyncBatchNorm::forward: expected more than 1 value per channel ",
                  "when training, got ", count, " over the group (", group_ ? group_->size() : 1,
@@ -195,7 +190,7 @@ void SyncBatchNorm::backward(const Tensor& dy, const Tensor& dx) {
       biasGrad_[ch] += static_cast<float>(sums[ch]);
     }
   }
-  allreduce(sums, "backward");
+  allreduce(sums);
   const double count = savedCount_;
   for (size_t n = 0; n < savedBatch_; ++n) {
     for (size_t ch = 0; ch < c; ++ch) {

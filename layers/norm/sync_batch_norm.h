@@ -87,7 +87,7 @@ class SyncBatchNorm {
   // Checks x / y and returns the positions per channel (S).
   size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y) const;
   // Sums `v` over the group in place (no-op alone).
-  void allreduce(std::vector<double>& v, const char* what);
+  void allreduce(std::vector<double>& v);
   // The batch's mean and inverse std into mean_ / invstd_ (collective); returns the group's count.
   double batchStatistics(const Tensor& x, size_t batch, size_t spatial);
 

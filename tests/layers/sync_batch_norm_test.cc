@@ -16,6 +16,7 @@
 #include "layers/norm/sync_batch_norm.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "tests/layers/reducer_fixture.h"  // getValue / setValue
 
 namespace c10d {
 namespace test {
@@ -104,18 +105,6 @@ Tensor hostTensor(std::vector<uint64_t>& mem, size_t n, DataType dtype) {
   mem.assign((n * elementSize(dtype) + 7) / 8 + 1, 0);
   return Tensor(mem.data(), n, dtype);
 }
-double get(const Tensor& t, size_t i) {
-  if (t.dtype == DataType::kFloat32) return static_cast<const float*>(t.data)[i];
-  return detail::bf16ToFloatInline(static_cast<const uint16_t*>(t.data)[i]);
-}
-void set(const Tensor& t, size_t i, double v) {
-  if (t.dtype == DataType::kFloat32) {
-    static_cast<float*>(t.data)[i] = static_cast<float>(v);
-  } else {
-    static_cast<uint16_t*>(t.data)[i] = detail::floatToBf16Inline(static_cast<float>(v));
-  }
-}
-
 void expectNear(double got, double want, double rel, const std::string& what) {
   EXPECT_LE(std::fabs(got - want), rel * std::max(1.0, std::fabs(want)))
       << what << ": got " << got << ", want " << want;
@@ -167,13 +156,14 @@ TEST_P(SyncBatchNormTest, EqualsOneProcessOverTheGlobalBatch) {
         Tensor x = hostTensor(xm, n, dt), y = hostTensor(ym, n, dt);
         Tensor dy = hostTensor(dym, n, dt), dx = hostTensor(dxm, n, dt);
         for (size_t i = 0; i < n; ++i) {
-          set(x, i, gx[off + i]);
-          set(dy, i, gdy[off + i]);
+          setValue(x, i, gx[off + i]);
+          setValue(dy, i, gdy[off + i]);
         }
         bn.forward(x, mine, y);
-        for (size_t i = 0; i < n; ++i) expectNear(get(y, i), ref.y[off + i], tol, what + " y");
+        for (size_t i = 0; i < n; ++i) expectNear(getValue(y, i), ref.y[off + i], tol, what + " y");
         bn.backward(dy, dx);
-        for (size_t i = 0; i < n; ++i) expectNear(get(dx, i), ref.dx[off + i], tol, what + " dx");
+        for (size_t i = 0; i < n; ++i)
+          expectNear(getValue(dx, i), ref.dx[off + i], tol, what + " dx");
         const double g = static_cast<double>(global * kS);
         for (size_t c = 0; c < kC; ++c) {
           runMean[c] = (1 - o.momentum) * runMean[c] + o.momentum * ref.mean[c];
@@ -203,16 +193,16 @@ TEST_P(SyncBatchNormTest, EqualsOneProcessOverTheGlobalBatch) {
       if (rank == 0) {
         std::vector<uint64_t> em, om;
         Tensor ex = hostTensor(em, kC * kS, dt), ey = hostTensor(om, kC * kS, dt);
-        for (size_t i = 0; i < kC * kS; ++i) set(ex, i, xValue(0, i / kS, i % kS, 5));
+        for (size_t i = 0; i < kC * kS; ++i) setValue(ex, i, xValue(0, i / kS, i % kS, 5));
         bn.forward(ex, 1, ey);
         for (size_t c = 0; c < kC; ++c)
           for (size_t s = 0; s < kS; ++s) {
             const size_t i = c * kS + s;
             const double want =
-                (get(ex, i) - static_cast<float*>(bn.runningMean().data)[c]) /
+                (getValue(ex, i) - static_cast<float*>(bn.runningMean().data)[c]) /
                     std::sqrt(static_cast<float*>(bn.runningVar().data)[c] + o.eps) * w[c] +
                 b[c];
-            expectNear(get(ey, i), want, tol, what + " eval y");
+            expectNear(getValue(ey, i), want, tol, what + " eval y");
           }
       }
     }
