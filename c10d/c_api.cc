@@ -3,8 +3,8 @@
 #include <map>
 #include <new>
 
+#include "base/config.h"
 #include "c10d/c_api_internal.h"
-#include "c10d/config.h"
 
 namespace c10d {
 namespace capi {

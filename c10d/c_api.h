@@ -1,7 +1,7 @@
 /* c10d C ABI: process groups, works and stores for C and for frameworks that embed c10d.
  *
  * What it is
- *   A stable, versioned C99 interface over the C++ API (c10d/process_group.h, c10d/work.h,
+ *   A stable, versioned C99 interface over the C++ API (core/process_group.h, core/work.h,
  *   store/store.h): every collective of ProcessGroup, async works with wait/test/callbacks,
  *   sub-groups, and stores, including a store whose operations are callbacks into the host
  *   framework (so the framework keeps its own rendezvous, as torch does with its Store). No
@@ -23,7 +23,7 @@
  *   read with c10d_last_error(): for errors raised by the C++ core it is the exception's text (the
  *   same words a C++ caller sees: rank, op, sequence number, group, sizes); errors found by this
  *   layer name the function and the parameter. The string is valid until the same thread's next
- *   failing c10d call. Statuses mirror the C++ exception kinds (c10d/error.h): InvalidArgument ->
+ *   failing c10d call. Statuses mirror the C++ exception kinds (base/error.h): InvalidArgument ->
  *   C10D_STATUS_INVALID_ARGUMENT, TimeoutError -> C10D_STATUS_TIMEOUT, CommError ->
  *   C10D_STATUS_COMM_ERROR, any other c10d::Error -> C10D_STATUS_ERROR. Store failures are these
  *   same kinds (a store that lost its server is COMM_ERROR, a key that never came is TIMEOUT).
@@ -255,7 +255,7 @@ struct c10d_sink {
 
 /* ---- stores -------------------------------------------------------------------------------- */
 
-/* TCPStore (store/tcp_store.h). is_server: this process runs the server on a thread (as rank 0
+/* TCPStore (store/tcp/tcp_store.h). is_server: this process runs the server on a thread (as rank 0
  * does); port 0 with is_server picks a free port (c10d_store_tcp_port says which). Clients connect
  * with retry and backoff until the timeout. num_workers: the number of clients expected (-1:
  * unknown); with is_server and num_workers > 0 the constructor waits until that many have
@@ -361,7 +361,7 @@ C10D_CAPI void c10d_store_release(c10d_store_t* store);
 
 /* ---- process groups ------------------------------------------------------------------------ */
 
-/* Creates this rank's group, as c10d::init does (c10d/init.h):
+/* Creates this rank's group, as c10d::init does (bootstrap/init.h):
  *   init_method  "env://" (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; NULL means this),
  *                "tcp://HOST:PORT?rank=R&world_size=N" or "file:///ABS/PATH?rank=R&world_size=N";
  *                env:// and tcp:// run the TCPStore server in rank 0.

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "c10d/c_api.h"
-#include "c10d/error.h"
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 #include "store/store.h"
 
 // The handles. A handle owns one reference; release/destroy deletes it.

@@ -1,6 +1,6 @@
 // C ABI: process groups (creation, accessors, sub-groups, shutdown).
+#include "bootstrap/init.h"
 #include "c10d/c_api_internal.h"
-#include "c10d/init.h"
 
 namespace c10d {
 namespace capi {

@@ -7,7 +7,7 @@
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
-#include "store/tcp_store.h"
+#include "store/tcp/tcp_store.h"
 
 namespace c10d {
 namespace capi {

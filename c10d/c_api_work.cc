@@ -1,15 +1,24 @@
 // C ABI: works (wait, test, synchronize, source rank, completion callbacks, abort, release) and
 // the per-thread current CUDA stream they synchronize with.
+#include "bootstrap/registry.h"
 #include "c10d/c_api_internal.h"
-#include "c10d/config.h"
-#if C10D_HAVE_NCCL
-#include "backends/nccl/cuda_stream.h"
-#endif
 
 using c10d::capi::guard;
 using c10d::capi::notNull;
 
 namespace {
+
+// The stream hooks of the first registered backend on CUDA streams (core/backend.h), which the
+// backend provides so that this file names none.
+c10d::BackendInfo cudaStreamBackend(const char* fn) {
+  for (const std::string& name : c10d::registeredBackends()) {
+    c10d::BackendInfo info = c10d::backendInfo(name);
+    if (info.setCurrentStream && info.currentStream) return info;
+  }
+  C10D_THROW(c10d::InvalidArgument, fn,
+             ": no registered backend runs on CUDA streams (this c10d was built without the nccl "
+             "backend)");
+}
 
 c10d::Work& workOf(const c10d_work_t* work, const char* fn) {
   notNull(work, fn, "work");
@@ -82,14 +91,9 @@ void c10d_work_release(c10d_work_t* work) {
 c10d_status_t c10d_cuda_set_current_stream(int device, void* stream) {
   static const char* fn = "c10d_cuda_set_current_stream";
   return guard([&] {
-#if C10D_HAVE_NCCL
+    c10d::BackendInfo backend = cudaStreamBackend(fn);
     C10D_CHECK_ARG(device >= 0, fn, ": device ", device, " is negative");
-    c10d::nccl::setCurrentStream(device, static_cast<cudaStream_t>(stream));
-#else
-    (void)device;
-    (void)stream;
-    C10D_THROW(c10d::InvalidArgument, fn, ": this c10d was built without a CUDA backend");
-#endif
+    backend.setCurrentStream(device, stream);
   });
 }
 
@@ -97,13 +101,9 @@ c10d_status_t c10d_cuda_current_stream(int device, void** stream) {
   static const char* fn = "c10d_cuda_current_stream";
   return guard([&] {
     notNull(stream, fn, "stream");
-#if C10D_HAVE_NCCL
+    c10d::BackendInfo backend = cudaStreamBackend(fn);
     C10D_CHECK_ARG(device >= 0, fn, ": device ", device, " is negative");
-    *stream = c10d::nccl::currentStream(device);
-#else
-    (void)device;
-    C10D_THROW(c10d::InvalidArgument, fn, ": this c10d was built without a CUDA backend");
-#endif
+    *stream = backend.currentStream(device);
   });
 }
 

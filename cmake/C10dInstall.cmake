@@ -1,4 +1,4 @@
-# Installation: headers under <prefix>/include/c10d/{c10d,store,backends,layers}/, the library, the tools,
+# Installation: headers under <prefix>/include/c10d/<room>/ (cmake/layering.txt), the library, the tools,
 # a CMake package (find_package(c10d CONFIG) -> c10d::c10d) and a pkg-config file (c10d.pc).
 include(CMakePackageConfigHelpers)
 
@@ -8,11 +8,11 @@ install(TARGETS c10d EXPORT c10dTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 set(C10D_INCLUDE_ROOT ${CMAKE_INSTALL_INCLUDEDIR}/c10d)
-foreach(dir c10d store backends layers)
+foreach(dir base store core backends bootstrap c10d layers)
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${C10D_INCLUDE_ROOT}/${dir}
           FILES_MATCHING PATTERN "*.h" PATTERN "*_internal.h" EXCLUDE)
 endforeach()
-install(FILES ${CMAKE_BINARY_DIR}/generated/c10d/config.h DESTINATION ${C10D_INCLUDE_ROOT}/c10d)
+install(FILES ${CMAKE_BINARY_DIR}/generated/base/config.h DESTINATION ${C10D_INCLUDE_ROOT}/base)
 
 set(C10D_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/c10d)
 install(EXPORT c10dTargets NAMESPACE c10d:: DESTINATION ${C10D_CMAKE_DIR})

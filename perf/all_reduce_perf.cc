@@ -1,6 +1,6 @@
 // all_reduce_perf: every rank ends with the reduction of every rank's buffer.
 // Bus bandwidth: 2(n-1)/n x algbw (each element crosses n-1 links to be reduced and n-1 more to
-// be spread back; see perf/README.md).
+// be spread back; see docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
 

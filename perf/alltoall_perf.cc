@@ -1,6 +1,6 @@
 // alltoall_perf: rank r sends its j-th part to rank j and receives rank j's r-th part.
 // Size = the bytes of each rank's buffer (n parts); count = elements per part. Bus bandwidth:
-// (n-1)/n x algbw (n-1 of the n parts cross a link; see perf/README.md). As in nccl-tests the
+// (n-1)/n x algbw (n-1 of the n parts cross a link; see docs/performance.md). As in nccl-tests the
 // in-place half runs but is not checked ("N/A").
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"

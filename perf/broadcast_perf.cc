@@ -1,6 +1,6 @@
 // broadcast_perf: every rank ends with the root's buffer.
 // Bus bandwidth: 1 x algbw (all data must leave the root through its one link; see
-// perf/README.md).
+// docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
 

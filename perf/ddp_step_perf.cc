@@ -68,8 +68,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "c10d/config.h"
-#include "c10d/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "perf/common/buffer.h"
 #include "perf/common/ddp_step.h"
 #include "perf/common/ddp_step_bench.h"

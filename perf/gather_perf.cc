@@ -1,6 +1,6 @@
 // gather_perf: the root ends with every rank's buffer, in rank order.
 // Size = the gathered bytes; count = elements per rank. Bus bandwidth: (n-1)/n x algbw, as
-// nccl-tests (n-1 of the n parts cross a link; see perf/README.md).
+// nccl-tests (n-1 of the n parts cross a link; see docs/performance.md).
 #include <cstring>
 
 #include "perf/common/collectives.h"

@@ -20,7 +20,7 @@
 #include <cstring>
 #include <string>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "perf/common/collectives.h"
 #include "perf/common/mpi_driver.h"
 

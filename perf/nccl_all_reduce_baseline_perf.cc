@@ -21,8 +21,8 @@
 
 #include "backends/nccl/nccl_types.h"
 #include "backends/nccl/unique_id.h"
-#include "c10d/error.h"
-#include "c10d/init.h"
+#include "base/error.h"
+#include "bootstrap/init.h"
 #include "perf/common/data.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"

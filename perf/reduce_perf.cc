@@ -1,7 +1,7 @@
 // reduce_perf: the root ends with the reduction of every rank's buffer; other ranks' output
 // buffers are left as they were.
 // Bus bandwidth: 1 x algbw (all data must enter the root through its one link; see
-// perf/README.md).
+// docs/performance.md).
 #include <cstring>
 
 #include "perf/common/collectives.h"

@@ -1,6 +1,6 @@
 // reduce_scatter_perf: rank r ends with the reduction over ranks of everyone's r-th part.
 // Size = the input bytes (n parts); count = elements per rank. Bus bandwidth: (n-1)/n x algbw
-// (each rank must receive n-1 contributions to its part; see perf/README.md).
+// (each rank must receive n-1 contributions to its part; see docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
 

@@ -1,6 +1,6 @@
 // sendrecv_perf: every rank sends its buffer to the next rank and receives the previous one's
 // (a ring of point-to-point transfers). Bus bandwidth: 1 x algbw (one transfer per link; see
-// perf/README.md). As in nccl-tests the in-place half runs but is not checked ("N/A").
+// docs/performance.md). As in nccl-tests the in-place half runs but is not checked ("N/A").
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
 

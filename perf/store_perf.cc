@@ -31,11 +31,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "c10d/error.h"
-#include "c10d/thread_annotations.h"
-#include "store/socket.h"
+#include "base/error.h"
+#include "base/socket.h"
+#include "base/thread_annotations.h"
 #include "store/store_registry.h"
-#include "store/tcp_store.h"
+#include "store/tcp/tcp_store.h"
 
 namespace {
 

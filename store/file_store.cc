@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "store/file_store_log.h"
 #include "store/store_util.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "store/store.h"
 
 namespace c10d {

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
-#include "c10d/types.h"
+#include "base/error.h"
+#include "base/types.h"
 
 namespace c10d {
 

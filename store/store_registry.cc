@@ -6,9 +6,9 @@
 #include <mutex>
 #include <vector>
 
-#include "c10d/c_api.h"
-#include "c10d/error.h"
-#include "c10d/thread_annotations.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/thread_annotations.h"
 
 namespace c10d {
 
@@ -64,8 +64,7 @@ bool findStoreScheme(const std::string& scheme, std::string* reason) {
   }
   if (registered(scheme)) return true;
   // Loading runs the library's static initializer, which registers the scheme. Never unloaded.
-  const std::string name =
-      "libc10d_store_" + scheme + ".so." + std::to_string(C10D_ABI_VERSION);
+  const std::string name = "libc10d_store_" + scheme + ".so." + std::to_string(C10D_SOVERSION);
   std::vector<std::string> paths;
   const std::string dir = ownDirectory();
   if (!dir.empty()) paths.push_back(dir + name);

@@ -3,7 +3,7 @@
 //
 // A store library registers its scheme from a static initializer (it runs when the library is
 // loaded, linked or dlopen'ed). createStoreFromUrl() meets an unregistered scheme by loading
-// libc10d_store_<SCHEME>.so.<C10D_ABI_VERSION>: first from the directory libc10d itself was loaded
+// libc10d_store_<SCHEME>.so.<C10D_SOVERSION>: first from the directory libc10d itself was loaded
 // from (build/lib, or the install's lib dir), then through the loader's search path. Thread-safe.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "c10d/types.h"
+#include "base/types.h"
 #include "store/store.h"
 
 namespace c10d {

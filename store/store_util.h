@@ -9,17 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace storeutil {
 
 using Clock = std::chrono::steady_clock;
 
-// Clock::now() + t, saturated (c10d::deadlineAfter, c10d/types.h).
-inline Clock::time_point deadlineAfter(Milliseconds t) {
-  return ::c10d::deadlineAfter(Clock::now(), t);
-}
+using ::c10d::deadlineAfter;  // base/types.h: Clock::now() + t, saturated
 
 // Time left until `deadline`, rounded up (a timeout must never fire before its deadline), >= 0.
 inline Milliseconds remaining(Clock::time_point deadline) {

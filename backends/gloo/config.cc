@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "c10d/diagnostics_config.h"
-#include "c10d/error.h"
-#include "c10d/settings.h"
-#include "store/socket.h"
+#include "base/error.h"
+#include "base/settings.h"
+#include "base/socket.h"
+#include "core/diagnostics_config.h"
 
 namespace c10d {
 

@@ -18,7 +18,7 @@
 #include <map>
 #include <string>
 
-#include "c10d/settings.h"
+#include "base/settings.h"
 
 namespace c10d {
 
@@ -31,7 +31,7 @@ struct GlooConfig {
   bool detail = false;
 };
 
-// The table above (c10d/settings.h).
+// The table above (base/settings.h).
 const SettingsTable<GlooConfig>& glooSettings();
 
 // Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws

@@ -6,9 +6,9 @@
 #include <functional>
 #include <vector>
 
-#include "c10d/error.h"
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/error.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace glooimpl {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace c10d {
 namespace glooimpl {

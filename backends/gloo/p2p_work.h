@@ -10,8 +10,8 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include "c10d/error.h"
-#include "c10d/work.h"
+#include "base/error.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace glooimpl {

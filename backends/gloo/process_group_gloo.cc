@@ -21,8 +21,8 @@
 #include "backends/gloo/p2p_work.h"
 #include "backends/gloo/socket_names.h"
 #include "backends/gloo/store_adapter.h"
-#include "c10d/group_diagnostics.h"
-#include "c10d/rendezvous_wait.h"
+#include "core/group_diagnostics.h"
+#include "core/rendezvous_wait.h"
 #include "store/prefix_store.h"
 #include "store/store.h"
 
@@ -191,9 +191,8 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
   ::gloo::allgather(o);
   for (int r = 0; r < size(); ++r) {
     if (all[r] == mine) continue;
-    throw CollectiveMismatchError(
-        mismatchMessage(name(), rank(), desc, r, OpDesc::fromWire(all[r])) +
-        detail::str(" (seen by rank ", rank(), ")"));
+    throw mismatchError(name(), rank(), desc, r, OpDesc::fromWire(all[r]),
+                        detail::str(" (seen by rank ", rank(), ")"));
   }
 }
 

@@ -42,8 +42,8 @@
 #include <vector>
 
 #include "backends/gloo/config.h"
-#include "c10d/process_group.h"
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
+#include "core/process_group.h"
 
 namespace gloo {
 class Context;
@@ -81,6 +81,10 @@ class ProcessGroupGloo : public ProcessGroup {
   using TaskFn = std::function<Continuation()>;
 
  protected:
+  std::shared_ptr<ProcessGroup> createSubgroup(std::shared_ptr<Store> store, int rank, int size,
+                                               Options options) override {
+    return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, std::move(options));
+  }
   std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
                                     uint64_t seq) override;
   std::shared_ptr<Work> doAllreduce(Tensor tensor, const AllreduceOptions& opts,

@@ -2,22 +2,22 @@
 
 #include "backends/gloo/config.h"
 #include "backends/gloo/process_group_gloo.h"
-#include "c10d/registry.h"
+#include "core/backend.h"
 
 namespace c10d {
 
-void registerGlooBackend() {
+BackendDefinition glooBackend() {
   BackendInfo info;
   info.name = "gloo";
   info.description = "Gloo 0.5 over TCP: every collective for CPU tensors";
   info.priority = 10;
   info.available = [](std::string* /*reason*/) { return true; };
   info.describeConfig = [] { return describeGlooConfig(parseGlooConfig({})); };
-  registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
-                                      const ProcessGroup::Options& options) {
-    return std::static_pointer_cast<ProcessGroup>(
-        std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options));
-  });
+  return {std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
+                              const ProcessGroup::Options& options) {
+            return std::static_pointer_cast<ProcessGroup>(
+                std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, options));
+          }};
 }
 
 }  // namespace c10d

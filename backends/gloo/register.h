@@ -1,10 +1,11 @@
-// Registers the "gloo" backend with the c10d registry (c10d/registry.h). The core registry calls
-// this on first use when the build has Gloo (the list cmake/C10dBackends.cmake generates);
-// calling it again re-registers.
+// The "gloo" backend's definition, which the registry (bootstrap/registry.h) registers on first
+// use when the build has Gloo (the list cmake/C10dBackends.cmake generates).
 #pragma once
+
+#include "core/backend.h"
 
 namespace c10d {
 
-void registerGlooBackend();
+BackendDefinition glooBackend();
 
 }  // namespace c10d

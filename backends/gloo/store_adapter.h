@@ -11,7 +11,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 

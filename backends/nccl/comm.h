@@ -13,7 +13,7 @@
 #include <string>
 
 #include "backends/nccl/unique_id.h"
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace nccl {

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "c10d/settings.h"
+#include "base/settings.h"
 
 namespace c10d {
 namespace nccl {

@@ -1,4 +1,4 @@
-// The nccl backend's settings, declared once in a table (c10d/settings.h: key, environment
+// The nccl backend's settings, declared once in a table (base/settings.h: key, environment
 // variable, range, description) and parsed in one place. A setting's value comes from
 // ProcessGroup::Options::config[key] if present, else from its environment variable, else its
 // default. CUDA-free (unit-tested on machines without a GPU).
@@ -28,7 +28,7 @@
 #include <map>
 #include <string>
 
-#include "c10d/settings.h"
+#include "base/settings.h"
 
 namespace c10d {
 namespace nccl {
@@ -45,7 +45,7 @@ struct Config {
   bool detail = false;
 };
 
-// The table above (c10d/settings.h).
+// The table above (base/settings.h).
 const SettingsTable<Config>& settings();
 
 // Parses the table from `config` (ProcessGroup::Options::config) and the environment. Throws

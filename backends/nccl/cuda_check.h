@@ -21,7 +21,7 @@
 
 #include <string>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace nccl {

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace nccl {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace c10d {
 namespace nccl {

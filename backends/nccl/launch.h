@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/reduce_op.h"
-#include "c10d/work.h"
+#include "core/reduce_op.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace nccl {

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "backends/nccl/device_state.h"
-#include "c10d/thread_annotations.h"
-#include "c10d/work.h"
+#include "base/thread_annotations.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace nccl {

@@ -278,9 +278,8 @@ void ProcessGroupNccl::checkAgreement(DeviceState& ds, const std::string& what,
   }
   for (int r = 0; r < size(); ++r) {
     if (all[r] == mine) continue;
-    throw CollectiveMismatchError(
-        mismatchMessage(name(), rank(), desc, r, OpDesc::fromWire(all[r])) +
-        detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));
+    throw mismatchError(name(), rank(), desc, r, OpDesc::fromWire(all[r]),
+                        detail::str(" (seen by rank ", rank(), ", C10D_DEBUG=DETAIL)"));
   }
 }
 

@@ -48,8 +48,8 @@
 #include <vector>
 
 #include "backends/nccl/config.h"
-#include "c10d/process_group.h"
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace nccl {

@@ -4,9 +4,10 @@
 #include <nccl.h>
 
 #include "backends/nccl/config.h"
+#include "backends/nccl/cuda_stream.h"
 #include "backends/nccl/device_state.h"
 #include "backends/nccl/process_group_nccl.h"
-#include "c10d/registry.h"
+#include "core/backend.h"
 
 namespace c10d {
 
@@ -36,7 +37,7 @@ std::string ncclVersionString() {
 
 }  // namespace nccl
 
-void registerNcclBackend() {
+BackendDefinition ncclBackend() {
   BackendInfo info;
   info.name = "nccl";
   info.description = nccl::ncclVersionString() +
@@ -44,11 +45,15 @@ void registerNcclBackend() {
   info.priority = 5;
   info.available = [](std::string* reason) { return nccl::ncclAvailable(reason); };
   info.describeConfig = [] { return nccl::describeConfig(nccl::parseConfig({})); };
-  registerBackend(std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
-                                      const ProcessGroup::Options& options) {
-    return std::static_pointer_cast<ProcessGroup>(
-        std::make_shared<nccl::ProcessGroupNccl>(std::move(store), rank, size, options));
-  });
+  info.setCurrentStream = [](int device, void* stream) {
+    nccl::setCurrentStream(device, static_cast<cudaStream_t>(stream));
+  };
+  info.currentStream = [](int device) -> void* { return nccl::currentStream(device); };
+  return {std::move(info), [](std::shared_ptr<Store> store, int rank, int size,
+                              const ProcessGroup::Options& options) {
+            return std::static_pointer_cast<ProcessGroup>(
+                std::make_shared<nccl::ProcessGroupNccl>(std::move(store), rank, size, options));
+          }};
 }
 
 }  // namespace c10d

@@ -1,16 +1,19 @@
-// Registers the "nccl" backend with the c10d registry (c10d/registry.h). Called by
-// the registry on first use when the build has NCCL (the list cmake/C10dBackends.cmake generates).
+// The "nccl" backend's definition, which the registry (bootstrap/registry.h) registers on first
+// use when the build has NCCL (the list cmake/C10dBackends.cmake generates). It provides the
+// CUDA stream hooks the C ABI's c10d_cuda_*_stream call (core/backend.h).
 //
 // Priority 5, below every CPU backend (gloo 10, verbs 20): "auto" / defaultBackend() never picks
 // nccl while a CPU backend is registered, so CPU tensors never land on it; ask for "nccl" by name
 // for CUDA tensors. Its `available` check says "no CUDA device: ..." where CUDA finds no device.
 #pragma once
 
+#include "core/backend.h"
+
 #include <string>
 
 namespace c10d {
 
-void registerNcclBackend();
+BackendDefinition ncclBackend();
 
 namespace nccl {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "c10d/error.h"
-#include "c10d/rendezvous_wait.h"
+#include "base/error.h"
+#include "core/rendezvous_wait.h"
 #include "store/store.h"
 
 namespace c10d {

@@ -16,7 +16,7 @@
 #include <functional>
 #include <string>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 

@@ -24,17 +24,15 @@ namespace {
 
 // How soon the watchdog polls after it wakes for a new op and after a poll that completed ops
 // (with nothing completed the sleep doubles up to watchdog_poll_us). Not faster than 200 us:
-// polling every 20 us cost each small op 3-4 us, as cudaEventQuery on this thread contends with
-// the launches on the caller's. Measured at one rank, 8 B in place, four interleaved rounds
-// (backends/nccl/README.md): on an H200, 5.3-5.6 us per op against 5.0-11.4 with 20 us (ops
-// back to back) and 4.4-6.2 against 7.7-9.5 (a wait after each op). So a Work's callbacks and
-// isCompleted() see an op done up to ~200 us after its kernel ended; Work::wait() with
-// blocking_wait polls its event itself, and stream waits need no host at all.
+// cudaEventQuery on this thread contends with the launches on the caller's, so faster polling
+// slows every small op (backends/nccl/README.md). So a Work's callbacks and isCompleted() see an
+// op done up to ~200 us after its kernel ended; Work::wait() with blocking_wait polls its event
+// itself, and stream waits need no host at all.
 constexpr std::chrono::microseconds kFastPoll{200};
 // How long the watchdog keeps polling after the last op completed before it sleeps until the next
 // is issued. Ops issued back to back often complete between two polls; waking a sleeping watchdog
-// costs the issuing thread a futex wake per op (with the host stub, perf/host_stub: ~1 us of an
-// 8-byte op's ~2.5 us), so while ops keep coming it stays awake.
+// costs the issuing thread a futex wake per op (a large share of a small op's host time), so
+// while ops keep coming it stays awake.
 constexpr std::chrono::milliseconds kLinger{20};
 constexpr std::chrono::milliseconds kIdleWait{100};
 constexpr std::chrono::milliseconds kAsyncCheckEvery{1};

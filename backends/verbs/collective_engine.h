@@ -8,30 +8,27 @@
 // collective never blocks the caller waiting for a peer: that is what makes overlap possible
 // (start a bucket's allreduce, keep computing).
 //
-// Fast path (C10D_INLINE_BYTES, C10D_INLINE_US): a hand-off to another thread costs a wake-up
-// (5-20 us on a VM) on each side, more than a whole small op between ready peers. So when
-// nothing is queued or running and the op moves at most C10D_INLINE_BYTES (default 1 MiB), the
-// caller's thread starts it itself, on the engine's Fiber (fiber.h). If the op would have to wait
-// for a peer — it is about to sleep, or C10D_INLINE_US (default 100 us) have passed since it
-// started and it still waits (an shm barrier's spin phase ends there too) — the fiber is suspended
-// where it stands and handed to the engine thread, which resumes it; submit() then returns the
-// pending Work. So the caller is never held past about C10D_INLINE_US (plus one poll of the
-// transport, or one shm step of the op's work: a 256 KiB chunk), and an op whose peers are ready
-// completes before submit() returns, with no thread switch. C10D_INLINE_BYTES=0 turns the fast
-// path off.
+// Fast path (C10D_INLINE_BYTES, C10D_INLINE_US): a hand-off to another thread costs a wake-up on
+// each side, more than a whole small op between ready peers. So when nothing is queued or running
+// and the op moves at most C10D_INLINE_BYTES (default 1 MiB), the caller's thread starts it
+// itself, on the engine's Fiber (fiber.h). If the op would have to wait for a peer — it is about
+// to sleep, or C10D_INLINE_US (default 100 us) have passed since it started and it still waits (an
+// shm barrier's spin phase ends there too) — the fiber is suspended where it stands and handed to
+// the engine thread, which resumes it; submit() then returns the pending Work. So the caller is
+// never held past about C10D_INLINE_US (plus one poll of the transport, or one shm step of the
+// op's work: a 256 KiB chunk), and an op whose peers are ready completes before submit() returns,
+// with no thread switch. C10D_INLINE_BYTES=0 turns the fast path off.
 // Catching up: once ops queue (one handed off because a peer was late, and the caller issued more
 // meanwhile), every later op would go through the thread too, each paying a wake-up on both
-// sides, for as long as the caller keeps ops in flight (a convoy: 5-8 us per 8-byte op instead of
-// ~1 us, measured with all_reduce_perf's 512 ops in flight). So a small op issued while the
-// thread works through small ops only waits for it (yielding) and then runs inline, as long as
+// sides, for as long as the caller keeps ops in flight (a convoy). So a small op issued while
+// the thread works through small ops only waits for it (yielding) and then runs inline, as long as
 // the thread completes an op at least every C10D_INLINE_US; it is queued at once when a large op
 // is ahead, and when the thread stalls that long (a late peer) it is queued, as are later ops
 // until the thread completes its next op (so a caller waits out at most one stall per op).
 // A group of one never waits for a peer, so its small ops run straight on the caller's stack,
-// without the fiber (it would only cost its switches, ~60 ns a round trip). So do every group's
-// small ops with C10D_INLINE_US=-1 (`direct`): they never hand off, so a late peer holds the
-// caller, as the synchronous engine before this one did (for single-threaded programs, and to
-// measure what the engine costs).
+// without the fiber (it would only cost its switches). So do every group's small ops with
+// C10D_INLINE_US=-1 (`direct`): they never hand off, so a late peer holds the caller, as in a
+// synchronous engine (for single-threaded programs, and to measure what the engine costs).
 //
 // Errors: the op's body reports its error as an exception_ptr; the engine completes the Work with
 // it. stop() fails queued ops with Error("... the group was shut down") and makes the running op
@@ -53,8 +50,8 @@
 
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/spin_wait.h"
-#include "c10d/thread_annotations.h"
-#include "c10d/work.h"
+#include "base/thread_annotations.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace verbs {

@@ -6,7 +6,7 @@
 
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {
@@ -140,9 +140,8 @@ void Comm::finishHeaders() {
 }
 
 void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
-  throw CollectiveMismatchError(
-      mismatchMessage(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs)) +
-      detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
+  throw mismatchError(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs),
+                      detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
 }
 
 void Comm::verifyHeader(int peer, const OpDesc::Wire& theirs) {

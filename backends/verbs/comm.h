@@ -33,8 +33,8 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/op_desc.h"
-#include "c10d/work.h"
+#include "core/op_desc.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace verbs {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "backends/verbs/algorithms/algo_select.h"
-#include "c10d/error.h"
-#include "c10d/settings.h"
+#include "base/error.h"
+#include "base/settings.h"
 
 namespace c10d {
 namespace verbs {

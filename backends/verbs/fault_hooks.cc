@@ -3,7 +3,7 @@
 #include "backends/verbs/process_group_verbs.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
 #include "backends/verbs/transport/tcp/tcp_transport.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

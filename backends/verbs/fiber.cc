@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define C10D_FIBER_ASAN 1
@@ -43,12 +43,12 @@
 #if C10D_FIBER_OWN_SWITCH
 // The switch (x86-64 System V): pushes the callee-saved registers, stores the stack pointer in
 // *from, loads `to` and pops the other side's registers, and returns there. It leaves MXCSR and
-// the x87 control word alone (Boost's jump_fcontext saves both: stmxcsr/ldmxcsr were ~70% of
-// its samples), so a task runs with the floating-point modes of the thread it runs on, as any
+// the x87 control word alone (saving them, as Boost's jump_fcontext does, is the costly part of
+// its switch), so a task runs with the floating-point modes of the thread it runs on, as any
 // function that thread calls would. It enters and leaves with call/ret, so the CPU's return
 // stack stays paired: the fiber switches back at the depth it was entered (loop()), and the
-// caller's returns after a switch are predicted. Boost ends a switch with an indirect jmp, which
-// left every return up the caller's stack mispredicted (~60-80 ns an op here).
+// caller's returns after a switch are predicted (Boost's switch ends with an indirect jmp, which
+// leaves every return up the caller's stack mispredicted).
 // A new stack starts in c10d_fiber_entry with the Fiber in rbx; its CFI marks the return
 // address undefined, so unwinders and debuggers stop there.
 extern "C" void c10d_fiber_switch(void** from, void* to);

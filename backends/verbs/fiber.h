@@ -5,10 +5,10 @@
 //
 // The context switch on x86-64 Linux is our own (fiber.cc: callee-saved registers and the stack
 // pointer, entered and left with call/ret so the CPU's return-address predictor stays paired);
-// elsewhere Boost.Context's fcontext. No syscall either way (glibc's swapcontext costs ~0.5 us
-// here because it saves the signal mask). Switches are
-// annotated for AddressSanitizer (__sanitizer_{start,finish}_switch_fiber) and ThreadSanitizer
-// (__tsan_switch_to_fiber, which also orders the two sides of a switch as happens-before).
+// elsewhere Boost.Context's fcontext. No syscall either way (glibc's swapcontext makes one to save
+// the signal mask). Switches are annotated for AddressSanitizer
+// (__sanitizer_{start,finish}_switch_fiber) and ThreadSanitizer (__tsan_switch_to_fiber, which
+// also orders the two sides of a switch as happens-before).
 //
 // Ownership and threads: a Fiber starts no threads. start()/resume() run the task on the calling
 // thread until it returns or calls suspend(); one thread at a time may be inside a Fiber, and the

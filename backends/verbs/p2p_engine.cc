@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {
@@ -369,9 +369,8 @@ void P2PEngine::loop() {
   auto lastCheck = Clock::now();
   // Spinning (transport.h, SpinWindow): a stall with ops pending spins once from the last
   // progress; an idle thread watches for kIdleSpin after its last op (a program that sends in a
-  // loop posts the next one by then), then sleeps until woken. It spun C10D_SPIN_US (20 ms)
-  // again after every 10-50 ms sleep before, runnable two thirds of the time when idle: each rank
-  // lost most of a CPU to it, and the scheduler put both ranks' main threads on one CPU.
+  // loop posts the next one by then), then sleeps until woken: an idle p2p thread must not take
+  // CPU from its rank's threads.
   constexpr auto kIdleSpin = std::chrono::microseconds(200);
   Clock::time_point lastProgress = Clock::time_point::min();
   try {

@@ -36,9 +36,9 @@
 
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/thread_annotations.h"
-#include "c10d/types.h"
-#include "c10d/work.h"
+#include "base/thread_annotations.h"
+#include "base/types.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace verbs {

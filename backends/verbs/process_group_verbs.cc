@@ -13,8 +13,8 @@
 #include "backends/verbs/p2p_engine.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
 #include "backends/verbs/transport/transport_setup.h"
-#include "c10d/group_diagnostics.h"
-#include "c10d/rendezvous_wait.h"
+#include "core/group_diagnostics.h"
+#include "core/rendezvous_wait.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -48,15 +48,12 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
 }
 
 void ProcessGroupVerbs::touchWorkHeap() const {
-  // Each op allocates one Work (with its control block, ~400 bytes; nothing else on the issue
-  // path allocates). The first write to a fresh heap page costs 10-70 us on a VM (this project's:
-  // median 11 us, p99 48-70; bare metal ~1 us), so the first time a program kept more ops in
-  // flight than before, those ops stalled on page faults (the perf binaries' first timed row: 20
-  // in-flight 4 KiB allreduces after a warm-up of 5, 8-34 us per op instead of ~2). Making and
-  // dropping that many Works here, on the thread that creates the group (and, as a rule, issues
-  // its ops), touches the heap they will come from: freed, they coalesce back into the heap's top,
-  // which malloc keeps below its trim threshold (128 KiB). Costs nothing per op; a recycling
-  // pool (tried) cost ~90 ns per op in atomics.
+  // Each op allocates one Work (~400 bytes with its control block; nothing else on the issue
+  // path allocates). The first write to a fresh heap page is a page fault, which on a VM costs
+  // more than a small op: making and dropping as many Works as a program keeps in flight, on the
+  // thread that creates the group (and as a rule issues its ops), faults in the heap they will
+  // come from. Freed, they coalesce into the heap's top, below malloc's trim threshold. Nothing
+  // per op, unlike a recycling pool's atomics (docs/performance.md).
   constexpr int kWorks = 64;
   std::vector<std::shared_ptr<Work>> works;
   works.reserve(kWorks);
@@ -211,12 +208,11 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     // this rank completed (a broadcast root only sends) and a peer is reporting: that report, if
     // it lands soon, names the cause. Otherwise (or a skipped collective) this rank's own view.
     const std::string own = e.what();
-    const bool skewed = own.find("ranks are at different collectives") != std::string::npos;
-    const std::string earlier = reportedMismatch(skewed ? Milliseconds(250) : Milliseconds(0));
+    const std::string earlier = reportedMismatch(e.skewed() ? Milliseconds(250) : Milliseconds(0));
     std::exception_ptr err = std::current_exception();
     if (!earlier.empty() && earlier != own) {
-      err = std::make_exception_ptr(
-          CollectiveMismatchError(detail::str(earlier, "; rank ", rank(), " then saw: ", own)));
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(earlier, "; rank ", rank(), " then saw: ", own), e.skewed()));
     }
     reportMismatch(earlier.empty() ? own : earlier);
     setBroken(err);
@@ -390,8 +386,8 @@ void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
   const size_t cnt = output.numel, b = output.nbytes();
   const int n = size();
   if (cnt == 0) return;
-  // The ring reads the inputs in place (no copy of n blocks per op: at >= 32 MiB glibc hands out
-  // fresh pages for such a copy every time, and faulting them in cost 50x the transfer here).
+  // The ring reads the inputs in place: a copy of n blocks per op would get fresh pages from glibc
+  // each time at >= 32 MiB (mmap), and faulting them in costs far more than the transfer.
   // Only an output overlapping another rank's block (not the in-place chunk) needs a copy first.
   const auto* out = static_cast<const uint8_t*>(output.data);
   std::vector<const void*> blocks = inputs;

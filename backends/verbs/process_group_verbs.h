@@ -33,7 +33,7 @@
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace verbs {
@@ -61,6 +61,10 @@ class ProcessGroupVerbs : public ProcessGroup {
   const VerbsConfig& config() const { return cfg_; }
 
  protected:
+  std::shared_ptr<ProcessGroup> createSubgroup(std::shared_ptr<Store> store, int rank, int size,
+                                               Options options) override {
+    return std::make_shared<ProcessGroupVerbs>(std::move(store), rank, size, std::move(options));
+  }
   std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
                                     uint64_t seq) override;
   std::shared_ptr<Work> doAllreduce(Tensor tensor, const AllreduceOptions& opts,

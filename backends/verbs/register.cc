@@ -4,11 +4,11 @@
 
 #include "backends/verbs/config.h"
 #include "backends/verbs/process_group_verbs.h"
-#include "c10d/registry.h"
+#include "core/backend.h"
 
 namespace c10d {
 
-void registerVerbsBackend() {
+BackendDefinition verbsBackend() {
   BackendInfo info;
   info.name = "verbs";
   info.description =
@@ -20,10 +20,11 @@ void registerVerbsBackend() {
     verbs::printConfig(os, verbs::VerbsConfig::load({}));
     return os.str();
   };
-  registerBackend(info, [](std::shared_ptr<Store> store, int rank, int size,
-                           const ProcessGroup::Options& options) {
-    return std::make_shared<verbs::ProcessGroupVerbs>(std::move(store), rank, size, options);
-  });
+  return {
+      info,
+      [](std::shared_ptr<Store> store, int rank, int size, const ProcessGroup::Options& options) {
+        return std::make_shared<verbs::ProcessGroupVerbs>(std::move(store), rank, size, options);
+      }};
 }
 
 }  // namespace c10d

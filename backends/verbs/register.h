@@ -1,9 +1,11 @@
-// Registers the verbs backend ("verbs", priority 20: above gloo, so it is the default) with the
-// c10d registry. Called by the registry on first use (the list cmake/C10dBackends.cmake generates).
+// The verbs backend's definition ("verbs", priority 20: above gloo, so it is the default), which
+// the registry registers on first use (the list cmake/C10dBackends.cmake generates).
 #pragma once
+
+#include "core/backend.h"
 
 namespace c10d {
 
-void registerVerbsBackend();
+BackendDefinition verbsBackend();
 
 }  // namespace c10d

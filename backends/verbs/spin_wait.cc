@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "c10d/launch_env.h"
+#include "base/launch_env.h"
 
 #include <climits>
 #include <ctime>

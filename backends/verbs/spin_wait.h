@@ -1,18 +1,13 @@
 // Spin-then-sleep waiting on a 32-bit word in (possibly shared) memory.
 //
-// First, when the ranks have a CPU each (C10D_BUSY_US, auto: ~20 us, else 0), a waiter polls with
-// only a pause instruction: on a VM a sched_yield syscall costs ~1 us, more than a whole small
-// collective between two ranks on two cores.
+// First, when the ranks have a CPU each (C10D_BUSY_US, auto: 20 us, else 0), a waiter polls with
+// only a pause instruction: a sched_yield syscall can cost more than a whole small collective.
 //
-// Why the rest: with 4 ranks on 2 cores, pure spinning collapses (a spinning rank steals the core
-// the rank it waits for needs), and sleeping at once costs a futex wake-up (~5-20 us) on every
-// step. So a waiter spins with sched_yield() for a while (C10D_SPIN_US) and then sleeps on a futex
-// in slices (10 ms), checking the deadline and the liveness of its peers between slices. How long:
-// auto, 20 ms where the host's ranks fit its CPUs, else 60 us. With ranks on CPUs of their own a
-// rank that sleeps between steps is the problem: beside another busy process the scheduler puts
-// both ranks on one CPU (a half-sleeping rank gives the load balancer nothing to move, and a
-// wake-up places the woken rank beside its waker), and small ops took 7-11 us instead of 1-3
-// (perf/README.md); ranks that stay runnable are kept apart.
+// Then it spins with sched_yield() (C10D_SPIN_US; auto: 20 ms where the host's ranks fit its
+// CPUs, else 60 us) and sleeps on a futex in 10 ms slices, checking the deadline and the liveness
+// of its peers between slices. Pure spinning starves a peer that needs the same core; sleeping at
+// once pays a futex wake-up per step. The long auto spin keeps ranks runnable, so the scheduler
+// keeps them on CPUs of their own (a rank that sleeps between steps gets placed beside its waker).
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -105,8 +100,8 @@ int resolveBusyUs(int configured, int hostRanks);
 // own even beside another busy process), else 60 (ranks share CPUs: give them up soon).
 int resolveSpinUs(int configured, int hostRanks);
 // C10D_SHM_CHUNK resolved: `configured` if non-zero, else 256 KiB when `hostRanks` fit the CPUs
-// (a step's slots stay within a core's L2: 1.5x faster than 1 MiB at 4-64 MiB on 2 ranks), else
-// 512 KiB (ranks that share CPUs pay a context switch per step's barrier: fewer, larger steps).
+// (a step's slots stay within a core's L2), else 512 KiB (ranks that share CPUs pay a context
+// switch per step's barrier: fewer, larger steps).
 size_t resolveShmChunkBytes(size_t configured, int hostRanks);
 
 // Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
@@ -126,7 +121,7 @@ template <typename Ready>
 bool busyPoll(Ready&& ready, int busyUs) {
   if (ready()) return true;
   if (busyUs <= 0) return false;
-  // The clock (~30 ns through kvm-clock, a fifth of a wait that ends quickly) is first read after
+  // The clock (a read is a sizeable share of a wait that ends quickly) is first read after
   // kUnclocked polls (well under a microsecond: a pause is at most ~140 cycles), so a peer that
   // arrives soon costs no clock read; the budget is then counted from that read. Budgets so short
   // that the overshoot would matter read it at once.

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "c10d/error.h"
-#include "c10d/fd.h"
+#include "base/error.h"
+#include "base/fd.h"
 
 namespace c10d {
 namespace example {

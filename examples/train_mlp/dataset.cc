@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "examples/train_mlp/random.h"
 
 namespace c10d {

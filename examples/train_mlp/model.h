@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 #include "layers/common/parameter.h"
 #include "layers/norm/sync_batch_norm.h"
 

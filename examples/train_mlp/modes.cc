@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/zero/sharded_optimizer.h"
@@ -124,6 +124,8 @@ class ZeroMode : public TrainingMode {
     stepSeconds_ += s.stepSeconds;
     launched_ += s.bucketsLaunched;
     launchedEarly_ += s.bucketsLaunchedEarly;
+    layerBytes_ = s.layerBytes;
+    layerPeakBytes_ = s.layerPeakBytes;
   }
   optim::OptimizerState fullState() override { return optimizer_.consolidateState(0); }
   void loadState(const optim::OptimizerState& state) override { optimizer_.loadState(state); }
@@ -143,6 +145,9 @@ class ZeroMode : public TrainingMode {
                            static_cast<double>(launchedEarly_), static_cast<double>(launched_)) +
                     format(" step() blocked on comm %.4f s, optimizer arithmetic %.4f s",
                            commSeconds_, stepSeconds_));
+    lines.push_back("zero: measured, the layers' own memory on rank " + std::to_string(rank_) +
+                    ": " + kib(layerBytes_) + " (peak " + kib(layerPeakBytes_) +
+                    "): state, staging and buffers; not the model's parameters and gradients");
     return lines;
   }
   bool summaryPerRank() const override { return true; }
@@ -162,6 +167,8 @@ class ZeroMode : public TrainingMode {
   double stepSeconds_ = 0;
   size_t launched_ = 0;
   size_t launchedEarly_ = 0;
+  size_t layerBytes_ = 0;
+  size_t layerPeakBytes_ = 0;
 };
 
 }  // namespace

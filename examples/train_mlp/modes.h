@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/options.h"
 #include "layers/optim/optimizer_state.h"

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace example {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "c10d/types.h"
+#include "base/types.h"
 #include "examples/train_mlp/model.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/zero/sharded_optimizer.h"

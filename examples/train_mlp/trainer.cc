@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
-#include "c10d/init.h"
-#include "c10d/process_group.h"
+#include "base/error.h"
+#include "base/settings.h"
+#include "bootstrap/init.h"
+#include "core/process_group.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"

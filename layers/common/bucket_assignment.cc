@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace layers {

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace layers {

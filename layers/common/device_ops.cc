@@ -3,9 +3,10 @@
 #include <cstring>
 #include <vector>
 
-#include "c10d/error.h"
-#include "c10d/float16.h"
-#include "c10d/reduce_op.h"
+#include "base/error.h"
+#include "base/float16.h"
+#include "core/reduce_op.h"
+#include "layers/common/memory.h"
 
 namespace c10d {
 namespace layers {
@@ -28,7 +29,9 @@ class CpuDeviceOps final : public DeviceOps {
     C10D_CHECK_ARG(device.isCPU(), "cpuDeviceOps::allocate: device ", toString(device),
                    "; pass a DeviceOps for that device");
     // 8-byte words: aligned for every DataType, zero-initialised by the vector.
-    auto words = std::make_shared<std::vector<uint64_t>>((bytes + 7) / 8 + 1);
+    // Counted: the layers' own memory (layers/common/memory.h).
+    auto words =
+        std::make_shared<std::vector<uint64_t, CountingAllocator<uint64_t>>>((bytes + 7) / 8 + 1);
     return std::shared_ptr<void>(words, words->data());
   }
 

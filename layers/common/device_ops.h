@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace layers {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "c10d/types.h"
+#include "base/types.h"
 #include "layers/common/device_ops.h"
 
 namespace c10d {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace layers {

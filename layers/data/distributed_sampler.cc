@@ -6,7 +6,7 @@
 #include <random>
 #include <utility>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace data {

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "c10d/float16.h"
-#include "c10d/reduce_op.h"
+#include "base/float16.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace ddp {

@@ -26,7 +26,7 @@
 #include <memory>
 #include <vector>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace ddp {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace ddp {
@@ -28,39 +28,9 @@ void recordDone(std::atomic<int64_t>& slot, int64_t t) {
   slot.compare_exchange_strong(unset, t);
 }
 
-std::string errorText(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 }  // namespace
 
 Reducer::~Reducer() = default;
-
-std::string Reducer::describe(size_t index) const {
-  std::string s = "parameter " + std::to_string(index);
-  if (index < params_.size() && !params_[index].name.empty()) {
-    s += " ('" + params_[index].name + "')";
-  }
-  return s;
-}
-
-void Reducer::checkUsable() const {
-  if (!broken_.empty()) {
-    C10D_THROW(Error, "Reducer (group ", group_->name(),
-               ") is unusable after an earlier failure: ", broken_);
-  }
-}
-
-void Reducer::breakWith(const std::string& what, std::exception_ptr error) {
-  if (broken_.empty()) broken_ = what + ": " + errorText(error);
-  std::rethrow_exception(error);
-}
 
 void Reducer::resetIteration() {
   std::fill(marked_.begin(), marked_.end(), 0);
@@ -81,7 +51,7 @@ void Reducer::resetIteration() {
 
 void Reducer::markReady(size_t index) {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
                  " out of range: the Reducer has ", params_.size(), " parameters (group ",
                  group_->name(), ")");
@@ -112,7 +82,7 @@ void Reducer::markReady(size_t index) {
       launchReadyBuckets();
     }
   } catch (...) {
-    breakWith("markReady(" + describe(index) + ")", std::current_exception());
+    broken_.fail("markReady(" + describe(index) + ")", std::current_exception());
   }
 }
 
@@ -203,7 +173,7 @@ std::shared_ptr<Work> Reducer::launchUsedMap(layers::FlatBuffer* staged) {
 
 IterationStats Reducer::finalize() {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   IterationStats st;
   if (!requireSync_) {
     st.iteration = syncedIterations_;
@@ -230,7 +200,7 @@ IterationStats Reducer::finalize() {
         ". This means the module has parameters that were not used in producing the loss: set "
         "ReducerOptions::findUnusedParameters = true, or make backward call markReady() for every "
         "parameter once per iteration.");
-    breakWith("finalize", std::make_exception_ptr(InvalidArgument(msg)));
+    broken_.fail("finalize", std::make_exception_ptr(InvalidArgument(msg)));
   }
   try {
     st.synced = true;
@@ -284,13 +254,14 @@ IterationStats Reducer::finalize() {
       st.bucketBytes.push_back(bucket.flat.nbytes());
       st.commSeconds += seconds(done - launch);
       st.overlappedSeconds += seconds(std::max<int64_t>(0, std::min(done, finStart) - launch));
+      st.bucketsDoneBeforeFinalize += done <= finStart ? 1 : 0;
     }
     st.finalizeWaitSeconds = seconds(waitedNs);
     st.backwardSeconds = numMarked_ > 0 ? seconds(finStart - backwardStartNs_) : 0.0;
     st.iteration = ++syncedIterations_;
     maybeRebuild(st);
   } catch (...) {
-    breakWith("finalize", std::current_exception());
+    broken_.fail("finalize", std::current_exception());
   }
   resetIteration();
   std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), 0);
@@ -310,7 +281,7 @@ void Reducer::setSync(bool sync) {
 
 void Reducer::setRequireGradSync(bool sync) {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   setSync(sync);
 }
 
@@ -321,7 +292,7 @@ bool Reducer::requireGradSync() const {
 
 Reducer::NoSyncGuard Reducer::noSync() {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   const bool previous = requireSync_;
   setSync(false);
   return NoSyncGuard(this, previous);

@@ -91,9 +91,10 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
+#include "core/process_group.h"
 #include "layers/common/device_ops.h"
+#include "layers/common/failure.h"
 #include "layers/common/flat_buffer.h"
 #include "layers/common/parameter.h"
 #include "layers/ddp/comm_hooks.h"
@@ -153,7 +154,10 @@ struct IterationStats {
   double backwardSeconds = 0;       // first markReady() -> finalize() start
   double commSeconds = 0;           // sum over buckets of launch -> completion
   double overlappedSeconds = 0;     // sum over buckets of launch -> min(completion, finalize start)
-  double finalizeWaitSeconds = 0;   // finalize() blocked on communication (exposed comm)
+  // Buckets whose allreduce had completed when finalize() began: the communication backward hid
+  // completely. A backend that makes progress only inside wait() leaves it at 0.
+  size_t bucketsDoneBeforeFinalize = 0;
+  double finalizeWaitSeconds = 0;       // finalize() blocked on communication (exposed comm)
   size_t locallyUnusedParameters = 0;   // findUnusedParameters: not marked on this rank
   size_t globallyUnusedParameters = 0;  // findUnusedParameters: marked on no rank
   bool rebuiltBuckets = false;          // the buckets were rebuilt at the end of this finalize()
@@ -230,9 +234,8 @@ class Reducer {
     size_t slot = 0;
   };
 
-  std::string describe(size_t index) const;     // "parameter 3 ('fc.bias')"
-  void checkUsable() const C10D_REQUIRES(mu_);  // throws Error if broken_
-  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error) C10D_REQUIRES(mu_);
+  // "parameter 3 ('fc.bias')"
+  std::string describe(size_t index) const { return layers::describeParameter(params_, index); }
   void validateArguments() const;
   void verifyAcrossRanks();
   void broadcastInitialState();
@@ -265,7 +268,7 @@ class Reducer {
   std::vector<Locator> locators_ C10D_GUARDED_BY(mu_);
   uint64_t layoutVersion_ C10D_GUARDED_BY(mu_) = 0;
   bool requireSync_ C10D_GUARDED_BY(mu_) = true;
-  std::string broken_ C10D_GUARDED_BY(mu_);  // non-empty: the first fatal failure
+  layers::FailureLatch broken_ C10D_GUARDED_BY(mu_) = layers::FailureLatch("Reducer");
 
   // Per synced iteration.
   std::vector<uint8_t> marked_ C10D_GUARDED_BY(mu_);

@@ -2,8 +2,8 @@
 // broadcast), bucket building and the one-time rebuild, and the small metadata collectives.
 #include <algorithm>
 
-#include "c10d/broadcast_coalesced.h"
-#include "c10d/error.h"
+#include "base/error.h"
+#include "core/broadcast_coalesced.h"
 #include "layers/common/bucket_assignment.h"
 #include "layers/ddp/reducer.h"
 
@@ -14,24 +14,6 @@ namespace {
 
 std::string describeEntry(int64_t numel, int64_t dtype) {
   return detail::str(numel, " elements of ", toString(static_cast<DataType>(dtype)));
-}
-
-// The value most ranks hold (ties: the lowest rank's), then the first rank holding another.
-// `value(r)` is rank r's; returns -1 when all agree.
-template <typename V>
-int firstDissenter(int size, const V& value, int* reference) {
-  int best = 0;
-  int bestCount = 0;
-  for (int r = 0; r < size; ++r) {
-    int count = 0;
-    for (int q = 0; q < size; ++q) count += value(q) == value(r) ? 1 : 0;
-    if (count > bestCount) best = r, bestCount = count;
-  }
-  *reference = best;
-  for (int r = 0; r < size; ++r) {
-    if (!(value(r) == value(best))) return r;
-  }
-  return -1;
 }
 
 }  // namespace
@@ -102,7 +84,7 @@ void Reducer::verifyAcrossRanks() {
   const std::vector<int64_t> counts = allgatherInts({np, nb});
   auto countOf = [&](int r) { return std::make_pair(counts[2 * r], counts[2 * r + 1]); };
   int ref = 0;
-  int bad = firstDissenter(size, countOf, &ref);
+  int bad = layers::firstDissenter(size, countOf, &ref);
   if (bad >= 0) {
     const auto mine = std::make_pair(np, nb);
     const auto theirs = countOf(bad);
@@ -136,7 +118,7 @@ void Reducer::verifyAcrossRanks() {
     auto entryOf = [&](int r) {
       return std::make_pair(all[r * stride + 2 * k], all[r * stride + 2 * k + 1]);
     };
-    bad = firstDissenter(size, entryOf, &ref);
+    bad = layers::firstDissenter(size, entryOf, &ref);
     if (bad < 0) continue;
     const bool isParam = k < params_.size();
     const std::string what = isParam ? describe(k)
@@ -161,14 +143,14 @@ void Reducer::broadcastInitialState() {
 
 void Reducer::syncBuffers() {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   if (!options_.broadcastBuffers || buffers_.empty() || group_->size() == 1) return;
   std::vector<Tensor> tensors;
   for (const NamedBuffer& b : buffers_) tensors.push_back(b.data);
   try {
     waitWork(*broadcastCoalesced(*group_, tensors, kDefaultBroadcastBucketBytes, 0));
   } catch (...) {
-    breakWith("syncBuffers", std::current_exception());
+    broken_.fail("syncBuffers", std::current_exception());
   }
 }
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "c10d/error.h"
-#include "c10d/float16.h"
+#include "base/error.h"
+#include "base/float16.h"
 
 namespace c10d {
 namespace norm {

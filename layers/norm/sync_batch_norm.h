@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/process_group.h"
 #include "layers/common/parameter.h"
 
 namespace c10d {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace optim {
@@ -72,7 +72,7 @@ FlatOptimizer::FlatOptimizer(const OptimizerOptions& options, size_t numel)
     : options_(options), numel_(numel) {
   options_.validate();
   names_ = options_.slotNames();
-  slots_.assign(names_.size(), std::vector<float>(numel_, 0.0f));
+  slots_.assign(names_.size(), layers::Floats(numel_, 0.0f));
 }
 
 void FlatOptimizer::step(float* params, const float* grads) {

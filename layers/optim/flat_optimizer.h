@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "layers/common/memory.h"
+
 namespace c10d {
 namespace optim {
 
@@ -83,7 +85,7 @@ class FlatOptimizer {
   size_t numel_;
   uint64_t steps_ = 0;
   std::vector<std::string> names_;
-  std::vector<std::vector<float>> slots_;
+  std::vector<layers::Floats> slots_;  // counted (layers/common/memory.h)
 };
 
 }  // namespace optim

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "c10d/error.h"
-#include "c10d/fd.h"
+#include "base/error.h"
+#include "base/fd.h"
 
 namespace c10d {
 namespace optim {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace zero {
@@ -20,41 +20,11 @@ double secondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string errorText(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
-Tensor floats(std::vector<float>& v, size_t offset, size_t count) {
+Tensor floats(layers::Floats& v, size_t offset, size_t count) {
   return tensorOf(v.data() + offset, count);
 }
 
 }  // namespace
-
-std::string ShardedOptimizer::describe(size_t index) const {
-  std::string s = "parameter " + std::to_string(index);
-  if (index < params_.size() && !params_[index].name.empty()) {
-    s += " ('" + params_[index].name + "')";
-  }
-  return s;
-}
-
-void ShardedOptimizer::checkUsable() const {
-  if (!broken_.empty()) {
-    C10D_THROW(Error, "ShardedOptimizer (group ", group_->name(),
-               ") is unusable after an earlier failure: ", broken_);
-  }
-}
-
-void ShardedOptimizer::breakWith(const std::string& what, std::exception_ptr error) {
-  if (broken_.empty()) broken_ = what + ": " + errorText(error);
-  std::rethrow_exception(error);
-}
 
 void ShardedOptimizer::waitWork(Work& work) {
   work.wait(options_.timeout);
@@ -79,7 +49,7 @@ void ShardedOptimizer::stage(size_t index) {
 
 void ShardedOptimizer::markReady(size_t index) {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   C10D_CHECK_ARG(index < params_.size(), "ShardedOptimizer::markReady: parameter index ", index,
                  " out of range: the optimizer has ", params_.size(), " parameters (group ",
                  group_->name(), ")");
@@ -101,7 +71,7 @@ void ShardedOptimizer::markReady(size_t index) {
       }
     }
   } catch (...) {
-    breakWith("markReady(" + describe(index) + ")", std::current_exception());
+    broken_.fail("markReady(" + describe(index) + ")", std::current_exception());
   }
 }
 
@@ -120,7 +90,7 @@ void ShardedOptimizer::launchReadyBuckets() {
 
 ZeroStepStats ShardedOptimizer::step() {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   ZeroStepStats st;
   const uint64_t stepNumber = optimizer_->steps() + 1;  // for messages
   st.flatBytes = flat_->size() * sizeof(float);
@@ -187,11 +157,14 @@ ZeroStepStats ShardedOptimizer::step() {
       std::memcpy(params_[p].data.data, src, params_[p].data.numel * sizeof(float));
     }
   } catch (...) {
-    breakWith("step " + std::to_string(stepNumber), std::current_exception());
+    broken_.fail("step " + std::to_string(stepNumber), std::current_exception());
   }
   resetStep();
   st.step = optimizer_->steps();
   st.localStateBytes = optimizer_->stateBytes();
+  const layers::LayerMemory memory = layers::layerMemory();
+  st.layerBytes = static_cast<size_t>(memory.liveBytes);
+  st.layerPeakBytes = static_cast<size_t>(memory.peakBytes);
   lastStats_ = st;
   return st;
 }
@@ -244,7 +217,7 @@ ZeroStepStats ShardedOptimizer::lastStats() const {
 
 optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   C10D_CHECK_ARG(dstRank >= 0 && dstRank < size_, "ShardedOptimizer::consolidateState: dstRank ",
                  dstRank, " out of range [0, ", size_, ") (group ", group_->name(), ")");
   optim::OptimizerState st;
@@ -255,10 +228,10 @@ optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
   const size_t n = static_cast<size_t>(size_);
   // Slot by slot, each padded to the chunk: rank r's block of k * S floats lands at r * k * S.
   const size_t block = k * chunk_;
-  auto recv = std::make_shared<std::vector<float>>(rank_ == dstRank ? n * block : 0, 0.0f);
+  auto recv = std::make_shared<layers::Floats>(rank_ == dstRank ? n * block : 0, 0.0f);
   if (block > 0) {
     try {
-      auto send = std::make_shared<std::vector<float>>(block, 0.0f);
+      auto send = std::make_shared<layers::Floats>(block, 0.0f);
       const size_t mine = optimizer_->numel();
       for (size_t j = 0; j < k; ++j) {
         std::copy(optimizer_->slot(j), optimizer_->slot(j) + mine, send->data() + j * chunk_);
@@ -272,7 +245,7 @@ optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
       work->then([send, recv](Work&) {});
       waitWork(*work);
     } catch (...) {
-      breakWith("consolidateState(" + std::to_string(dstRank) + ")", std::current_exception());
+      broken_.fail("consolidateState(" + std::to_string(dstRank) + ")", std::current_exception());
     }
   }
   if (rank_ != dstRank) return st;
@@ -290,7 +263,7 @@ optim::OptimizerState ShardedOptimizer::consolidateState(int dstRank) {
 
 void ShardedOptimizer::loadState(const optim::OptimizerState& full) {
   MutexLock lock(mu_);
-  checkUsable();
+  broken_.check(group_->name());
   std::vector<std::string> names;
   for (const layers::Parameter& p : params_) names.push_back(p.name);
   full.checkCompatible(options_.optimizer, numels(),

@@ -90,7 +90,9 @@
 //   buffers (k * N * S floats on dstRank, k * S elsewhere). Parameters and grads are the
 //   framework's non-owning views (ZeRO stage 3's parameter sharding is not done). Buffers in
 //   flight stay alive until their collective completes, so destroying the optimizer with
-//   communication in flight (after a failure) is safe.
+//   communication in flight (after a failure) is safe. Every buffer and the state are counted
+//   (layers/common/memory.h; ZeroStepStats::layerBytes): measured, the optimizer holds exactly
+//   the staging and its shard's state, and a step allocates nothing (tests/layers/zero_test.cc).
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
 //   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
@@ -104,8 +106,10 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
+#include "core/process_group.h"
+#include "layers/common/failure.h"
+#include "layers/common/memory.h"
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/optim/optimizer_state.h"
@@ -136,6 +140,11 @@ struct ZeroStepStats {
                                     //   no parameter has elements)
   size_t bucketsLaunchedEarly = 0;  // kReduceToOwner: launched by markReady(), before step()
   size_t flatBytes = 0;             // the flat rank-major buffer (N * S floats)
+  // The layers' own memory in this process after the step, measured (layers/common/memory.h:
+  // this optimizer's buffers and state, and any other layer object's), and its peak since the
+  // process started or the last resetLayerMemoryPeak().
+  size_t layerBytes = 0;
+  size_t layerPeakBytes = 0;
 };
 
 // Which rank owns each parameter under the greedy rule above (exposed for tests and tools).
@@ -199,9 +208,8 @@ class ShardedOptimizer {
     std::shared_ptr<Work> work;
   };
 
-  std::string describe(size_t index) const;     // "parameter 3 ('fc.bias')"
-  void checkUsable() const C10D_REQUIRES(mu_);  // throws Error if broken_
-  [[noreturn]] void breakWith(const std::string& what, std::exception_ptr error) C10D_REQUIRES(mu_);
+  // "parameter 3 ('fc.bias')"
+  std::string describe(size_t index) const { return layers::describeParameter(params_, index); }
   void verifyAcrossRanks();
   // The state functions below are called with mu_ held, or by the constructor.
   void partition() C10D_REQUIRES(mu_);
@@ -227,11 +235,11 @@ class ShardedOptimizer {
 
   mutable Mutex mu_;
   // N * S (kept alive by Works in flight).
-  std::shared_ptr<std::vector<float>> flat_ C10D_GUARDED_BY(mu_);
+  std::shared_ptr<layers::Floats> flat_ C10D_GUARDED_BY(mu_);
   // S: this rank's reduced gradients.
-  std::shared_ptr<std::vector<float>> shardGrad_ C10D_GUARDED_BY(mu_);
+  std::shared_ptr<layers::Floats> shardGrad_ C10D_GUARDED_BY(mu_);
   // S: this rank's parameters, stepped.
-  std::shared_ptr<std::vector<float>> shardParam_ C10D_GUARDED_BY(mu_);
+  std::shared_ptr<layers::Floats> shardParam_ C10D_GUARDED_BY(mu_);
   std::unique_ptr<optim::FlatOptimizer> optimizer_ C10D_GUARDED_BY(mu_);  // over S_r elements
   std::vector<Bucket> buckets_ C10D_GUARDED_BY(mu_);
   static constexpr size_t kNoBucket = ~size_t{0};
@@ -240,7 +248,7 @@ class ShardedOptimizer {
   std::vector<uint8_t> marked_ C10D_GUARDED_BY(mu_);
   size_t nextBucket_ C10D_GUARDED_BY(mu_) = 0;
   size_t launchedEarly_ C10D_GUARDED_BY(mu_) = 0;
-  std::string broken_ C10D_GUARDED_BY(mu_);
+  layers::FailureLatch broken_ C10D_GUARDED_BY(mu_) = layers::FailureLatch("ShardedOptimizer");
   ZeroStepStats lastStats_ C10D_GUARDED_BY(mu_);
 };
 

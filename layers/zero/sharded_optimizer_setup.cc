@@ -6,8 +6,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "c10d/broadcast_coalesced.h"
-#include "c10d/error.h"
+#include "base/error.h"
+#include "core/broadcast_coalesced.h"
 #include "layers/zero/sharded_optimizer.h"
 
 namespace c10d {
@@ -35,24 +35,6 @@ struct LocalProblem {
   int64_t detail = 0;
   std::string text;  // this rank's full message
 };
-
-// The value most ranks hold (ties: the lowest rank's) in *reference, and the first rank holding
-// another (-1 when all agree). The Reducer's rule, so both layers name the same culprit.
-template <typename V>
-int firstDissenter(int size, const V& value, int* reference) {
-  int best = 0;
-  int bestCount = 0;
-  for (int r = 0; r < size; ++r) {
-    int count = 0;
-    for (int q = 0; q < size; ++q) count += value(q) == value(r) ? 1 : 0;
-    if (count > bestCount) best = r, bestCount = count;
-  }
-  *reference = best;
-  for (int r = 0; r < size; ++r) {
-    if (!(value(r) == value(best))) return r;
-  }
-  return -1;
-}
 
 // A 63-bit fingerprint of the optimizer's options (the fields its algorithm reads).
 int64_t fingerprint(const optim::OptimizerOptions& o) {
@@ -240,7 +222,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
   }
 
   int ref = 0;
-  int bad = firstDissenter(
+  int bad = layers::firstDissenter(
       size_, [&](int r) { return field(r, 0); }, &ref);
   if (bad >= 0) {
     const int64_t first = std::min(field(bad, 0), field(ref, 0));
@@ -249,7 +231,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
                "; parameter ", first, first < np ? " (" + describe(first) + " here)" : "",
                " exists on only one of them");
   }
-  bad = firstDissenter(
+  bad = layers::firstDissenter(
       size_, [&](int r) { return field(r, 4); }, &ref);
   if (bad >= 0) {
     C10D_THROW(InvalidArgument, "ShardedOptimizer: ZeroOptions::gradReduction differs across ranks",
@@ -258,7 +240,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
                ref, " uses ",
                gradReductionName(static_cast<ZeroOptions::GradReduction>(field(ref, 4))));
   }
-  bad = firstDissenter(
+  bad = layers::firstDissenter(
       size_, [&](int r) { return field(r, 5); }, &ref);
   if (bad >= 0 && options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) {
     C10D_THROW(InvalidArgument,
@@ -266,7 +248,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
                bad, " has ", field(bad, 5), ", rank ", ref, " has ", field(ref, 5),
                " (the buckets, hence the collectives, would not match)");
   }
-  bad = firstDissenter(
+  bad = layers::firstDissenter(
       size_, [&](int r) { return field(r, 6); }, &ref);
   if (bad >= 0) {
     C10D_THROW(InvalidArgument, "ShardedOptimizer: the optimizer options differ across ranks", g,
@@ -283,7 +265,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
   const size_t n = params_.size();
   for (size_t k = 0; k < n; ++k) {
     auto numelOf = [&](int r) { return numels[static_cast<size_t>(r) * n + k]; };
-    bad = firstDissenter(size_, numelOf, &ref);
+    bad = layers::firstDissenter(size_, numelOf, &ref);
     if (bad < 0) continue;
     C10D_THROW(
         InvalidArgument, "ShardedOptimizer: ", describe(k), " differs across ranks", g, ": rank ",
@@ -306,9 +288,9 @@ void ShardedOptimizer::partition() {
     shardNumel_[r] += sizes[p];
   }
   chunk_ = *std::max_element(shardNumel_.begin(), shardNumel_.end());
-  flat_ = std::make_shared<std::vector<float>>(static_cast<size_t>(size_) * chunk_, 0.0f);
-  shardGrad_ = std::make_shared<std::vector<float>>(chunk_, 0.0f);
-  shardParam_ = std::make_shared<std::vector<float>>(chunk_, 0.0f);
+  flat_ = std::make_shared<layers::Floats>(static_cast<size_t>(size_) * chunk_, 0.0f);
+  shardGrad_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
+  shardParam_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer,
                                                       shardNumel_[static_cast<size_t>(rank_)]);
 }

@@ -5,7 +5,7 @@
 #include <new>
 #include <utility>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 #if C10D_PERF_HAVE_CUDA
 #include <cuda_runtime_api.h>

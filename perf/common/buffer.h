@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace perf {

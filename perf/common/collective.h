@@ -13,10 +13,10 @@
 #include <cstddef>
 #include <memory>
 
-#include "c10d/process_group.h"
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
-#include "c10d/work.h"
+#include "base/types.h"
+#include "core/process_group.h"
+#include "core/reduce_op.h"
+#include "core/work.h"
 
 namespace c10d {
 namespace perf {

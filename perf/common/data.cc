@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace perf {

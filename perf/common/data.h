@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace perf {

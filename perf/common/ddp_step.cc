@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace perf {

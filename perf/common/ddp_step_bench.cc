@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace perf {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/flat_buffer.h"
 #include "layers/ddp/reducer.h"

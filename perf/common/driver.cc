@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/config.h"
-#include "c10d/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "perf/common/buffer.h"
 #include "perf/common/collective.h"
 #include "perf/common/data.h"

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
-#include "c10d/work.h"
+#include "base/types.h"
+#include "core/process_group.h"
+#include "core/reduce_op.h"
+#include "core/work.h"
 #include "perf/common/collective.h"
 #include "perf/common/options.h"
 

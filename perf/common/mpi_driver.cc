@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/config.h"
-#include "c10d/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "perf/common/driver.h"
 #include "perf/common/options.h"
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "c10d/error.h"
-#include "c10d/registry.h"
+#include "base/error.h"
+#include "bootstrap/registry.h"
 
 namespace c10d {
 namespace perf {

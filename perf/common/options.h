@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace perf {

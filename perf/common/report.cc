@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "c10d/config.h"
-#include "c10d/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace perf {

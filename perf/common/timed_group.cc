@@ -14,21 +14,10 @@ int64_t nowNs() {
       .count();
 }
 
-ProcessGroup::Options optionsOf(const ProcessGroup& inner) {
-  ProcessGroup::Options o = inner.options();
-  o.groupName = inner.options().groupName + "/timed";
-  return o;
-}
-
 }  // namespace
 
 TimedGroup::TimedGroup(std::shared_ptr<ProcessGroup> inner)
-    : ProcessGroup(inner ? inner->store() : nullptr, inner ? inner->rank() : 0,
-                   inner ? inner->size() : 1, inner ? optionsOf(*inner) : ProcessGroup::Options{}),
-      inner_(std::move(inner)),
-      record_(std::make_shared<Record>()) {
-  C10D_CHECK_ARG(inner_ != nullptr, "TimedGroup: no group to wrap");
-}
+    : ForwardingGroup(std::move(inner), "/timed"), record_(std::make_shared<Record>()) {}
 
 void TimedGroup::reset() {
   MutexLock lock(record_->mu);
@@ -76,8 +65,7 @@ TimedGroup::Timeline TimedGroup::collect(Milliseconds timeout) {
   return t;
 }
 
-template <typename Issue>
-std::shared_ptr<Work> TimedGroup::timed(Issue&& issue) {
+std::shared_ptr<Work> TimedGroup::forward(OpType /*op*/, Issue issue) {
   size_t index = 0;
   uint64_t generation = 0;
   {
@@ -108,103 +96,6 @@ std::shared_ptr<Work> TimedGroup::timed(Issue&& issue) {
     record->cv.notify_all();
   });
   return work;
-}
-
-// ---- every op: forwarded, timed ----
-
-std::shared_ptr<Work> TimedGroup::doBroadcast(Tensor tensor, const BroadcastOptions& opts,
-                                              uint64_t /*seq*/) {
-  return timed([&] { return inner_->broadcast(tensor, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAllreduce(Tensor tensor, const AllreduceOptions& opts,
-                                              uint64_t /*seq*/) {
-  return timed([&] { return inner_->allreduce(tensor, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAllreduceCoalesced(const std::vector<Tensor>& tensors,
-                                                       const AllreduceCoalescedOptions& opts,
-                                                       uint64_t /*seq*/) {
-  return timed([&] { return inner_->allreduceCoalesced(tensors, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doReduce(Tensor tensor, const ReduceOptions& opts,
-                                           uint64_t /*seq*/) {
-  return timed([&] { return inner_->reduce(tensor, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAllgather(const std::vector<Tensor>& outputs, Tensor input,
-                                              const AllgatherOptions& opts, uint64_t /*seq*/) {
-  return timed([&] { return inner_->allgather(outputs, input, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAllgatherIntoTensor(Tensor output, Tensor input,
-                                                        const AllgatherOptions& opts,
-                                                        uint64_t /*seq*/) {
-  return timed([&] { return inner_->allgatherIntoTensor(output, input, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doGather(const std::vector<Tensor>& outputs, Tensor input,
-                                           const GatherOptions& opts, uint64_t /*seq*/) {
-  return timed([&] { return inner_->gather(outputs, input, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doScatter(Tensor output, const std::vector<Tensor>& inputs,
-                                            const ScatterOptions& opts, uint64_t /*seq*/) {
-  return timed([&] { return inner_->scatter(output, inputs, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doReduceScatter(Tensor output, const std::vector<Tensor>& inputs,
-                                                  const ReduceScatterOptions& opts,
-                                                  uint64_t /*seq*/) {
-  return timed([&] { return inner_->reduceScatter(output, inputs, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doReduceScatterTensor(Tensor output, Tensor input,
-                                                        const ReduceScatterOptions& opts,
-                                                        uint64_t /*seq*/) {
-  return timed([&] { return inner_->reduceScatterTensor(output, input, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAlltoall(const std::vector<Tensor>& outputs,
-                                             const std::vector<Tensor>& inputs,
-                                             const AllToAllOptions& opts, uint64_t /*seq*/) {
-  return timed([&] { return inner_->alltoall(outputs, inputs, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doAlltoallSingle(Tensor output, Tensor input,
-                                                   const std::vector<size_t>& outputSplits,
-                                                   const std::vector<size_t>& inputSplits,
-                                                   const AllToAllOptions& opts, uint64_t /*seq*/) {
-  return timed(
-      [&] { return inner_->alltoallSingle(output, input, outputSplits, inputSplits, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doBarrier(const BarrierOptions& opts, uint64_t /*seq*/) {
-  return timed([&] { return inner_->barrier(opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doSend(Tensor tensor, int dstRank, const SendRecvOptions& opts,
-                                         uint64_t /*seq*/) {
-  return timed([&] { return inner_->send(tensor, dstRank, opts); });
-}
-
-std::shared_ptr<Work> TimedGroup::doRecv(Tensor tensor, int srcRank, const SendRecvOptions& opts,
-                                         uint64_t /*seq*/) {
-  return timed([&] {
-    return srcRank == -1 ? inner_->recvAnySource(tensor, opts)
-                         : inner_->recv(tensor, srcRank, opts);
-  });
-}
-
-void TimedGroup::doStartCoalescing() {
-  inner_->startCoalescing();
-}
-
-std::shared_ptr<Work> TimedGroup::doEndCoalescing(std::vector<std::shared_ptr<Work>> /*works*/,
-                                                  uint64_t /*seq*/) {
-  // The inner group collected the same ops (issued through it while it was coalescing).
-  return inner_->endCoalescing();
 }
 
 }  // namespace perf

@@ -18,10 +18,10 @@
 //   guarded by a mutex. collect() waits, bounded by `timeout`, for the callbacks of every recorded
 //   op: Work::wait() may return before its callbacks have run.
 //
-// Sub-groups (newGroup / split) are plain groups of the inner backend, not timed. Errors are the
-// inner group's, unchanged; this group's own sequence numbers and validation run first (so an op
-// is validated twice, which costs nothing measurable next to a gradient bucket). An op the inner
-// group refuses at issue is recorded as an empty interval.
+// Forwarding as core/forwarding_group.h: sub-groups are plain groups of the inner backend, not
+// timed; errors are the inner group's; an op is validated twice, which costs nothing measurable
+// next to a gradient bucket. An op the inner group refuses at issue is recorded as an empty
+// interval.
 #pragma once
 
 #include <condition_variable>
@@ -30,24 +30,15 @@
 #include <mutex>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
+#include "core/forwarding_group.h"
 
 namespace c10d {
 namespace perf {
 
-class TimedGroup : public ProcessGroup {
+class TimedGroup : public ForwardingGroup {
  public:
   explicit TimedGroup(std::shared_ptr<ProcessGroup> inner);
-
-  std::string backendName() const override { return inner_->backendName(); }
-  std::string describe() const override { return inner_->describe(); }
-  bool supports(ReduceOp::Kind op, DataType dtype, Device device) const override {
-    return inner_->supports(op, dtype, device);
-  }
-  bool supportsDevice(Device device) const override { return inner_->supportsDevice(device); }
-  void shutdown() override { inner_->shutdown(); }
-  const std::shared_ptr<ProcessGroup>& inner() const { return inner_; }
 
   // Forgets what was recorded. Call with no op of this group in flight.
   void reset();
@@ -62,54 +53,15 @@ class TimedGroup : public ProcessGroup {
   Timeline collect(Milliseconds timeout);
 
  protected:
-  std::shared_ptr<Work> doBroadcast(Tensor tensor, const BroadcastOptions& opts,
-                                    uint64_t seq) override;
-  std::shared_ptr<Work> doAllreduce(Tensor tensor, const AllreduceOptions& opts,
-                                    uint64_t seq) override;
-  std::shared_ptr<Work> doAllreduceCoalesced(const std::vector<Tensor>& tensors,
-                                             const AllreduceCoalescedOptions& opts,
-                                             uint64_t seq) override;
-  std::shared_ptr<Work> doReduce(Tensor tensor, const ReduceOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doAllgather(const std::vector<Tensor>& outputs, Tensor input,
-                                    const AllgatherOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,
-                                              const AllgatherOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doGather(const std::vector<Tensor>& outputs, Tensor input,
-                                 const GatherOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doScatter(Tensor output, const std::vector<Tensor>& inputs,
-                                  const ScatterOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doReduceScatter(Tensor output, const std::vector<Tensor>& inputs,
-                                        const ReduceScatterOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doReduceScatterTensor(Tensor output, Tensor input,
-                                              const ReduceScatterOptions& opts,
-                                              uint64_t seq) override;
-  std::shared_ptr<Work> doAlltoall(const std::vector<Tensor>& outputs,
-                                   const std::vector<Tensor>& inputs, const AllToAllOptions& opts,
-                                   uint64_t seq) override;
-  std::shared_ptr<Work> doAlltoallSingle(Tensor output, Tensor input,
-                                         const std::vector<size_t>& outputSplits,
-                                         const std::vector<size_t>& inputSplits,
-                                         const AllToAllOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doBarrier(const BarrierOptions& opts, uint64_t seq) override;
-  std::shared_ptr<Work> doSend(Tensor tensor, int dstRank, const SendRecvOptions& opts,
-                               uint64_t seq) override;
-  std::shared_ptr<Work> doRecv(Tensor tensor, int srcRank, const SendRecvOptions& opts,
-                               uint64_t seq) override;
-  void doStartCoalescing() override;
-  std::shared_ptr<Work> doEndCoalescing(std::vector<std::shared_ptr<Work>> works,
-                                        uint64_t seq) override;
+  // Every op: recorded, then issued on the inner group.
+  std::shared_ptr<Work> forward(OpType op, Issue issue) override;
 
  private:
-  // Records the op that `issue` starts on the inner group (see the header comment).
-  template <typename Issue>
-  std::shared_ptr<Work> timed(Issue&& issue);
-
   struct Interval {
     int64_t issueNs = 0;
     int64_t doneNs = 0;  // 0 until the completion callback ran
   };
 
-  const std::shared_ptr<ProcessGroup> inner_;
   // Shared with the callbacks, which may outlive this group (a Work completed after shutdown).
   struct Record {
     Mutex mu;

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "c10d/error.h"
-#include "c10d/init.h"
-#include "c10d/launch_env.h"
+#include "base/error.h"
+#include "base/launch_env.h"
+#include "bootstrap/init.h"
 #include "store/hash_store.h"
 #include "store/store.h"
 
@@ -48,7 +48,7 @@ std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOp
   if (launch.launcher == "none") {
     init.store = std::make_shared<HashStore>(init.timeout);
   } else {
-    // MASTER_ADDR / MASTER_PORT, or what c10d/launch_env.h derives for mpirun and srun.
+    // MASTER_ADDR / MASTER_PORT, or what base/launch_env.h derives for mpirun and srun.
     init.initMethod = "env://";
   }
   return c10d::init(init);

@@ -1,5 +1,5 @@
 // c10d_micro: Google Benchmark micro-benchmarks of the pieces a small collective is made of, so
-// that perf/README.md can say where its microseconds go:
+// that docs/performance.md can say where its microseconds go:
 //
 //   memcpy/<bytes>                      the copy ceiling of this machine's memory
 //   reduce/<type>/<op>/<bytes>          the verbs reduce kernels (dst = dst op src; avg = sum, then
@@ -45,15 +45,15 @@
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/error.h"
-#include "c10d/flight_recorder.h"
-#include "c10d/op_desc.h"
-#include "c10d/process_group.h"
-#include "c10d/reduce_op.h"
-#include "c10d/registry.h"
-#include "c10d/work.h"
+#include "base/error.h"
+#include "bootstrap/registry.h"
+#include "core/flight_recorder.h"
+#include "core/op_desc.h"
+#include "core/process_group.h"
+#include "core/reduce_op.h"
+#include "core/work.h"
 #include "store/hash_store.h"
-#include "store/tcp_store.h"
+#include "store/tcp/tcp_store.h"
 
 namespace c10d {
 namespace micro {

@@ -26,9 +26,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "c10d/error.h"
-#include "c10d/thread_annotations.h"
-#include "c10d/types.h"
+#include "base/error.h"
+#include "base/thread_annotations.h"
+#include "base/types.h"
 
 namespace c10d {
 namespace etcd {

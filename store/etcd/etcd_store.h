@@ -38,7 +38,7 @@
 #include <thread>
 #include <vector>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "store/etcd/etcd_client.h"
 #include "store/store.h"
 

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "store/store.h"
 
 namespace c10d {

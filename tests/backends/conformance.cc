@@ -7,8 +7,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "c10d/config.h"
-#include "c10d/registry.h"
+#include "base/config.h"
+#include "bootstrap/registry.h"
 #include "store/file_store.h"
 
 #if C10D_HAVE_NCCL

@@ -30,7 +30,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace test {

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "c10d/flight_recorder.h"
-#include "c10d/group_diagnostics.h"
+#include "core/flight_recorder.h"
+#include "core/group_diagnostics.h"
 #include "store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"

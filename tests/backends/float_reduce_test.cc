@@ -6,7 +6,7 @@
 //   - NaN on one rank, +Inf on one rank, +Inf and -Inf, Inf and 0, -Inf everywhere, -0 everywhere,
 //     and values whose sum overflows the dtype,
 // against the IEEE / NumPy result computed here: NaN propagates through sum, product, min and max
-// (np.minimum / np.maximum, which is also what c10d/reduce_op.h documents for torch), Inf + -Inf
+// (np.minimum / np.maximum, which is also what core/reduce_op.h documents for torch), Inf + -Inf
 // and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too), PREMUL_SUM
 // scales each input first.
 #include <cmath>

@@ -15,8 +15,8 @@
 
 #include "backends/gloo/config.h"
 #include "backends/gloo/socket_names.h"
-#include "c10d/fd.h"
-#include "c10d/registry.h"
+#include "base/fd.h"
+#include "bootstrap/registry.h"
 #include "store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"

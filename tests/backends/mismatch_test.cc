@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/op_desc.h"
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
+#include "core/op_desc.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
 
@@ -396,6 +396,22 @@ TEST(OpDesc, DescribeWireAndMessage) {
   EXPECT_TRUE(contains(mismatchMessage("g", 0, a, 2, bc),
                        "rank 0 called allreduce (float x 100, sum); rank 2 called broadcast"));
   EXPECT_EQ(sizeof(OpDesc::Wire), 32u);
+
+  // A rank at another collective is a skew (one skipped or added a collective), classified by
+  // the error's type, not its text; withMessage() (re-wrapping on other ranks) keeps it.
+  OpDesc later = a;
+  later.collSeq = 10;
+  const CollectiveMismatchError skew = mismatchError("g", 0, a, 1, later, " (seen by rank 0)");
+  EXPECT_TRUE(skew.skewed());
+  EXPECT_TRUE(contains(skew.what(), "ranks are at different collectives")) << skew.what();
+  EXPECT_TRUE(contains(skew.what(), "(seen by rank 0)")) << skew.what();
+  EXPECT_FALSE(mismatchError("g", 1, b, 0, a, "").skewed());
+  try {
+    std::rethrow_exception(detail::prefixed(std::make_exception_ptr(skew), "rank 2 heard: "));
+  } catch (const CollectiveMismatchError& e) {
+    EXPECT_TRUE(e.skewed());
+    EXPECT_TRUE(contains(e.what(), "rank 2 heard: allreduce #17")) << e.what();
+  }
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 #include "backends/nccl/process_group_nccl.h"
 #include "backends/nccl/register.h"
 #include "backends/nccl/unique_id.h"
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "tests/common/multiproc.h"

@@ -11,7 +11,7 @@
 
 #include "backends/nccl/cuda_stream.h"
 #include "backends/nccl/process_group_nccl.h"
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
 #include "store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"

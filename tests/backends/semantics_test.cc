@@ -9,8 +9,8 @@
 #include <thread>
 #include <tuple>
 
-#include "c10d/broadcast_coalesced.h"
-#include "c10d/init.h"
+#include "bootstrap/init.h"
+#include "core/broadcast_coalesced.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
 

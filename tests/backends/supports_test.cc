@@ -1,7 +1,7 @@
 // Conformance: a backend's supports(op, dtype, device) agrees with the reduce-op table
-// (c10d/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op on
-// every dtype; README's table), every supported (op, dtype) pair runs correctly through every
-// reducing collective, and every unsupported one raises InvalidArgument naming the op, rank,
+// (core/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op on
+// every dtype; docs/backends.md's table), every supported (op, dtype) pair runs correctly through
+// every reducing collective, and every unsupported one raises InvalidArgument naming the op, rank,
 // group, reduce op and dtype before anything is sent (the sequence number does not move and the
 // group stays usable). The sweep only runs what supports() reports, so a backend that claimed too
 // little, or too much, passed it.
@@ -45,8 +45,8 @@ TEST_P(Supports, AgreesWithTheReduceOpTableAndEveryPairRunsOrIsRefused) {
         const auto kind = static_cast<ReduceOp::Kind>(k);
         const std::string pair = std::string(toString(kind)) + " on " + toString(dt);
         EXPECT_EQ(isDefined(kind, dt), inTable(kind, dt)) << pair;
-        // CPU backends (README): exactly the table, nothing less, nothing more. Any backend:
-        // nothing outside it.
+        // CPU backends (docs/backends.md): exactly the table, nothing less, nothing more. Any
+        // backend: nothing outside it.
         if (p.device.isCPU()) {
           EXPECT_EQ(pg->supports(kind, dt, p.device), inTable(kind, dt))
               << p.label() << " " << pair;

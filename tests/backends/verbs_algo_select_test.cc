@@ -11,7 +11,7 @@
 
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/config.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

@@ -20,7 +20,7 @@
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/process_group_verbs.h"
-#include "c10d/group_diagnostics.h"
+#include "core/group_diagnostics.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"

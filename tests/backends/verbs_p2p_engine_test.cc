@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/verbs/p2p_engine.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/verbs/config.h"
-#include "c10d/error.h"
-#include "c10d/fd.h"
+#include "base/error.h"
+#include "base/fd.h"
 #include "store/hash_store.h"
 
 namespace c10d {

@@ -30,7 +30,7 @@
 #include "backends/verbs/transport/ibverbs/ib_addr.h"
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 #include "backends/verbs/transport/ibverbs/mr_cache.h"
-#include "c10d/group_diagnostics.h"
+#include "core/group_diagnostics.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "tests/backends/conformance.h"

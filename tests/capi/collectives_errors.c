@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "c10d/config.h"
+#include "base/config.h"
 
 /* ---- errors ------------------------------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "c10d/config.h"
+#include "base/config.h"
 
 /* ---- one backend, start to end ------------------------------------------------------------ */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "c10d/config.h"
+#include "base/config.h"
 
 /* ---- works: callbacks, wait with timeout, test, abort ------------------------------------- */
 

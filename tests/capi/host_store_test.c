@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "c10d/c_api.h"
-#include "c10d/config.h"
+#include "base/config.h"
 #include "c_harness.h"
 
 /* ---- the directory store ------------------------------------------------------------------ */

@@ -4,7 +4,7 @@
 // garbage (elementSize, reduceInto), its messages would say "impostor" (toString) and its works
 // would call the impostor's virtual functions (the vtable and typeinfo of c10d::Work), which abort.
 //
-// The declarations mirror c10d/types.h, c10d/reduce_op.h and c10d/work.h only as far as the
+// The declarations mirror base/types.h, core/reduce_op.h and core/work.h only as far as the
 // mangled names need; nothing else about them matters.
 #include <cstddef>
 #include <cstdint>

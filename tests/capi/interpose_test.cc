@@ -16,8 +16,8 @@
 #include <cstring>
 #include <string>
 
+#include "base/config.h"
 #include "c10d/c_api.h"
-#include "c10d/config.h"
 
 namespace {
 

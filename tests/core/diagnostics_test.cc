@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/flight_recorder.h"
-#include "c10d/group_diagnostics.h"
-#include "c10d/rank_list.h"
-#include "c10d/rendezvous_wait.h"
+#include "base/rank_list.h"
+#include "core/flight_recorder.h"
+#include "core/group_diagnostics.h"
+#include "core/rendezvous_wait.h"
 #include "store/hash_store.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"

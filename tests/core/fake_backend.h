@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace test {

@@ -1,4 +1,4 @@
-// Reference f16/bf16 arithmetic for the tests, written independently of c10d/types.cc: values are
+// Reference f16/bf16 arithmetic for the tests, written independently of base/types.cc: values are
 // computed with ldexp from the bit fields, and rounding searches a table of every non-negative
 // value for the nearest one (ties to the even bit pattern). Slow and obviously right.
 #pragma once

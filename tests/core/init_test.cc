@@ -1,6 +1,7 @@
-// Tests for c10d/init.h: every init URL form (and malformed ones), environment variables, and
+// Tests for bootstrap/init.h: every init URL form (and malformed ones), environment variables, and
 // rendezvous / init over file://, tcp:// and env:// with 4 real processes.
-#include "c10d/init.h"
+#include "bootstrap/init.h"
+#include "base/settings.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

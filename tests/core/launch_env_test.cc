@@ -1,7 +1,7 @@
-// Tests for c10d/launch_env.h: the Slurm node list parser, which launcher's variables win, where
+// Tests for base/launch_env.h: the Slurm node list parser, which launcher's variables win, where
 // rank 0's store is said to be, and init() (env://) over Open MPI's and Slurm's variables with 3
 // real processes.
-#include "c10d/launch_env.h"
+#include "base/launch_env.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/init.h"
+#include "bootstrap/init.h"
 #include "store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"

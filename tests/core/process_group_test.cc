@@ -1,7 +1,7 @@
 // Tests for ProcessGroup's non-virtual layer with a fake backend: argument validation (and that the
 // backend is NOT called when it fails), sequence numbers, timeout resolution, the broken state and
 // coalescing.
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// Tests for c10d/reduce_op.h: names, isDefined, and the reference kernels (reduceInto, scale,
+// Tests for core/reduce_op.h: names, isDefined, and the reference kernels (reduceInto, scale,
 // divide) against straightforward per-element references for every dtype x op.
-#include "c10d/reduce_op.h"
+#include "core/reduce_op.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "tests/core/float16_reference.h"
 
 namespace c10d {

@@ -1,13 +1,13 @@
-// Tests for c10d/registry.h: registering, listing by priority, auto selection, unknown names and
-// concurrent use.
-#include "c10d/registry.h"
+// Tests for bootstrap/registry.h: registering, listing by priority, auto selection, unknown names
+// and concurrent use.
+#include "bootstrap/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "c10d/config.h"
+#include "base/config.h"
 #include "store/hash_store.h"
 #include "tests/core/fake_backend.h"
 

@@ -1,5 +1,5 @@
-// c10d/settings.h: the settings table every backend and the core's diagnostics use.
-#include "c10d/settings.h"
+// base/settings.h: the settings table every backend and the core's diagnostics use.
+#include "base/settings.h"
 
 #include <stdlib.h>
 

@@ -18,10 +18,16 @@ namespace {
 using std::chrono::milliseconds;
 using test::FakeProcessGroup;
 
+// Through the registry, as init() makes groups: the registry gives the group the factory its
+// sub-groups are made with (FakeProcessGroup does not override createSubgroup()).
 std::shared_ptr<FakeProcessGroup> makeGroup(std::shared_ptr<Store> store, int rank, int size) {
+  test::registerFakeBackend();
   ProcessGroup::Options o;
   o.timeout = milliseconds(10000);
-  return std::make_shared<FakeProcessGroup>(std::move(store), rank, size, o);
+  auto pg = std::dynamic_pointer_cast<FakeProcessGroup>(
+      createProcessGroup("fake", std::move(store), rank, size, o));
+  if (pg == nullptr) throw std::runtime_error("the fake backend made no FakeProcessGroup");
+  return pg;
 }
 
 // Runs fn(rank) on `size` threads; exceptions become test failures naming the rank.
@@ -37,6 +43,20 @@ void runThreads(int size, const std::function<void(int)>& fn) {
     });
   }
   for (auto& t : threads) t.join();
+}
+
+// A group made without the registry, of a backend that does not override createSubgroup(), has
+// no factory for sub-groups: newGroup() says so instead of guessing one by name.
+TEST(Subgroups, WithoutAFactoryTheErrorSaysWhy) {
+  auto pg = std::make_shared<FakeProcessGroup>(std::make_shared<HashStore>(), 0, 1,
+                                               ProcessGroup::Options{});
+  try {
+    pg->newGroup({0});
+    FAIL() << "newGroup made a sub-group without a factory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backend fake cannot make sub-groups"), std::string::npos)
+        << e.what();
+  }
 }
 
 std::string prefixOf(const std::shared_ptr<ProcessGroup>& pg) {

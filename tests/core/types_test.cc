@@ -1,6 +1,6 @@
-// Tests for c10d/types.h: element sizes, names, parsing, Tensor::slice and the f16/bf16
+// Tests for base/types.h: element sizes, names, parsing, Tensor::slice and the f16/bf16
 // conversions (checked exhaustively against a table-based reference rounding).
-#include "c10d/types.h"
+#include "base/types.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <random>
 
-#include "c10d/error.h"
-#include "c10d/float16.h"
+#include "base/error.h"
+#include "base/float16.h"
 #include "tests/core/float16_reference.h"
 
 namespace c10d {
@@ -130,7 +130,7 @@ TEST(Types, RoundingMatchesReference) {
   EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
 }
 
-// The inline conversions the kernels use (c10d/float16.h) agree with the exported ones.
+// The inline conversions the kernels use (base/float16.h) agree with the exported ones.
 TEST(Types, InlineConversionsMatchExported) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint16_t v = static_cast<uint16_t>(h);

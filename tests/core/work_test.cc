@@ -1,13 +1,13 @@
-// Tests for c10d/work.h: states, finish() first-call-wins, callbacks exactly once under races,
+// Tests for core/work.h: states, finish() first-call-wins, callbacks exactly once under races,
 // wait() timeouts and messages, abort(), future() and composite Works.
-#include "c10d/work.h"
+#include "core/work.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace {

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
 #include "tests/examples/train_mlp_runner.h"
 
 namespace c10d {

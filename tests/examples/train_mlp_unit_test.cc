@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "store/tcp_store_server.h"
+#include "store/tcp/tcp_store_server.h"
 #include "tests/common/multiproc.h"
 #include "tests/faults/fault_shared.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/process_group.h"
+#include "core/process_group.h"
 
 namespace c10d {
 namespace test {

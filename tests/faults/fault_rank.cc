@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "backends/verbs/fault_hooks.h"
-#include "c10d/error.h"
-#include "c10d/registry.h"
-#include "store/tcp_store.h"
+#include "base/error.h"
+#include "bootstrap/registry.h"
+#include "store/tcp/tcp_store.h"
 #include "tests/faults/fault_shared.h"
 
 namespace c10d {

@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "c10d/error.h"
-#include "c10d/fd.h"
+#include "base/error.h"
+#include "base/fd.h"
 #include "store/file_store.h"
 #include "store/file_store_log.h"
 #include "tests/fuzz/fuzz_util.h"

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "store/tcp_store_auth.h"
-#include "store/tcp_store_config.h"
+#include "store/tcp/tcp_store_auth.h"
+#include "store/tcp/tcp_store_config.h"
 
 // Aborts the process (a "crash" for libFuzzer) unless `cond`.
 #define FUZZ_CHECK(cond, what)                                                           \

@@ -15,8 +15,8 @@
 
 #include "backends/verbs/transport/tcp/tcp_transport.h"
 #include "store/file_store_log.h"
-#include "store/tcp_store_auth.h"
-#include "store/tcp_store_protocol.h"
+#include "store/tcp/tcp_store_auth.h"
+#include "store/tcp/tcp_store_protocol.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -8,9 +8,9 @@ work=$(mktemp -d /tmp/c10d-install-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build_dir" --prefix "$work/prefix" > "$work/install.log"
-test -f "$work/prefix/include/c10d/c10d/process_group.h"
-test -f "$work/prefix/include/c10d/c10d/config.h"
-test -f "$work/prefix/include/c10d/store/tcp_store.h"
+test -f "$work/prefix/include/c10d/core/process_group.h"
+test -f "$work/prefix/include/c10d/base/config.h"
+test -f "$work/prefix/include/c10d/store/tcp/tcp_store.h"
 test -f "$work/prefix/include/c10d/layers/ddp/reducer.h"
 test -f "$work/prefix/include/c10d/layers/zero/sharded_optimizer.h"
 libdir=$(ls -d "$work"/prefix/lib*/ | head -n1)

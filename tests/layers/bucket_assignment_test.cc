@@ -1,7 +1,7 @@
 // assignBuckets against an assignment worked out by hand, and FlatBuffer's views.
 #include <gtest/gtest.h>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "layers/common/bucket_assignment.h"
 #include "layers/common/flat_buffer.h"
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "layers/data/distributed_sampler.h"
 
 namespace c10d {

@@ -39,7 +39,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "layers/optim/flat_optimizer.h"
 
 namespace c10d {

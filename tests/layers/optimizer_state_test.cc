@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "layers/optim/optimizer_state.h"
 #include "tests/common/multiproc.h"
 

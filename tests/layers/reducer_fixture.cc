@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "c10d/float16.h"
+#include "base/float16.h"
 
 namespace c10d {
 namespace test {

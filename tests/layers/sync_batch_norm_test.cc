@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/float16.h"
+#include "base/float16.h"
 #include "layers/norm/sync_batch_norm.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"

@@ -26,8 +26,8 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/error.h"
-#include "c10d/init.h"
+#include "base/error.h"
+#include "bootstrap/init.h"
 #include "tests/backends/conformance.h"
 
 namespace {

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "c10d/registry.h"
+#include "bootstrap/registry.h"
 #include "perf/common/report.h"
 #include "tests/perf/perf_process.h"
 

@@ -13,9 +13,9 @@
 #include <exception>
 #include <string>
 
-#include "c10d/error.h"
-#include "c10d/init.h"
-#include "store/tcp_store.h"
+#include "base/error.h"
+#include "bootstrap/init.h"
+#include "store/tcp/tcp_store.h"
 
 int main(int argc, char** argv) {
   using namespace c10d;

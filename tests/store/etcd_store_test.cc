@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/init.h"
+#include "bootstrap/init.h"
 #include "store/etcd/etcd_store.h"
 #include "tests/store/server_store_checks.h"
 
@@ -16,14 +16,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-#define SKIP_WITHOUT_ETCD()                                                            \
-  do {                                                                                 \
+#define SKIP_WITHOUT_ETCD()                                                              \
+  do {                                                                                   \
     const std::string reason = ServerProcess::serverMissing(ServerProcess::Kind::kEtcd); \
-    if (!reason.empty()) GTEST_SKIP() << reason;                                       \
+    if (!reason.empty()) GTEST_SKIP() << reason;                                         \
   } while (0)
 
-std::shared_ptr<EtcdStore> connect(const ServerProcess& server, const std::string& prefix,
-                                   int ttl, Milliseconds timeout = Milliseconds(20000)) {
+std::shared_ptr<EtcdStore> connect(const ServerProcess& server, const std::string& prefix, int ttl,
+                                   Milliseconds timeout = Milliseconds(20000)) {
   EtcdStoreOptions o;
   o.endpoints = {server.endpoint()};
   o.prefix = prefix;
@@ -41,9 +41,9 @@ TEST(EtcdStoreUrl, Parses) {
   EXPECT_EQ(o.endpoints, (std::vector<std::string>{"a:1", "b.example:2379", "c:3"}));
   EXPECT_EQ(o.prefix, "jobs/42");
   EXPECT_EQ(o.leaseTtlSeconds, 0);
-  for (const char* bad : {"http://a:1", "etcd://", "etcd://a", "etcd://a:0", "etcd://a:70000/p",
-                          "etcd://a:1,/p", "etcd://a:1/", "etcd://a:1/p?ttl=-1",
-                          "etcd://a:1/p?ttl=x", "etcd://a:1/p?lease=3"}) {
+  for (const char* bad :
+       {"http://a:1", "etcd://", "etcd://a", "etcd://a:0", "etcd://a:70000/p", "etcd://a:1,/p",
+        "etcd://a:1/", "etcd://a:1/p?ttl=-1", "etcd://a:1/p?ttl=x", "etcd://a:1/p?lease=3"}) {
     EXPECT_THROW(parseEtcdUrl(bad), InvalidArgument) << bad;
   }
   try {

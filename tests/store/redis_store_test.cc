@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/init.h"
+#include "bootstrap/init.h"
 #include "store/redis/redis_store.h"
 #include "tests/store/server_store_checks.h"
 

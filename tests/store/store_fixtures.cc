@@ -17,7 +17,7 @@
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "store/prefix_store.h"
-#include "store/tcp_store.h"
+#include "store/tcp/tcp_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/store_servers.h"
 #ifdef C10D_TEST_ETCD_STORE
@@ -199,7 +199,8 @@ std::vector<StoreKind> allStoreKinds() {
       {"TCPStore", [] { return std::make_unique<TCPStoreFixture>(false); }, {}},
       {"PrefixOverTCPStore", [] { return std::make_unique<TCPStoreFixture>(true); }, {}},
       {"TCPStoreWithSecret",
-       [] { return std::make_unique<TCPStoreFixture>(false, "conformance-secret"); }, {}},
+       [] { return std::make_unique<TCPStoreFixture>(false, "conformance-secret"); },
+       {}},
 #ifdef C10D_TEST_ETCD_STORE
       {"EtcdStore", [] { return std::make_unique<EtcdStoreFixture>(); },
        [] { return ServerProcess::serverMissing(ServerProcess::Kind::kEtcd); }},

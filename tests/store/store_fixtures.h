@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/types.h"
+#include "base/types.h"
 #include "store/store.h"
 
 namespace c10d {

@@ -2,7 +2,7 @@
 // libraries (libc10d_store_<scheme>.so.<ABI>, found beside libc10d) on first use.
 #include <gtest/gtest.h>
 
-#include "c10d/init.h"
+#include "bootstrap/init.h"
 #include "store/store_registry.h"
 #include "tests/store/store_servers.h"
 
@@ -41,11 +41,12 @@ TEST(StoreUrl, EtcdLoadsItsLibrary) {
   const std::string reason = ServerProcess::serverMissing(ServerProcess::Kind::kEtcd);
   if (!reason.empty()) GTEST_SKIP() << reason;
   ServerProcess server(ServerProcess::Kind::kEtcd);
-  auto store = createStoreFromUrl("etcd://" + server.endpoint() + "/job?ttl=10", Milliseconds(20000));
+  auto store =
+      createStoreFromUrl("etcd://" + server.endpoint() + "/job?ttl=10", Milliseconds(20000));
   EXPECT_EQ(store->add("n", 2), 2);
-  EXPECT_EQ(createStoreFromUrl("etcd://" + server.endpoint() + "/job", Milliseconds(20000))
-                ->add("n", 1),
-            3);
+  EXPECT_EQ(
+      createStoreFromUrl("etcd://" + server.endpoint() + "/job", Milliseconds(20000))->add("n", 1),
+      3);
 }
 #endif
 

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include "store/tcp_store.h"
-#include "store/tcp_store_auth.h"
-#include "store/tcp_store_config.h"
+#include "store/tcp/tcp_store.h"
+#include "store/tcp/tcp_store_auth.h"
+#include "store/tcp/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/init.h"
-#include "store/socket.h"
-#include "store/tcp_store.h"
-#include "store/tcp_store_config.h"
+#include "base/socket.h"
+#include "bootstrap/init.h"
+#include "store/tcp/tcp_store.h"
+#include "store/tcp/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "store/tcp_store.h"
-#include "store/tcp_store_config.h"
-#include "store/tcp_store_server_core.h"
+#include "store/tcp/tcp_store.h"
+#include "store/tcp/tcp_store_config.h"
+#include "store/tcp/tcp_store_server_core.h"
 #include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {

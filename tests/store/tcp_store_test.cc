@@ -1,7 +1,7 @@
 // TCPStore-specific behaviour: ports and bind errors, connect retry and timeouts, pushed wakeups,
 // malformed requests, server death, many clients, large values and the batched ops. The generic
 // Store semantics are covered by store_conformance_test.
-#include "store/tcp_store.h"
+#include "store/tcp/tcp_store.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,9 +21,9 @@
 
 #include <gtest/gtest.h>
 
-#include "store/socket.h"
-#include "store/tcp_store_auth.h"
-#include "store/tcp_store_protocol.h"
+#include "base/socket.h"
+#include "store/tcp/tcp_store_auth.h"
+#include "store/tcp/tcp_store_protocol.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/tcp_store_test_util.h"
 

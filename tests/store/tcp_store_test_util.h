@@ -14,10 +14,10 @@
 
 #include <gtest/gtest.h>
 
-#include "store/socket.h"
-#include "store/tcp_store.h"
-#include "store/tcp_store_auth.h"
-#include "store/tcp_store_protocol.h"
+#include "base/socket.h"
+#include "store/tcp/tcp_store.h"
+#include "store/tcp/tcp_store_auth.h"
+#include "store/tcp/tcp_store_protocol.h"
 
 namespace c10d {
 namespace test {

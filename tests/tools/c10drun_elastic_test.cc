@@ -6,9 +6,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -140,14 +140,22 @@ std::vector<std::string> nodeArgs(int port, const std::string& nnodes, const std
                                   const std::vector<std::string>& program,
                                   const std::string& conf = kFastConf,
                                   const std::string& backend = "c10d") {
-  std::vector<std::string> args = {"--rdzv-backend", backend,
-                                   "--rdzv-endpoint", "127.0.0.1:" + std::to_string(port),
-                                   "--rdzv-id", "job" + std::to_string(getpid()),
-                                   "--nnodes", nnodes,
-                                   "--local-addr", addr,
-                                   "--rdzv-conf", conf,
-                                   "--grace-period-s", "2",
-                                   "--monitor-interval-ms", "50"};
+  std::vector<std::string> args = {"--rdzv-backend",
+                                   backend,
+                                   "--rdzv-endpoint",
+                                   "127.0.0.1:" + std::to_string(port),
+                                   "--rdzv-id",
+                                   "job" + std::to_string(getpid()),
+                                   "--nnodes",
+                                   nnodes,
+                                   "--local-addr",
+                                   addr,
+                                   "--rdzv-conf",
+                                   conf,
+                                   "--grace-period-s",
+                                   "2",
+                                   "--monitor-interval-ms",
+                                   "50"};
   args.insert(args.end(), extra.begin(), extra.end());
   args.insert(args.end(), program.begin(), program.end());
   return args;
@@ -338,11 +346,9 @@ TEST(C10drunElastic, FewerThanMinNodesIsAnErrorAfterTheJoinTimeout) {
 TEST(C10drunElastic, MaxRestartsExhaustedExitsNamingTheCause) {
   const int port = freePortNow();
   const std::vector<std::string> program = {elasticWorker(), "fail", "3"};
-  Node a(nodeArgs(port, "2:2", "127.0.0.1", {"--max-restarts", "1"}, program),
-         milliseconds(40000));
+  Node a(nodeArgs(port, "2:2", "127.0.0.1", {"--max-restarts", "1"}, program), milliseconds(40000));
   ASSERT_TRUE(a.waitForErr("hosted by this launcher", milliseconds(10000))) << a.join().describe();
-  Node b(nodeArgs(port, "2:2", "127.0.0.2", {"--max-restarts", "1"}, program),
-         milliseconds(40000));
+  Node b(nodeArgs(port, "2:2", "127.0.0.2", {"--max-restarts", "1"}, program), milliseconds(40000));
   const LauncherRun& ra = a.join();
   const LauncherRun& rb = b.join();
   for (const LauncherRun* r : {&ra, &rb}) {
@@ -369,13 +375,26 @@ TEST(C10drunElasticStress, TrainMlpSurvivesAKilledNode) {
   TempDir dir;
   const std::string ck = dir.path() + "/ck";
   const int port = freePortNow();
-  const std::vector<std::string> program = {TRAIN_MLP_PATH, "--mode", "ddp", "--steps", "6000",
-                                            "--global-batch", "60", "--checkpoint-dir", ck,
-                                            "--checkpoint-every", "10", "--log-every", "500"};
-  Node a(nodeArgs(port, "2:3", "127.0.0.1", {"--max-restarts", "2"}, program), milliseconds(120000));
+  const std::vector<std::string> program = {TRAIN_MLP_PATH,
+                                            "--mode",
+                                            "ddp",
+                                            "--steps",
+                                            "6000",
+                                            "--global-batch",
+                                            "60",
+                                            "--checkpoint-dir",
+                                            ck,
+                                            "--checkpoint-every",
+                                            "10",
+                                            "--log-every",
+                                            "500"};
+  Node a(nodeArgs(port, "2:3", "127.0.0.1", {"--max-restarts", "2"}, program),
+         milliseconds(120000));
   ASSERT_TRUE(a.waitForErr("hosted by this launcher", milliseconds(10000))) << a.join().describe();
-  Node b(nodeArgs(port, "2:3", "127.0.0.2", {"--max-restarts", "2"}, program), milliseconds(120000));
-  Node c(nodeArgs(port, "2:3", "127.0.0.3", {"--max-restarts", "2"}, program), milliseconds(120000));
+  Node b(nodeArgs(port, "2:3", "127.0.0.2", {"--max-restarts", "2"}, program),
+         milliseconds(120000));
+  Node c(nodeArgs(port, "2:3", "127.0.0.3", {"--max-restarts", "2"}, program),
+         milliseconds(120000));
   ASSERT_TRUE(a.waitForErr("of 3 nodes", milliseconds(30000))) << a.join().describe();
   // Kill once the round of 3 has written a checkpoint (a fixed sleep raced with an idle machine
   // finishing all the steps first).
@@ -424,11 +443,9 @@ TEST(C10drunElastic, BadRendezvousOptionsAreUsageErrors) {
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:1", "--nnodes", "3:2", "true"},
        "need 1 <= MIN <= MAX"},
       {{"--rdzv-backend", "c10d", "--rdzv-endpoint", "h:99999", "true"}, "port '99999'"},
-      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379", "--rdzv-id", "a?b",
-        "true"},
+      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379", "--rdzv-id", "a?b", "true"},
        "cannot appear in an etcd key prefix"},
-      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379,:5", "true"},
-       "missing host"},
+      {{"--rdzv-backend", "etcd", "--rdzv-endpoint", "127.0.0.1:2379,:5", "true"}, "missing host"},
   };
   for (const auto& c : cases) {
     LauncherHooks hooks;

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "c10d/init.h"
-#include "c10d/work.h"
+#include "bootstrap/init.h"
+#include "core/work.h"
 #include "store/store.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace run {

@@ -12,7 +12,7 @@
 // Nothing here blocks except spawnWorker() waiting for the child's exec (bounded by execve).
 #pragma once
 
-#include "c10d/fd.h"
+#include "base/fd.h"
 
 #include <signal.h>
 #include <sys/types.h>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace run {

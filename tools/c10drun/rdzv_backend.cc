@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "c10d/fd.h"
+#include "base/fd.h"
 #include "store/store_registry.h"
-#include "store/tcp_store.h"
-#include "store/tcp_store_config.h"
+#include "store/tcp/tcp_store.h"
+#include "store/tcp/tcp_store_config.h"
 
 namespace c10d {
 namespace run {
@@ -31,7 +31,8 @@ std::pair<std::string, int> parseEndpoint(const std::string& endpoint, int defau
     }
   } else if (const size_t colon = endpoint.rfind(':'); colon != std::string::npos) {
     if (endpoint.find(':') != colon) {
-      throw UsageError("--rdzv-endpoint '" + endpoint + "': IPv6 hosts go in brackets ([::1]:PORT)");
+      throw UsageError("--rdzv-endpoint '" + endpoint +
+                       "': IPv6 hosts go in brackets ([::1]:PORT)");
     }
     host = endpoint.substr(0, colon);
     port = endpoint.substr(colon + 1);
@@ -73,7 +74,8 @@ RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::
   // lives, so a job whose launchers all died leaves nothing behind (ttl 60 s).
   if (endpoint.empty()) throw UsageError("--rdzv-backend etcd needs --rdzv-endpoint HOST:PORT");
   if (runId.find_first_of("?&#") != std::string::npos) {
-    throw UsageError("--rdzv-id '" + runId + "': '?', '&' and '#' cannot appear in an etcd key prefix");
+    throw UsageError("--rdzv-id '" + runId +
+                     "': '?', '&' and '#' cannot appear in an etcd key prefix");
   }
   std::string endpoints;  // each HOST[:PORT] checked, port 2379 (etcd's) when left out
   for (size_t pos = 0; pos <= endpoint.size();) {

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "store/store.h"
 #include "tools/c10drun/options.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace run {

@@ -4,8 +4,8 @@
 
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
-#include "c10d/error.h"
-#include "c10d/settings.h"
+#include "base/error.h"
+#include "base/settings.h"
 
 namespace c10d {
 namespace verbs {

@@ -28,16 +28,13 @@
 //   reduce_scatter  ring           allgather ring           reduce shm, else binomial
 //   broadcast       shm; else <= 256 KiB binomial, else chain (pipelined)
 //   gather/scatter  direct         alltoall pairwise        barrier shm, else dissemination
-// Why (allreduce over tcp, localhost, 2 cores, all_reduce_perf; docs/performance.md has the
-// numbers): recursive doubling takes log2(n) steps but moves the whole buffer in each, so it wins
-// while latency dominates (<= 32 KiB at 4 and 8 ranks, <= 64 KiB at 3 and 6). Ring moves the
-// optimal 2(n-1)/n of the buffer in 2(n-1) steps; Rabenseifner moves the same amount in 2*log2(n)
-// steps: at 8 ranks it beat ring by up to 1.7x at 64 KiB..1 MiB (tied at 4 ranks), at 4 and 8 ranks
-// it matched or beat it above (9 of 11 runs x sizes from 4 to 32 MiB; run-to-run noise on this
-// shared machine is +-30%), and it beat recursive doubling from 64 KiB. With 2 ranks ring and
-// Rabenseifner are the same exchange. For other world sizes the fold of the extra ranks costs
-// Rabenseifner a whole-buffer transfer each way and it lost to ring (3, 6 ranks), so the table
-// keeps recursive doubling / ring there (C10D_ALGO=allreduce:rabenseifner still works).
+// Why (allreduce over tcp; the crossovers are measured, docs/performance.md): recursive doubling
+// takes log2(n) steps but moves the whole buffer in each, so it wins while latency dominates
+// (<= 32 KiB at 4 and 8 ranks, <= 64 KiB at 3 and 6). Ring moves the optimal 2(n-1)/n of the
+// buffer in 2(n-1) steps; Rabenseifner moves the same amount in only 2*log2(n) steps, so it takes
+// over above 32 KiB at 4, 8, 16.. ranks (with 2 ranks it is ring's exchange). At other world
+// sizes the fold of the extra ranks costs Rabenseifner a whole-buffer transfer each way, so the
+// table keeps recursive doubling / ring there (C10D_ALGO=allreduce:rabenseifner still works).
 //
 // Selection is pure logic (no threads); the tables are immutable after static initialization.
 #pragma once
@@ -50,8 +47,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace verbs {

@@ -7,7 +7,7 @@
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/algorithms/algorithms.h"
 #include "backends/verbs/algorithms/reduce_kernels.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

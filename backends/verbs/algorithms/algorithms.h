@@ -13,8 +13,8 @@
 
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/comm.h"
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace verbs {

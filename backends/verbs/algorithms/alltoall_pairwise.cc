@@ -13,7 +13,7 @@
 #include <string>
 
 #include "backends/verbs/algorithms/algorithms.h"
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

@@ -7,8 +7,8 @@
 
 #include <cstddef>
 
-#include "c10d/reduce_op.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/reduce_op.h"
 
 namespace c10d {
 namespace verbs {

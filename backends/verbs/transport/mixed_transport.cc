@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

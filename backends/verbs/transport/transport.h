@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "backends/verbs/spin_wait.h"
-#include "c10d/op_desc.h"
-#include "c10d/types.h"
+#include "base/types.h"
+#include "core/op_desc.h"
 
 namespace c10d {
 namespace verbs {
@@ -41,9 +41,9 @@ struct Interest {
 // nothing to do calls wait() many times in one stall (each returns within maxWait so it can check
 // its deadline and its peers); the stall spins once, for the transport's budget counted from
 // `since` (when the waiter last made progress), and never past `until` (an inline op's hand-off
-// budget, or an idle thread's short watch). Later waits of the stall sleep at once: a waiter that
-// spun again on every call stayed runnable two thirds of the time for as long as it waited
-// (20 ms of spin per 10 ms of sleep), idle p2p thread included. `since` = min(): sleep at once.
+// budget, or an idle thread's short watch). Later waits of the stall sleep at once: spinning on
+// every call would keep a long-waiting (or idle) thread runnable most of the time.
+// `since` = min(): sleep at once.
 struct SpinWindow {
   Clock::time_point since;
   Clock::time_point until = Clock::time_point::max();

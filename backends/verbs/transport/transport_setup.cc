@@ -12,7 +12,7 @@
 #include "backends/verbs/transport/mixed_transport.h"
 #include "backends/verbs/transport/shm/shm_transport.h"
 #include "backends/verbs/transport/tcp/tcp_transport.h"
-#include "c10d/error.h"
+#include "base/error.h"
 #include "store/prefix_store.h"
 
 namespace c10d {

@@ -5,7 +5,7 @@
 // (ibverbs where a device is usable, tcp otherwise).
 //
 // Blocks until every rank arrived and connected, or throws: TimeoutError naming the ranks that
-// never published (c10d/rendezvous_wait.h), InvalidArgument for a transport that cannot run here
+// never published (core/rendezvous_wait.h), InvalidArgument for a transport that cannot run here
 // (C10D_TRANSPORT=shm across hosts), CommError / Error from the transports' own setup.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/rendezvous_wait.h"
+#include "core/rendezvous_wait.h"
 #include "store/store.h"
 
 namespace c10d {

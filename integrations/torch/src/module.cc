@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "c10d/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "capi.h"
 #include "process_group.h"
 

@@ -49,7 +49,7 @@ def train(net, group_losses):
 
 
 # Where torch itself refuses a feature on CPU (with any backend): the feature's name -> the text
-# of torch's error. The README lists these; a torch that stops refusing fails this test.
+# of torch's error. docs/torch-plugin.md lists these; a torch that stops refusing fails this test.
 TORCH_REFUSES = {
     # torch 2.6's FSDP2 records an event on its all-gather stream; CPU streams have none.
     "FSDP2 fully_shard on CPU": "'Stream' object has no attribute 'record_event'",
@@ -75,7 +75,7 @@ def on_both(name, fn, ours, gloo):
         dist.barrier(group=gloo)
     (gloo_kind, gloo_out), (our_kind, our_out) = outcomes
     if gloo_kind == "ok" and our_kind == "ok":
-        assert name not in TORCH_REFUSES, f"{name}: torch no longer refuses it: update the README"
+        assert name not in TORCH_REFUSES, f"{name}: torch no longer refuses it: update docs/torch-plugin.md"
         same(name, our_out, gloo_out)
         return
     refusal = TORCH_REFUSES.get(name)

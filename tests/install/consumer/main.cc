@@ -1,7 +1,7 @@
 // Links against an installed c10d: uses a store, the registry, a Tensor view and a layer (the
 // sampler; the Reducer and ZeRO headers must compile from the install tree too).
+#include <base/config.h>
 #include <c10d/c10d.h>
-#include <c10d/config.h>
 #include <layers/data/distributed_sampler.h>
 #include <layers/ddp/reducer.h>
 #include <layers/zero/sharded_optimizer.h>

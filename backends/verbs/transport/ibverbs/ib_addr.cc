@@ -6,7 +6,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "store/store.h"
 
 namespace c10d {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "c10d/types.h"
+#include "base/types.h"
 
 namespace c10d {
 

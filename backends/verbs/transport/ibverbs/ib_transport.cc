@@ -31,8 +31,8 @@
 #include "backends/verbs/transport/ibverbs/ib_addr.h"
 #include "backends/verbs/transport/ibverbs/ibv_wrap.h"
 #include "backends/verbs/transport/ibverbs/mr_cache.h"
-#include "c10d/error.h"
-#include "c10d/fd.h"
+#include "base/error.h"
+#include "base/fd.h"
 #include "store/store.h"
 
 namespace c10d {

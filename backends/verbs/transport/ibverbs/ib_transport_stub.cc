@@ -1,7 +1,7 @@
 // Built when libibverbs' headers are absent: the ibverbs transport does not exist here.
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <mutex>
 
-#include "c10d/error.h"
+#include "base/error.h"
 
 namespace c10d {
 namespace verbs {

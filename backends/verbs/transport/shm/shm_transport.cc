@@ -17,7 +17,7 @@
 #include <fstream>
 #include <random>
 
-#include "c10d/error.h"
+#include "base/error.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -562,10 +562,8 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   if (released()) return differed();
   // The direct collectives (and so barriers) run on the collective channel's thread.
   BusyBudget& busy = busy_[kCollectiveChannel];
-  // Two pauses (~50 ns, hidden in the wait for the peer) before the first poll: polling the
-  // generation word at once after arriving made the 4 KiB allreduce ~15% slower on this project's
-  // VMs (AMD EPYC, 2 ranks), measured side by side; the clock read that used to stand here hid
-  // it. Why the immediate poll hurts was not established.
+  // Two pauses before the first poll (hidden in the wait for the peer): polling the generation
+  // word right after arriving slows small allreduces (backends/verbs/README.md).
   for (int k = 0; k < 2; ++k) cpuPause();
   // The common case, a peer that arrives while we poll: no clock read, no CheckFn made.
   if (busy.poll(released)) return differed();

@@ -46,7 +46,7 @@
 #include "backends/verbs/config.h"
 #include "backends/verbs/spin_wait.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/fd.h"
+#include "base/fd.h"
 
 namespace c10d {
 
@@ -156,11 +156,9 @@ class ShmTransport : public Transport, public StagingSlots {
   // Co-located ranks (C10D_SHM_SPREAD, on where the host's ranks fit its CPUs): a barrier waiter
   // that finds a peer whose last arrival was on the CPU it runs on moves itself to a CPU of its
   // affinity mask where no rank of the host last arrived (sched_setaffinity to that CPU, then its
-  // own mask back: nothing stays pinned). Yielding only hands the one CPU back and forth, and
-  // this VM's scheduler leaves busy, cache-hot tasks where they are for ~10 ms (its vCPUs share
-  // no cache level the kernel knows of, so a wake-up does not look for an idle CPU either): after
-  // a store wake-up put both ranks on one CPU, 4 KiB allreduces took 11-14 us instead of 1.8 for
-  // whole benchmark rows, in one run of four. At most every kSpreadEvery per rank.
+  // own mask back: nothing stays pinned). Waiting does not separate them: yielding only hands the
+  // one CPU back and forth, and a scheduler may leave two busy, cache-hot tasks sharing a CPU for
+  // many milliseconds. At most every kSpreadEvery per rank.
   void spreadIfSharingCpu();
   static constexpr auto kSpreadEvery = std::chrono::milliseconds(10);
 

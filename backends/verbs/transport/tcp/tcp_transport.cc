@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "backends/verbs/spin_wait.h"
-#include "c10d/error.h"
-#include "store/socket.h"
+#include "base/error.h"
+#include "base/socket.h"
 #include "store/store.h"
 
 namespace c10d {

@@ -22,7 +22,7 @@
 
 #include "backends/verbs/config.h"
 #include "backends/verbs/transport/transport.h"
-#include "c10d/fd.h"
+#include "base/fd.h"
 
 namespace c10d {
 

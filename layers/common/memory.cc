@@ -1,0 +1,32 @@
+#include "layers/common/memory.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace c10d {
+namespace layers {
+
+namespace {
+
+std::atomic<int64_t> live{0};
+std::atomic<int64_t> peak{0};
+
+}  // namespace
+
+void countLayerAllocation(int64_t bytes) {
+  const int64_t now = live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t p = peak.load(std::memory_order_relaxed);
+  while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+  }
+}
+
+LayerMemory layerMemory() {
+  return {live.load(std::memory_order_relaxed), peak.load(std::memory_order_relaxed)};
+}
+
+void resetLayerMemoryPeak() {
+  peak.store(live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+}  // namespace layers
+}  // namespace c10d

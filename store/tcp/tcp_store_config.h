@@ -1,0 +1,67 @@
+// TCPStore settings resolved once: options first, then the environment, then the defaults
+// (internal to store/; the public knobs are TCPStoreServerOptions and TCPStoreOptions).
+//
+// Every setting is declared once, in the table of tcp_store_config.cc (name, environment
+// variable, default, bounds, description); describeServerConfig() prints it. Values from the
+// environment are validated there: a malformed or out-of-range one is an InvalidArgument naming
+// the variable, never a silent default. Nothing here blocks or starts threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/types.h"
+#include "store/tcp/tcp_store_server.h"
+
+namespace c10d {
+namespace tcpstore {
+
+constexpr const char* kSecretEnv = "C10D_STORE_SECRET";
+constexpr const char* kBindEnv = "C10D_STORE_BIND";
+// Secrets longer than this are refused (HMAC keys longer than a block are hashed anyway).
+constexpr size_t kMaxSecretBytes = 4096;
+
+struct ServerConfig {
+  std::string secret;  // "" = no authentication
+  int64_t maxConnections = 0;
+  int64_t maxKeys = 0;
+  int64_t maxValueBytes = 0;
+  int64_t maxClientBytes = 0;
+  int64_t maxTotalBytes = 0;
+  Milliseconds handshakeTimeout{0};
+};
+
+// `secret` if set, else C10D_STORE_SECRET (unset or empty: none). Throws InvalidArgument (without
+// the secret's text) when it is longer than kMaxSecretBytes.
+std::string resolveSecret(const std::optional<std::string>& secret);
+
+// The options' settings, with unset ones from the environment or the defaults.
+ServerConfig resolveServerConfig(const TCPStoreServerOptions& options);
+
+// One line per setting: "maxKeys=1048576 (C10D_STORE_MAX_KEYS; default 1048576): ...". The
+// secret is shown as set / not set only.
+std::string describeServerConfig(const ServerConfig& config);
+
+// Where the TCPStore server of a job should listen, given the address its clients connect to
+// (MASTER_ADDR) and whether every rank is on this host (`singleHost`, e.g. LOCAL_WORLD_SIZE ==
+// WORLD_SIZE). In order:
+//   C10D_STORE_BIND when set: that address ("*" = every interface);
+//   masterAddr when it is a loopback address ("localhost", 127.0.0.0/8, ::1): nothing outside
+//     this host needs the store;
+//   masterAddr when it is an address of this host (a numeric one, or a name resolving to one;
+//     for a name resolving to loopback only when `singleHost`): that interface only;
+//   otherwise every interface (""): a NAT or service address this host cannot bind, or a name
+//     /etc/hosts maps to loopback here while other hosts resolve it to this host's real address.
+struct BindChoice {
+  std::string address;  // for TCPStoreOptions::bindAddress ("" = every interface)
+  std::string reason;   // why, for messages
+};
+BindChoice chooseBindAddress(const std::string& masterAddr, bool singleHost);
+
+// Parses a byte count: decimal digits with an optional K, M or G suffix (powers of 1024). False
+// when malformed or past INT64_MAX.
+bool parseByteCount(const std::string& text, int64_t* out);
+
+}  // namespace tcpstore
+}  // namespace c10d
