@@ -86,7 +86,7 @@ TEST_P(Diagnostics, StoppedRankIsATimeoutNamingItAndTheToolNamesIt) {
             {"allreduce #3", pg->name(), "rank 2 is silent", "ranks 0, 1 wait in allreduce #3"});
         const auto took = std::chrono::duration_cast<Milliseconds>(Clock::now() - start);
         EXPECT_GE(took, opTimeout - Milliseconds(50)) << msg;
-        EXPECT_LE(took, opTimeout + Milliseconds(1000)) << msg;
+        EXPECT_LE(took, opTimeout + Milliseconds(2500)) << msg;  // bounded, with room for load
         // The group is broken with that error: a later op says why, at issue or (gloo, when the
         // wait above expired before the worker failed the op) from its Work.
         expectThrowsWith<TimeoutError>(

@@ -203,7 +203,9 @@ TEST(Desync, NamesTheRankBehindAndTheOnesWaiting) {
 }
 
 TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
-  FakeJob job(4, {{"C10D_DESYNC_WAIT_MS", "300"}});
+  // A wait of a second: a new exchange (which waits that long for silent ranks) is told from
+  // reusing the report (no wait) by margins a loaded machine keeps.
+  FakeJob job(4, {{"C10D_DESYNC_WAIT_MS", "1000"}});
   auto w0 = issue(*job.groups[0], 5, 1);
   issue(*job.groups[1], 4, 0);  // idle after #3: publishes only if it fails itself (it does not)
   issue(*job.groups[3], 5, 1);
@@ -214,16 +216,16 @@ TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
   const auto start = Clock::now();
   w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
   const auto took = Clock::now() - start;
-  EXPECT_GE(took, Milliseconds(280)) << "waited for the silent ranks";
-  EXPECT_LT(took, Milliseconds(2000)) << "the wait is bounded";
+  EXPECT_GE(took, Milliseconds(980)) << "waited for the silent ranks";
+  EXPECT_LT(took, Milliseconds(5000)) << "the wait is bounded";
   expectThrowsWith<TimeoutError>([&] { w0.back()->wait(); },
                                  {"ranks 0, 3 wait in allreduce #4",
-                                  "ranks 1, 2 are silent: no position published within 300 ms"});
+                                  "ranks 1, 2 are silent: no position published within 1000 ms"});
   // A later timeout of the group carries the first report, without a new exchange.
   auto w0b = issue(*job.groups[0], 1, 1).back();
   const auto again = Clock::now();
   w0b->finish(std::make_exception_ptr(TimeoutError("again")));
-  EXPECT_LT(Clock::now() - again, Milliseconds(200));
+  EXPECT_LT(Clock::now() - again, Milliseconds(700)) << "a second exchange, not the first report";
   expectThrowsWith<TimeoutError>(
       [&] { w0b->wait(); }, {"again; desync report of group fake:world from rank 0: ranks 0, 3"});
 }

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <new>
 #include <random>
@@ -226,6 +227,44 @@ bool faultApplies(Fault f, const BackendParam& bp) {
   return bp.device.isCPU();
 }
 
+namespace {
+
+// How long after the op (or setup) timeout a survivor's error may come. The runtime reports within
+// about 1 s (its desync exchange); the rest is margin for a loaded 2-core machine, far below a
+// hang.
+constexpr double kErrorSlackMs = 2500;
+
+uint64_t runSeed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return ((static_cast<uint64_t>(rd()) << 32) | rd()) % 1'000'000'000ull;
+  }();
+  return seed;
+}
+
+const char* seedOverride() {
+  const char* v = std::getenv("C10D_FAULT_SEED");
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+}  // namespace
+
+uint64_t faultSeedBase(const std::string& caseName) {
+  if (const char* v = seedOverride()) return std::strtoull(v, nullptr, 10);
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (char ch : caseName) h = (h ^ static_cast<uint8_t>(ch)) * 16777619u;
+  return runSeed() + h;
+}
+
+std::string runSeedNote() {
+  if (const char* v = seedOverride())
+    return ::c10d::detail::str("fault seeds from C10D_FAULT_SEED=", v);
+  return ::c10d::detail::str(
+      "fault seeds of this run: ", runSeed(),
+      " + a hash of each case; replay an injection with C10D_FAULT_SEED=<its seed> "
+      "C10D_FAULT_INJECTIONS=1 and --gtest_filter on its case");
+}
+
 std::string Injection::describe() const {
   std::ostringstream ss;
   ss << faultName(fault) << " on " << backend.label() << ", " << worldSize << " ranks, "
@@ -345,7 +384,7 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
   const bool mustFail = inj.fault == Fault::kSigkill || inj.fault == Fault::kSigstop ||
                         inj.fault == Fault::kCloseConnection;
   if (mustFail && !r.injected) fail("not injected: " + r.injectNote);
-  const double limitMs = static_cast<double>(inj.opTimeout.count()) + 1000;
+  const double limitMs = static_cast<double>(inj.opTimeout.count()) + kErrorSlackMs;
   for (const SurvivorReport& s : r.survivors) {
     const std::string who = "rank " + std::to_string(s.rank) + ": ";
     const bool error =
@@ -396,8 +435,9 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
         if (r.setupFailed) {
           if (!error && s.outcome.rfind("setup:", 0) != 0) {
             fail(who + "setup failed on another rank, this one got " + s.outcome);
-          } else if (s.latencyMs > static_cast<double>(inj.setupTimeout.count()) + 1000) {
-            fail(late.str() + std::to_string(inj.setupTimeout.count() + 1000) + " ms");
+          } else if (s.latencyMs > static_cast<double>(inj.setupTimeout.count()) + kErrorSlackMs) {
+            fail(late.str() + std::to_string(inj.setupTimeout.count() + int(kErrorSlackMs)) +
+                 " ms");
           }
         } else if (s.outcome != "completed") {
           fail(who + "the workspace was unlinked after setup (a no-op), yet: " + s.outcome + ": " +
@@ -411,7 +451,7 @@ std::vector<std::string> expectationFailures(const InjectionResult& r) {
 
 void FaultTable::add(const InjectionResult& r) {
   Cell& c = cells_[{static_cast<int>(r.injection.fault), r.injection.backend.label()}];
-  const double limitMs = static_cast<double>(r.injection.opTimeout.count()) + 1000;
+  const double limitMs = static_cast<double>(r.injection.opTimeout.count()) + kErrorSlackMs;
   ++(r.injected ? c.injections : c.notInjected);
   if (r.setupFailed) ++c.setupFailures;
   c.hangs += r.hangs;
@@ -422,9 +462,10 @@ void FaultTable::add(const InjectionResult& r) {
     const bool error = s.outcome == "CommError" || s.outcome == "TimeoutError" ||
                        s.outcome == "Error" || s.outcome.rfind("setup:", 0) == 0;
     if (s.outcome == "completed") ++c.completed;
-    if (error && s.latencyMs <= (r.injection.fault == Fault::kShmUnlink
-                                     ? static_cast<double>(r.injection.setupTimeout.count()) + 1000
-                                     : limitMs))
+    if (error &&
+        s.latencyMs <= (r.injection.fault == Fault::kShmUnlink
+                            ? static_cast<double>(r.injection.setupTimeout.count()) + kErrorSlackMs
+                            : limitMs))
       ++c.errorsInTime;
     // What the error must name: the op and its seq; the store; the workspace (or, for ranks that
     // got through setup, their op and seq).

@@ -66,6 +66,14 @@ struct Injection {
   std::string describe() const;  // one line with every parameter (and the seed to replay it)
 };
 
+// The seed of a case's first injection (the others follow it: +1, +2, ...). C10D_FAULT_SEED when
+// set, to replay a seed a run printed; otherwise this run's seed (drawn once per process and
+// printed by runSeedNote()) mixed with `caseName`, so every run tries new injections and every
+// case its own.
+uint64_t faultSeedBase(const std::string& caseName);
+// "fault seeds of this run: ..." with how to replay one, for the start of a test's output.
+std::string runSeedNote();
+
 // Draws an injection of `f` on `bp` from `seed`: world size in [minWorld, maxWorld], collective,
 // count (1 to maxCount, log-uniform), victim, op index in [0, maxAtOp), delay in [0, 3 ms);
 // kShmUnlink: a 4 s setup timeout (its failures end there).

@@ -2,8 +2,8 @@
 // applies to, C10D_FAULT_INJECTIONS (default 20) random injections each, 2-8 ranks, the fault
 // anywhere in the first 40 ops, up to 262144 elements per rank. Prints every injection and the
 // fault x backend table (docs/testing.md "Fault injection"); fails on anything
-// expectationFailures() reports. Seeds C10D_FAULT_SEED (default 1) + 0, 1, ...; each line printed
-// names its seed.
+// expectationFailures() reports. Seeds faultSeedBase("stress") + 0, 1, ... (new each run, or
+// C10D_FAULT_SEED); each line printed names its seed.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -23,7 +23,8 @@ uint64_t envOr(const char* name, uint64_t fallback) {
 }
 
 TEST(FaultsStress, RandomInjectionsOnEveryBackend) {
-  const uint64_t base = envOr("C10D_FAULT_SEED", 1);
+  const uint64_t base = faultSeedBase("stress");
+  std::printf("%s\n", runSeedNote().c_str());
   const int n = static_cast<int>(envOr("C10D_FAULT_INJECTIONS", 20));
   const int maxWorld = static_cast<int>(envOr("C10D_FAULT_MAX_WORLD", 8));
   // C10D_FAULT_FILTER=<text>: only the injections whose description contains it

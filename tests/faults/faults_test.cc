@@ -3,8 +3,9 @@
 // against what the runtime guarantees (fault_injection.h, expectationFailures()). The table of
 // every injection is printed at the end. The long version is faults_stress_test.cc.
 //
-// Replay one injection: C10D_FAULT_SEED=<seed> C10D_FAULT_INJECTIONS=1 with --gtest_filter on
-// its fault and backend (each line printed names the seed).
+// Each run draws new seeds (faultSeedBase). Replay one injection: C10D_FAULT_SEED=<seed>
+// C10D_FAULT_INJECTIONS=1 with --gtest_filter on its fault and backend (each line printed names
+// the seed).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -56,10 +57,9 @@ class FaultsQuick : public ::testing::TestWithParam<Param> {};
 
 TEST_P(FaultsQuick, ErrorsNamedInTimeNoHangNoLeak) {
   const auto [fault, bp] = GetParam();
-  // A different draw per case (collectives, sizes, victims), the same on every run.
-  uint32_t h = 2166136261u;  // FNV-1a of the case name
-  for (char ch : caseName(GetParam())) h = (h ^ static_cast<uint8_t>(ch)) * 16777619u;
-  const uint64_t base = envOr("C10D_FAULT_SEED", 1300 + h % 100000);
+  // A different draw per case (collectives, sizes, victims) and per run; printed, replayable.
+  const uint64_t base = faultSeedBase(caseName(GetParam()));
+  std::printf("%s\n", runSeedNote().c_str());
   const int n = static_cast<int>(envOr("C10D_FAULT_INJECTIONS", 2));
   for (int i = 0; i < n; ++i) {
     Injection inj = randomInjection(fault, bp, base + static_cast<uint64_t>(i), 2, 3, 6, 4096);
@@ -73,7 +73,8 @@ TEST_P(FaultsQuick, ErrorsNamedInTimeNoHangNoLeak) {
                   s.message.c_str());
     }
     for (const std::string& f : expectationFailures(r))
-      ADD_FAILURE() << inj.describe() << ": " << f;
+      ADD_FAILURE() << inj.describe() << ": " << f << " (replay: C10D_FAULT_SEED=" << inj.seed
+                    << " C10D_FAULT_INJECTIONS=1)";
   }
 }
 

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <thread>
 
+#include "layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
 
@@ -20,6 +21,8 @@ namespace {
 using zero::ShardedOptimizer;
 using zero::ZeroOptions;
 using Mode = ZeroOptions::GradReduction;
+using zero::gradReductionName;
+using zero::ZeroStepStats;
 
 const std::vector<size_t> kMixed{10, 40, 25, 25, 5, 30, 0, 17, 3};
 
@@ -315,6 +318,53 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
     pg->barrier()->wait();
   });
   std::remove(ckpt.c_str());
+}
+
+// Memory, measured: what the optimizer allocates (layers/common/memory.h counts every buffer of
+// the layers) is exactly its staging (the flat buffer and two shards) plus the state of its own
+// shard, that state is about 1/N of one unsharded optimizer's, and a step allocates nothing. A
+// stray full-size allocation (a state or a buffer of every parameter) fails all three.
+TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
+  const BackendParam bp = p();
+  // Each mode in processes of its own: an earlier optimizer's buffers live on in the callbacks of
+  // Works the backend still holds, and would be freed in the middle of the next measurement.
+  for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+    const std::string path = uniqueTempPath("zero-memory");
+    expectAllRanksOk(ws(), [&](int rank, int size) {
+      auto pg = makeGroup(bp, path, rank, size);
+      const std::vector<size_t> numels = {40000, 30000, 20000, 10000, 5000, 3000, 1000, 100};
+      size_t total = 0;
+      size_t largest = 0;
+      for (size_t n : numels) total += n, largest = std::max(largest, n);
+      const std::string what = std::string(gradReductionName(mode)) + " on rank " +
+                               std::to_string(rank) + " of " + std::to_string(size);
+      ZeroModel m(numels, rank);
+      ZeroOptions o;
+      o.optimizer = referenceOptimizers()[1];  // Adam: two slots
+      o.gradReduction = mode;
+      o.bucketCapBytes = 64 << 10;
+      const int64_t before = layers::layerMemory().liveBytes;
+      ShardedOptimizer opt(m.parameters(), pg, o);
+      const int64_t built = layers::layerMemory().liveBytes - before;
+      m.produceGrads(rank, 0);
+      layers::resetLayerMemoryPeak();
+      const ZeroStepStats st = opt.step();
+      const layers::LayerMemory after = layers::layerMemory();
+
+      const size_t chunk = st.flatBytes / sizeof(float) / static_cast<size_t>(size);  // S
+      const int64_t staging = static_cast<int64_t>(st.flatBytes + 2 * chunk * sizeof(float));
+      EXPECT_EQ(built, staging + static_cast<int64_t>(st.localStateBytes))
+          << what << ": allocated other than the flat buffer, two shards and this rank's state";
+      // Greedy partition: no rank holds more than P / N plus one parameter.
+      const size_t shardBound = total / static_cast<size_t>(size) + largest;
+      EXPECT_LE(st.localStateBytes, 2 * shardBound * sizeof(float)) << what;
+      EXPECT_LE(chunk, shardBound) << what;
+      EXPECT_EQ(after.liveBytes - before, built) << what << ": a step kept memory";
+      EXPECT_EQ(after.peakBytes, after.liveBytes) << what << ": a step allocated a buffer";
+      EXPECT_EQ(st.layerBytes, static_cast<size_t>(after.liveBytes)) << what;
+      pg->barrier()->wait();
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ZeroTest, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
