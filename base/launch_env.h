@@ -30,9 +30,9 @@ struct LaunchEnv {
   int rank = -1;
   int worldSize = -1;
   int localRank = 0;
-  int localWorldSize = -1;  // -1 = unknown
-  std::string masterAddr;   // "" = unknown
-  int masterPort = -1;      // -1 = unknown
+  int localWorldSize = -1;   // -1 = unknown
+  std::string masterAddr;    // "" = unknown
+  int masterPort = -1;       // -1 = unknown
   std::string masterSource;  // where masterAddr came from, for messages ("MASTER_ADDR", ...)
   // The rank variable's name of the chosen launcher ("RANK", "OMPI_COMM_WORLD_RANK", ...).
   std::string rankVar;
