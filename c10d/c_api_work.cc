@@ -16,8 +16,8 @@ c10d::BackendInfo cudaStreamBackend(const char* fn) {
     if (info.setCurrentStream && info.currentStream) return info;
   }
   C10D_THROW(c10d::InvalidArgument, fn,
-             ": no registered backend runs on CUDA streams (this c10d was built without the nccl "
-             "backend)");
+             ": no registered backend runs on CUDA streams (this c10d was built without a CUDA "
+             "backend: nccl needs the CUDA toolkit and NCCL at build time)");
 }
 
 c10d::Work& workOf(const c10d_work_t* work, const char* fn) {
