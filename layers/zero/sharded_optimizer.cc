@@ -1,6 +1,6 @@
-// The ShardedOptimizer's step (stage gradients -> reduce to owners -> average and step the shard
-// -> allgather parameters) and its checkpoint state. Construction, the partition and the buckets
-// are in sharded_optimizer_setup.cc.
+// The ShardedOptimizer's step (gradients reduced to their owners in rounds or buckets -> average
+// and step the shard -> parameters allgathered in rounds) and its checkpoint state. Construction,
+// the partition and the buckets are in sharded_optimizer_setup.cc.
 #include "layers/zero/sharded_optimizer.h"
 
 #include <algorithm>
@@ -34,17 +34,66 @@ void ShardedOptimizer::resetStep() {
   std::fill(marked_.begin(), marked_.end(), 0);
   nextBucket_ = 0;
   launchedEarly_ = 0;
+  markWaitSeconds_ = 0;
   for (Bucket& b : buckets_) {
     b.pending = b.params.size();
     b.work.reset();
   }
 }
 
-void ShardedOptimizer::stage(size_t index) {
-  const layers::Parameter& p = params_[index];
-  if (p.data.numel == 0) return;
-  float* dst = flat_->data() + static_cast<size_t>(owner_[index]) * chunk_ + offset_[index];
-  std::memcpy(dst, p.grad.data, p.data.numel * sizeof(float));
+template <typename Fn>
+void ShardedOptimizer::forEachPiece(int r, size_t begin, size_t end, Fn&& fn) const {
+  const std::vector<size_t>& shard = shards_[static_cast<size_t>(r)];
+  // The first member ending after `begin` (members are back to back, so their ends ascend).
+  auto it = std::upper_bound(shard.begin(), shard.end(), begin, [this](size_t pos, size_t p) {
+    return pos < offset_[p] + params_[p].data.numel;
+  });
+  for (; it != shard.end() && offset_[*it] < end; ++it) {
+    const size_t p = *it;
+    const size_t lo = std::max(begin, offset_[p]);
+    const size_t hi = std::min(end, offset_[p] + params_[p].data.numel);
+    if (hi > lo) fn(p, lo - offset_[p], hi - lo, lo);
+  }
+}
+
+void ShardedOptimizer::packGrads(int r, size_t begin, size_t count, float* dst) const {
+  const size_t have = shardNumel_[static_cast<size_t>(r)];
+  const size_t end = std::min(begin + count, std::max(have, begin));
+  forEachPiece(r, begin, end, [&](size_t p, size_t pos, size_t n, size_t at) {
+    std::memcpy(dst + (at - begin), params_[p].grad.ptr<float>() + pos, n * sizeof(float));
+  });
+  std::fill(dst + (end - begin), dst + count, 0.0f);  // padding past the shard
+}
+
+void ShardedOptimizer::unpackParams(int r, size_t begin, size_t count, const float* src) const {
+  forEachPiece(r, begin, begin + count, [&](size_t p, size_t pos, size_t n, size_t at) {
+    std::memcpy(params_[p].data.ptr<float>() + pos, src + (at - begin), n * sizeof(float));
+  });
+}
+
+layers::Floats& ShardedOptimizer::acquireStaging() {
+  const size_t i = nextStaging_;
+  if (stagingWork_[i]) {
+    auto work = std::move(stagingWork_[i]);
+    waitWork(*work);
+  }
+  return *staging_[i];
+}
+
+void ShardedOptimizer::useStaging(const std::shared_ptr<Work>& work) {
+  const size_t i = nextStaging_;
+  auto keep = staging_[i];
+  work->then([keep](Work&) {});  // the buffer outlives the op, whatever happens to us
+  stagingWork_[i] = work;
+  if (!staging_[1]->empty()) nextStaging_ = 1 - i;
+}
+
+void ShardedOptimizer::drainStaging() {
+  for (size_t k = 0; k < 2; ++k) {  // the older one first
+    acquireStaging();
+    nextStaging_ = 1 - nextStaging_;
+  }
+  nextStaging_ = 0;
 }
 
 void ShardedOptimizer::markReady(size_t index) {
@@ -62,7 +111,6 @@ void ShardedOptimizer::markReady(size_t index) {
   }
   marked_[index] = 1;
   try {
-    stage(index);
     if (!buckets_.empty() && bucketOf_[index] != kNoBucket) {
       Bucket& bucket = buckets_[bucketOf_[index]];
       if (--bucket.pending == 0) {
@@ -80,12 +128,79 @@ void ShardedOptimizer::markReady(size_t index) {
 void ShardedOptimizer::launchReadyBuckets() {
   while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].pending == 0) {
     Bucket& b = buckets_[nextBucket_++];
-    const size_t base = static_cast<size_t>(b.owner) * chunk_ + b.offset;
-    b.work = group_->reduce(floats(*flat_, base, b.numel),
+    if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients
+      packGrads(b.owner, b.offset, b.numel, shardGrad_->data() + b.offset);
+      b.work = group_->reduce(floats(*shardGrad_, b.offset, b.numel),
+                              ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
+      auto keep = shardGrad_;
+      b.work->then([keep](Work&) {});
+      continue;
+    }
+    const auto t0 = Clock::now();
+    layers::Floats& buf = acquireStaging();
+    markWaitSeconds_ += secondsSince(t0);
+    packGrads(b.owner, b.offset, b.numel, buf.data());
+    b.work = group_->reduce(floats(buf, 0, b.numel),
                             ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
-    auto keep = flat_;
-    b.work->then([keep](Work&) {});  // the buffer outlives the op, whatever happens to us
+    useStaging(b.work);
   }
+}
+
+// Round t: elements [t*R, t*R + R) of every shard; rank r's part at r * R' of the staging buffer
+// (R' = R, or what is left of S in the last round).
+void ShardedOptimizer::reduceScatterRounds(ZeroStepStats& st) {
+  const size_t n = static_cast<size_t>(size_);
+  for (size_t begin = 0; begin < chunk_; begin += round_) {
+    const size_t count = std::min(round_, chunk_ - begin);
+    layers::Floats& buf = acquireStaging();
+    for (size_t r = 0; r < n; ++r)
+      packGrads(static_cast<int>(r), begin, count, buf.data() + r * count);
+    auto work =
+        group_->reduceScatterTensor(floats(*shardGrad_, begin, count), floats(buf, 0, n * count),
+                                    ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
+    auto keep = shardGrad_;
+    work->then([keep](Work&) {});
+    useStaging(work);
+    ++st.bucketsLaunched;
+  }
+  drainStaging();
+}
+
+void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
+  const size_t n = static_cast<size_t>(size_);
+  struct InFlight {
+    size_t begin = 0;
+    size_t count = 0;
+    std::shared_ptr<layers::Floats> buf;
+    std::shared_ptr<Work> work;
+  };
+  InFlight slots[2];
+  auto finish = [&](InFlight& f) {
+    if (!f.work) return;
+    waitWork(*f.work);
+    for (size_t r = 0; r < n; ++r) {
+      unpackParams(static_cast<int>(r), f.begin, f.count, f.buf->data() + r * f.count);
+    }
+    f.work.reset();
+  };
+  const size_t buffers = staging_[1]->empty() ? 1 : 2;
+  size_t k = 0;
+  for (size_t begin = 0; begin < chunk_; begin += round_, k = (k + 1) % buffers) {
+    finish(slots[k]);  // round t - 2 used this buffer
+    InFlight& f = slots[k];
+    f.begin = begin;
+    f.count = std::min(round_, chunk_ - begin);
+    f.buf = staging_[k];
+    f.work = group_->allgatherIntoTensor(floats(*f.buf, 0, n * f.count),
+                                         floats(*shardParam_, begin, f.count),
+                                         AllgatherOptions{options_.timeout});
+    auto keepIn = shardParam_;
+    auto keepOut = f.buf;
+    f.work->then([keepIn, keepOut](Work&) {});
+    ++st.rounds;
+  }
+  finish(slots[k]);  // the older of the two first
+  finish(slots[(k + 1) % buffers]);
 }
 
 ZeroStepStats ShardedOptimizer::step() {
@@ -93,39 +208,27 @@ ZeroStepStats ShardedOptimizer::step() {
   broken_.check(group_->name());
   ZeroStepStats st;
   const uint64_t stepNumber = optimizer_->steps() + 1;  // for messages
-  st.flatBytes = flat_->size() * sizeof(float);
+  st.stagingBytes = (staging_[0]->size() + staging_[1]->size()) * sizeof(float);
   try {
-    // 1. Stage what backward did not mark.
-    for (size_t p = 0; p < params_.size(); ++p) {
-      if (!marked_[p]) stage(p);
-    }
-    // 2. Reduce to the owners.
+    // 1. Reduce to the owners.
     const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
     float* grads = shardGrad_->data();
+    const auto t0 = Clock::now();
     if (chunk_ > 0) {
       if (buckets_.empty()) {
-        auto work = group_->reduceScatterTensor(
-            floats(*shardGrad_, 0, chunk_), floats(*flat_, 0, flat_->size()),
-            ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
-        auto keepIn = flat_;
-        auto keepOut = shardGrad_;
-        work->then([keepIn, keepOut](Work&) {});
-        const auto t0 = Clock::now();
-        waitWork(*work);
-        st.commSeconds += secondsSince(t0);
-        st.bucketsLaunched = 1;
+        reduceScatterRounds(st);
       } else {
         st.bucketsLaunchedEarly = launchedEarly_;
         for (Bucket& b : buckets_) b.pending = 0;
         launchReadyBuckets();
-        const auto t0 = Clock::now();
         for (Bucket& b : buckets_) waitWork(*b.work);
-        st.commSeconds += secondsSince(t0);
+        drainStaging();
         st.bucketsLaunched = buckets_.size();
-        grads = flat_->data() + static_cast<size_t>(rank_) * chunk_;
       }
     }
-    // 3. Average, and step this rank's shard on the parameters' current values.
+    st.commSeconds += secondsSince(t0);
+    st.markWaitSeconds = markWaitSeconds_;
+    // 2. Average, and step this rank's shard on the parameters' current values.
     const auto t1 = Clock::now();
     float* shardParam = shardParam_->data();
     for (size_t p : shards_[static_cast<size_t>(rank_)]) {
@@ -139,23 +242,10 @@ ZeroStepStats ShardedOptimizer::step() {
     }
     optimizer_->step(shardParam, grads);
     st.stepSeconds = secondsSince(t1);
-    // 4. Every rank's updated shard to every rank, then into the parameters.
-    if (chunk_ > 0) {
-      auto work = group_->allgatherIntoTensor(floats(*flat_, 0, flat_->size()),
-                                              floats(*shardParam_, 0, chunk_),
-                                              AllgatherOptions{options_.timeout});
-      auto keepIn = shardParam_;
-      auto keepOut = flat_;
-      work->then([keepIn, keepOut](Work&) {});
-      const auto t2 = Clock::now();
-      waitWork(*work);
-      st.commSeconds += secondsSince(t2);
-    }
-    for (size_t p = 0; p < params_.size(); ++p) {
-      if (params_[p].data.numel == 0) continue;
-      const float* src = flat_->data() + static_cast<size_t>(owner_[p]) * chunk_ + offset_[p];
-      std::memcpy(params_[p].data.data, src, params_[p].data.numel * sizeof(float));
-    }
+    // 3. Every rank's updated shard to every rank, into the parameters round by round.
+    const auto t2 = Clock::now();
+    allgatherRounds(st);
+    st.commSeconds += secondsSince(t2);
   } catch (...) {
     broken_.fail("step " + std::to_string(stepNumber), std::current_exception());
   }

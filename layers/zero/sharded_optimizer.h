@@ -21,33 +21,37 @@
 //   gets the same partition without communicating. A rank may own nothing (more ranks than
 //   parameters): it then holds no state and still takes part in every collective.
 //
-// Flat rank-major layout
-//   Rank r's shard is its parameters in ascending index order, back to back: S_r elements. With
-//   S = max_r S_r, one flat buffer of N * S floats holds rank r's shard at [r * S, r * S + S_r) and
-//   zero padding up to (r + 1) * S, so that one reduceScatterTensor / allgatherIntoTensor with
-//   equal chunks of S moves every shard to / from its owner.
+// Rank-major chunks
+//   Rank r's shard is its parameters in ascending index order, back to back: S_r elements, padded
+//   with zeros to S = max_r S_r. The optimizer keeps two shard-sized buffers (this rank's reduced
+//   gradients and its parameters) and never a full-size one: gradients and parameters move in
+//   rounds of R elements of every shard (R = bucketCapBytes / 4 / N, at most S), through two
+//   staging buffers of N * R floats used in turn, so that round t + 1 is packed while round t is in
+//   flight (one buffer when a single round moves everything).
 //
 // step()
-//   1. Each parameter's grad is copied into the flat buffer at its slot (at markReady, or in step()
-//      for parameters not marked).
-//   2. kReduceScatter: one reduceScatterTensor(SUM) of the flat buffer; rank r receives the sum of
-//      its chunk. kReduceToOwner (ShardedDDP): each owner's parameters, walked in reverse index
-//      order, are cut into buckets of at most bucketCapBytes (a bucket holds at least one
-//      parameter); a bucket is a contiguous range of the owner's chunk, and reduce(SUM, root =
-//      owner) of that range starts as soon as its last parameter is marked. Buckets are ordered by
-//      their lowest parameter index, descending (the order backward completes them) and launched
-//      in that order on every rank: a bucket complete early waits for the earlier ones (the
-//      Reducer's next_bucket rule), so every rank issues the same collectives in the same order.
-//   3. The owner divides its summed gradients by the world size (fp32 division: the mean), copies
+//   1. Gradients reach their owners (the framework's grad tensors are only read):
+//      kReduceScatter: round t packs elements [t*R, t*R + R) of every rank's shard, read straight
+//      from the grad tensors, and one reduceScatterTensor(SUM) leaves the sum of this rank's part
+//      in its shard of reduced gradients. kReduceToOwner (ShardedDDP): each owner's parameters,
+//      walked in reverse index order, are cut into buckets of at most bucketCapBytes (a bucket
+//      holds at least one parameter); a bucket is a contiguous range of the owner's shard, and
+//      reduce(SUM, root = owner) of it starts as soon as its last parameter is marked. The owner
+//      packs the bucket straight into its shard of reduced gradients; the other ranks pack it into
+//      a staging buffer, which is reused once its reduce completes (markReady() waits for the older
+//      of the two when both are in flight). Buckets are ordered by their lowest parameter index,
+//      descending (the order backward completes them) and launched in that order on every rank: a
+//      bucket complete early waits for the earlier ones (the Reducer's next_bucket rule), so every
+//      rank issues the same collectives in the same order.
+//   2. The owner divides its summed gradients by the world size (fp32 division: the mean), copies
 //      its parameters' current values out of their data tensors and runs FlatOptimizer::step on
 //      its S_r elements (torch.optim's update rules, flat_optimizer.h).
-//   4. allgatherIntoTensor of every rank's updated shard into the flat buffer, then every
-//      parameter's data tensor is overwritten with its owner's values.
+//   3. allgatherIntoTensor of every rank's updated shard in rounds of R, each round's result
+//      copied into the parameters' data tensors while the next one is in flight.
 //   The result equals one FlatOptimizer over all parameters stepped with the mean gradient, up to
-//   the backend's summation order in step 2 (bit for bit whenever the sums are exact).
-//   The framework's grad tensors are only read by this implementation; the contract allows step()
-//   to clobber the grads of parameters this rank does not own (a later version may reduce in
-//   place), so a framework must not rely on them after step().
+//   the backend's summation order in step 1 (bit for bit whenever the sums are exact).
+//   The framework's grad tensors are only read; a framework that frees each non-owned gradient
+//   after step() (or after its bucket's reduce, in kReduceToOwner) holds ZeRO-2's memory.
 //
 // Checkpoints
 //   consolidateState(dst) gathers every rank's shard state (one gather of numSlots * S floats per
@@ -85,14 +89,17 @@
 //
 // Memory (N ranks, P = total parameter elements, S = the largest shard, k = state slots)
 //   Optimizer state: k * S_r floats on rank r (the sum over ranks is exactly k * P, what one
-//   unsharded optimizer holds). Staging: the flat buffer (N * S floats, about P), this rank's shard
-//   of parameters and of reduced gradients (S floats each), and during consolidateState the gather
-//   buffers (k * N * S floats on dstRank, k * S elsewhere). Parameters and grads are the
-//   framework's non-owning views (ZeRO stage 3's parameter sharding is not done). Buffers in
-//   flight stay alive until their collective completes, so destroying the optimizer with
-//   communication in flight (after a failure) is safe. Every buffer and the state are counted
-//   (layers/common/memory.h; ZeroStepStats::layerBytes): measured, the optimizer holds exactly
-//   the staging and its shard's state, and a step allocates nothing (tests/layers/zero_test.cc).
+//   unsharded optimizer holds). Staging: this rank's shard of parameters and of reduced gradients
+//   (S floats each) and the round buffers (max(N * R, the largest kReduceToOwner bucket another
+//   rank owns) floats each: about bucketCapBytes; a second one only when there are several rounds
+//   or staged buckets), so ZeRO-2's gradient memory (P / N + two buckets) whatever the model's
+//   size; during consolidateState the gather buffers (k * N * S floats on dstRank, k * S
+//   elsewhere). Parameters and grads are the framework's non-owning views (ZeRO stage 3's
+//   parameter sharding is not done). Buffers in flight stay alive until their collective
+//   completes, so destroying the optimizer with communication in flight (after a failure) is safe.
+//   Every buffer and the state are counted (layers/common/memory.h; ZeroStepStats::layerBytes):
+//   measured, the optimizer holds exactly the staging and its shard's state, and a step allocates
+//   nothing (tests/layers/zero_test.cc).
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
 //   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
@@ -119,12 +126,11 @@ namespace zero {
 
 struct ZeroOptions {
   optim::OptimizerOptions optimizer;
-  // How gradients reach their owner: one reduceScatterTensor over a flat rank-major gradient buffer
-  // (each rank's segment padded to the largest shard), or ShardedDDP's bucketed reduce(dst = owner)
-  // launched from markReady() so it overlaps backward.
+  // How gradients reach their owner: reduceScatterTensor in rounds over every rank's shard, or
+  // ShardedDDP's bucketed reduce(dst = owner) launched from markReady() so it overlaps backward.
   enum class GradReduction { kReduceScatter, kReduceToOwner };
   GradReduction gradReduction = GradReduction::kReduceScatter;
-  size_t bucketCapBytes = 25u << 20;     // kReduceToOwner buckets
+  size_t bucketCapBytes = 25u << 20;     // kReduceToOwner buckets; the rounds' size (N * R floats)
   Milliseconds timeout = kUnsetTimeout;  // bound for every wait
 };
 
@@ -136,10 +142,12 @@ struct ZeroStepStats {
   double stepSeconds = 0;           // the optimizer's arithmetic on this rank's shard
   size_t localStateBytes = 0;       // this rank's optimizer state (slots)
   uint64_t step = 0;                // steps taken so far, this one included
-  size_t bucketsLaunched = 0;       // collectives that moved gradients (kReduceScatter: 1; 0 when
-                                    //   no parameter has elements)
+  size_t bucketsLaunched = 0;       // collectives that moved gradients (kReduceScatter: the rounds;
+                                    //   0 when no parameter has elements)
   size_t bucketsLaunchedEarly = 0;  // kReduceToOwner: launched by markReady(), before step()
-  size_t flatBytes = 0;             // the flat rank-major buffer (N * S floats)
+  double markWaitSeconds = 0;       // kReduceToOwner: markReady() waited for a staging buffer
+  size_t rounds = 0;                // allgather rounds (and kReduceScatter's reduce-scatter rounds)
+  size_t stagingBytes = 0;          // the two round buffers
   // The layers' own memory in this process after the step, measured (layers/common/memory.h:
   // this optimizer's buffers and state, and any other layer object's), and its peak since the
   // process started or the last resetLayerMemoryPeak().
@@ -164,13 +172,13 @@ class ShardedOptimizer {
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
 
   // Optional (kReduceToOwner overlaps with it; kReduceScatter just records): parameter i's local
-  // gradient is complete for this backward. Same misuse rules as Reducer::markReady.
+  // gradient is complete for this backward. Same misuse rules as Reducer::markReady. In
+  // kReduceToOwner the grads of a launched bucket are read then; the others' in step().
   void markReady(size_t index) C10D_EXCLUDES(mu_);
   // Collective: the framework has written each parameter's local (un-averaged) gradient into its
   // grad tensor. Reduces gradients to their owners and averages (sum / world size), the owner steps
   // its shard with FlatOptimizer, and every rank's parameters end equal to the owners' updated
-  // values (allgather over the flat rank-major buffer). grads of non-owned parameters may be
-  // clobbered (documented).
+  // values (allgather in rounds). The grad tensors are only read.
   ZeroStepStats step() C10D_EXCLUDES(mu_);
 
   int ownerOf(size_t param) const;
@@ -188,9 +196,11 @@ class ShardedOptimizer {
   void loadState(const optim::OptimizerState& full) C10D_EXCLUDES(mu_);
 
   size_t numParameters() const { return params_.size(); }
-  // Elements of rank r's shard (S_r) and the padded chunk size (S = max over ranks).
+  // Elements of rank r's shard (S_r), the padded shard size (S = max over ranks) and the round
+  // size (R elements of every shard per round).
   size_t shardNumel(int rank) const;
   size_t chunkNumel() const { return chunk_; }
+  size_t roundNumel() const { return round_; }
   const ZeroOptions& options() const { return options_; }
   ProcessGroup& group() const { return *group_; }
   // kReduceToOwner: the buckets' parameter indices, in launch order (empty for kReduceScatter).
@@ -214,9 +224,23 @@ class ShardedOptimizer {
   // The state functions below are called with mu_ held, or by the constructor.
   void partition() C10D_REQUIRES(mu_);
   void buildBuckets() C10D_REQUIRES(mu_);
+  void allocateStaging() C10D_REQUIRES(mu_);
   void resetStep() C10D_REQUIRES(mu_);
-  void stage(size_t index) C10D_REQUIRES(mu_);  // copies grad `index` into the flat buffer
+  // Calls fn(param, paramPos, count, shardPos) for each run of rank r's shard in [begin, end):
+  // elements [paramPos, paramPos + count) of the parameter sit at shardPos in the shard.
+  template <typename Fn>
+  void forEachPiece(int r, size_t begin, size_t end, Fn&& fn) const;
+  // The grads of rank r's shard [begin, begin + count) into dst, zero past the shard's end.
+  void packGrads(int r, size_t begin, size_t count, float* dst) const;
+  // src (rank r's shard [begin, begin + count)) into the parameters' data tensors.
+  void unpackParams(int r, size_t begin, size_t count, const float* src) const;
+  // A staging buffer free for reuse: waits for the collective still using the older one.
+  layers::Floats& acquireStaging() C10D_REQUIRES(mu_);
+  void useStaging(const std::shared_ptr<Work>& work) C10D_REQUIRES(mu_);
+  void drainStaging() C10D_REQUIRES(mu_);
   void launchReadyBuckets() C10D_REQUIRES(mu_);
+  void reduceScatterRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
+  void allgatherRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
   void waitWork(Work& work);
   std::vector<int64_t> allgatherInts(const std::vector<int64_t>& mine);
   std::vector<size_t> numels() const;
@@ -232,10 +256,15 @@ class ShardedOptimizer {
   std::vector<size_t> shardNumel_;           // per rank: S_r
   std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
   size_t chunk_ = 0;                         // S
+  size_t round_ = 0;                         // R
 
   mutable Mutex mu_;
-  // N * S (kept alive by Works in flight).
-  std::shared_ptr<layers::Floats> flat_ C10D_GUARDED_BY(mu_);
+  // The two round buffers (kept alive by Works in flight), the collective using each, and the
+  // one to use next.
+  std::shared_ptr<layers::Floats> staging_[2] C10D_GUARDED_BY(mu_);
+  std::shared_ptr<Work> stagingWork_[2] C10D_GUARDED_BY(mu_);
+  size_t nextStaging_ C10D_GUARDED_BY(mu_) = 0;
+  double markWaitSeconds_ C10D_GUARDED_BY(mu_) = 0;
   // S: this rank's reduced gradients.
   std::shared_ptr<layers::Floats> shardGrad_ C10D_GUARDED_BY(mu_);
   // S: this rank's parameters, stepped.

@@ -110,6 +110,7 @@ ShardedOptimizer::ShardedOptimizer(std::vector<layers::Parameter> params,
   }
   partition();
   if (options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) buildBuckets();
+  allocateStaging();
   marked_.assign(params_.size(), 0);
   resetStep();
 }
@@ -288,7 +289,8 @@ void ShardedOptimizer::partition() {
     shardNumel_[r] += sizes[p];
   }
   chunk_ = *std::max_element(shardNumel_.begin(), shardNumel_.end());
-  flat_ = std::make_shared<layers::Floats>(static_cast<size_t>(size_) * chunk_, 0.0f);
+  const size_t perRound = options_.bucketCapBytes / sizeof(float) / static_cast<size_t>(size_);
+  round_ = std::min(chunk_, std::max<size_t>(perRound, 1));
   shardGrad_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
   shardParam_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer,
@@ -336,6 +338,20 @@ void ShardedOptimizer::buildBuckets() {
     for (size_t p : buckets[b].params) bucketOf_[p] = b;
   }
   buckets_ = std::move(buckets);
+}
+
+void ShardedOptimizer::allocateStaging() {
+  // A round's N * R floats, or a whole bucket another rank owns. The second buffer only when
+  // there is something to overlap: several rounds, or several buckets packed into staging.
+  const size_t rounds = round_ == 0 ? 0 : (chunk_ + round_ - 1) / round_;
+  size_t numel = static_cast<size_t>(size_) * round_;
+  size_t staged = 0;
+  for (const Bucket& b : buckets_) {
+    if (b.owner != rank_) numel = std::max(numel, b.numel), ++staged;
+  }
+  const bool two = rounds > 1 || staged > 1;
+  staging_[0] = std::make_shared<layers::Floats>(numel, 0.0f);
+  staging_[1] = std::make_shared<layers::Floats>(two ? numel : 0, 0.0f);
 }
 
 std::vector<int64_t> ShardedOptimizer::allgatherInts(const std::vector<int64_t>& mine) {

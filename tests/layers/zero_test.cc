@@ -96,6 +96,10 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
   }
   for (size_t p = 0; p < seen.size(); ++p) EXPECT_EQ(seen[p], 1) << what << ": parameter " << p;
   EXPECT_EQ(opt.chunkNumel(), largest) << what;
+  // Rounds of R elements of every shard: bucketCapBytes / 4 / N, at least 1, at most S.
+  const size_t round = std::min(largest, std::max<size_t>(64 / 4 / static_cast<size_t>(size), 1));
+  EXPECT_EQ(opt.roundNumel(), round) << what;
+  const size_t rounds = round == 0 ? 0 : (largest + round - 1) / round;
 
   // State bytes: this rank holds its shard's slots only; the ranks together hold the full state.
   const size_t slots = cfg.optimizer.slotNames().size();
@@ -136,7 +140,7 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
     EXPECT_EQ(st.localStateBytes, opt.localStateBytes()) << at;
     EXPECT_GE(st.commSeconds, 0.0) << at;
     EXPECT_GE(st.stepSeconds, 0.0) << at;
-    EXPECT_EQ(st.flatBytes, static_cast<size_t>(size) * largest * sizeof(float)) << at;
+    EXPECT_EQ(st.rounds, rounds) << at;
     if (cfg.mode == Mode::kReduceToOwner) {
       EXPECT_EQ(st.bucketsLaunched, numBuckets) << at;
       if (s == 0) {
@@ -146,7 +150,7 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
         EXPECT_EQ(st.bucketsLaunchedEarly, 0u) << at;
       }
     } else {
-      EXPECT_EQ(st.bucketsLaunched, largest > 0 ? 1u : 0u) << at;
+      EXPECT_EQ(st.bucketsLaunched, rounds) << at;
       EXPECT_EQ(numBuckets, 0u) << at;
     }
     for (size_t p = 0; p < m.size(); ++p) {
@@ -321,9 +325,10 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
 }
 
 // Memory, measured: what the optimizer allocates (layers/common/memory.h counts every buffer of
-// the layers) is exactly its staging (the flat buffer and two shards) plus the state of its own
-// shard, that state is about 1/N of one unsharded optimizer's, and a step allocates nothing. A
-// stray full-size allocation (a state or a buffer of every parameter) fails all three.
+// the layers) is exactly its shards of gradients and parameters, two round buffers of about one
+// bucket each, and the state of its own shard: ZeRO-2's P / N + two buckets, whatever the model's
+// size. A stray full-size allocation (a flat gradient buffer, a state of every parameter) fails,
+// and so does a step that allocates.
 TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
   const BackendParam bp = p();
   // Each mode in processes of its own: an earlier optimizer's buffers live on in the callbacks of
@@ -332,7 +337,9 @@ TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
     const std::string path = uniqueTempPath("zero-memory");
     expectAllRanksOk(ws(), [&](int rank, int size) {
       auto pg = makeGroup(bp, path, rank, size);
-      const std::vector<size_t> numels = {40000, 30000, 20000, 10000, 5000, 3000, 1000, 100};
+      // 436 KB of parameters against 16 KiB buckets; the largest parameter is 4 KB.
+      std::vector<size_t> numels;
+      for (size_t i = 0; i < 100; ++i) numels.push_back(1000 + 10 * i);
       size_t total = 0;
       size_t largest = 0;
       for (size_t n : numels) total += n, largest = std::max(largest, n);
@@ -342,23 +349,33 @@ TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
       ZeroOptions o;
       o.optimizer = referenceOptimizers()[1];  // Adam: two slots
       o.gradReduction = mode;
-      o.bucketCapBytes = 64 << 10;
+      o.bucketCapBytes = 16 << 10;
       const int64_t before = layers::layerMemory().liveBytes;
       ShardedOptimizer opt(m.parameters(), pg, o);
       const int64_t built = layers::layerMemory().liveBytes - before;
       m.produceGrads(rank, 0);
       layers::resetLayerMemoryPeak();
+      if (mode == Mode::kReduceToOwner) {
+        for (size_t p = numels.size(); p-- > 0;) opt.markReady(p);  // buckets launched early
+      }
       const ZeroStepStats st = opt.step();
       const layers::LayerMemory after = layers::layerMemory();
 
-      const size_t chunk = st.flatBytes / sizeof(float) / static_cast<size_t>(size);  // S
-      const int64_t staging = static_cast<int64_t>(st.flatBytes + 2 * chunk * sizeof(float));
-      EXPECT_EQ(built, staging + static_cast<int64_t>(st.localStateBytes))
-          << what << ": allocated other than the flat buffer, two shards and this rank's state";
+      const size_t chunk = opt.chunkNumel();  // S
+      const int64_t shards = static_cast<int64_t>(2 * chunk * sizeof(float));
+      EXPECT_EQ(built, shards + static_cast<int64_t>(st.stagingBytes + st.localStateBytes))
+          << what << ": allocated other than two shards, the round buffers and this rank's state";
       // Greedy partition: no rank holds more than P / N plus one parameter.
       const size_t shardBound = total / static_cast<size_t>(size) + largest;
       EXPECT_LE(st.localStateBytes, 2 * shardBound * sizeof(float)) << what;
       EXPECT_LE(chunk, shardBound) << what;
+      // Two buffers of a bucket each (a round's N * R floats, or a bucket of whole parameters).
+      const size_t bucketBound = std::max<size_t>(o.bucketCapBytes, largest * sizeof(float));
+      EXPECT_LE(st.stagingBytes, 2 * bucketBound) << what;
+      if (size > 1) {  // gradients: the shard's and two buckets', less than the model
+        const size_t gradBytes = st.stagingBytes + chunk * sizeof(float);
+        EXPECT_LT(gradBytes, total * sizeof(float)) << what << ": gradient memory of the model";
+      }
       EXPECT_EQ(after.liveBytes - before, built) << what << ": a step kept memory";
       EXPECT_EQ(after.peakBytes, after.liveBytes) << what << ": a step allocated a buffer";
       EXPECT_EQ(st.layerBytes, static_cast<size_t>(after.liveBytes)) << what;
