@@ -59,9 +59,52 @@ Mlp::Mlp(MlpShape shape) : shape_(shape) {
       bn_ = std::make_unique<norm::SyncBatchNorm>(nullptr, out);
     }
   }
+  total_ = total;
   params_.assign(total, 0.0f);
   grads_.assign(total, 0.0f);
+  bindOwnArrays();
   acts_.resize(widths_.size());
+}
+
+void Mlp::bindOwnArrays() {
+  data_.assign(names_.size(), nullptr);
+  grad_.assign(names_.size(), nullptr);
+  if (params_.empty()) return;  // released: the storage binds each layer
+  for (size_t p = 0; p < names_.size(); ++p) {
+    data_[p] = params_.data() + offsets_[p];
+    grad_[p] = grads_.data() + offsets_[p];
+  }
+}
+
+std::vector<size_t> Mlp::layerParameters(size_t layer) const {
+  C10D_CHECK_ARG(layer < numLayers(), "Mlp::layerParameters: layer ", layer, " of ", numLayers());
+  std::vector<size_t> out{weightParam_[layer], weightParam_[layer] + 1};
+  if (layer == 0 && bn_) out.insert(out.end(), {bnParam_, bnParam_ + 1});
+  return out;
+}
+
+void Mlp::setLayerStorage(LayerStorage* storage) {
+  storage_ = storage;
+  bindOwnArrays();
+}
+
+void Mlp::bind(size_t p, float* data, float* grad) {
+  data_.at(p) = data;
+  grad_.at(p) = grad;
+}
+
+void Mlp::releaseArrays() {
+  C10D_CHECK(storage_ != nullptr, "Mlp::releaseArrays needs a LayerStorage to hold the layers");
+  std::vector<float>().swap(params_);
+  std::vector<float>().swap(grads_);
+  bindOwnArrays();
+}
+
+void Mlp::restoreArrays() {
+  storage_ = nullptr;
+  params_.resize(total_, 0.0f);
+  grads_.resize(total_, 0.0f);
+  bindOwnArrays();
 }
 
 void Mlp::attachGroup(std::shared_ptr<ProcessGroup> group) {
@@ -85,6 +128,7 @@ void Mlp::initialize(uint64_t seed) {
 }
 
 uint64_t Mlp::checksum() const {
+  C10D_CHECK(storage_ == nullptr, "Mlp::checksum: the parameters are in a LayerStorage");
   uint64_t h = 0xcbf29ce484222325ull;
   const auto* bytes = reinterpret_cast<const unsigned char*>(params_.data());
   for (size_t i = 0; i < params_.size() * sizeof(float); ++i) {
@@ -112,8 +156,8 @@ std::vector<layers::Parameter> Mlp::parameters() {
 void Mlp::batchNormForward(std::vector<float>& z, size_t n, bool training) {
   const size_t c = widths_[1];
   // The layer's weight and bias are the model's (the optimizer steps them in params_).
-  std::copy_n(params_.data() + offsets_[bnParam_], c, static_cast<float*>(bn_->weight().data));
-  std::copy_n(params_.data() + offsets_[bnParam_ + 1], c, static_cast<float*>(bn_->bias().data));
+  std::copy_n(data_[bnParam_], c, static_cast<float*>(bn_->weight().data));
+  std::copy_n(data_[bnParam_ + 1], c, static_cast<float*>(bn_->bias().data));
   bn_->setTraining(training);
   bnInput_ = z;
   bn_->forward(tensorOf(bnInput_.data(), bnInput_.size()), n, tensorOf(z.data(), z.size()));
@@ -124,11 +168,9 @@ void Mlp::batchNormBackward(size_t n, const std::function<void(size_t)>& onReady
   bn_->zeroGrad();
   Tensor d = tensorOf(delta_.data(), n * c);
   bn_->backward(d, d);
-  std::copy_n(static_cast<const float*>(bn_->biasGrad().data), c,
-              grads_.data() + offsets_[bnParam_ + 1]);
+  std::copy_n(static_cast<const float*>(bn_->biasGrad().data), c, grad_[bnParam_ + 1]);
   onReady(bnParam_ + 1);
-  std::copy_n(static_cast<const float*>(bn_->weightGrad().data), c,
-              grads_.data() + offsets_[bnParam_]);
+  std::copy_n(static_cast<const float*>(bn_->weightGrad().data), c, grad_[bnParam_]);
   onReady(bnParam_);
 }
 
@@ -137,6 +179,7 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n, bool tr
   for (size_t l = 0; l < numLayers(); ++l) {
     const size_t in = widths_[l];
     const size_t out = widths_[l + 1];
+    enter(l, false);
     // W is [out, in]; its transpose lets the inner loop run over contiguous outputs (an axpy the
     // compiler vectorizes) while each output still sums its inputs in index order.
     const float* w = weight(l);
@@ -160,6 +203,7 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n, bool tr
       }
     }
     if (l == 0 && bn_) batchNormForward(z, n, training);
+    leave(l, false);
     if (l + 1 < numLayers()) {
       for (float& v : z) v = v > 0.0f ? v : 0.0f;
     }
@@ -218,9 +262,12 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
       delta_[i * classes + c] = static_cast<float>((p - onehot) / static_cast<double>(n));
     }
   }
+  bool entered = false;  // layer l's storage entered already (layer 0: by bn0's backward)
   for (size_t l = numLayers(); l-- > 0;) {
     const size_t in = widths_[l];
     const size_t out = widths_[l + 1];
+    if (!entered) enter(l, true);
+    entered = false;
     const float* a = acts_[l].data();
     const float* d = delta_.data();
     float* __restrict gb = biasGrad(l);
@@ -240,7 +287,10 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
       }
     }
     onReady(weightParam_[l]);
-    if (l == 0) break;
+    if (l == 0) {
+      leave(0, true);
+      break;
+    }
     // The gradient flowing into layer l's input, through the ReLU that produced it: this is the
     // compute a data-parallel caller overlaps with the reduction of the gradients just reported.
     const float* w = weight(l);
@@ -257,7 +307,12 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
       deltaBelow_[j] = a[j] > 0.0f ? deltaBelow_[j] : 0.0f;
     }
     delta_.swap(deltaBelow_);
-    if (l == 1 && bn_) batchNormBackward(n, onReady);
+    leave(l, true);
+    if (l == 1 && bn_) {
+      enter(0, true);
+      entered = true;
+      batchNormBackward(n, onReady);
+    }
   }
 }
 

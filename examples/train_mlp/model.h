@@ -18,10 +18,17 @@
 // buckets in), before it computes the gradient flowing into the layer below: a data-parallel
 // caller starts reducing those gradients while the rest of backward runs.
 //
+// Layer storage (ZeRO-3): with setLayerStorage(s), the parameters (and gradients) of layer l live
+// wherever s binds them for the duration of the layer's pass: s->enter(l, backward) before the
+// layer's forward or backward binds its parameters with bind(), s->leave(l, backward) follows
+// (in backward, once the layer's gradients are complete and its weight no longer read). Layer 0
+// holds bn0's parameters with fc0's. releaseArrays() frees the model's own arrays meanwhile;
+// restoreArrays() brings them back (for values to be copied in) and unbinds the storage.
+//
 // Arithmetic: every sum runs in a fixed order (over the batch, then over input features), so the
 // same inputs give the same bits on every rank and every run; the loss is accumulated in double.
-// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats) and the
-// activations of the last forward (batch x sum of widths floats).
+// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats, none while
+// released) and the activations of the last forward (batch x sum of widths floats).
 #pragma once
 
 #include <cstddef>
@@ -53,6 +60,13 @@ struct MlpShape {
 
 class Mlp {
  public:
+  class LayerStorage {
+   public:
+    virtual ~LayerStorage() = default;
+    virtual void enter(size_t layer, bool backward) = 0;
+    virtual void leave(size_t layer, bool backward) = 0;
+  };
+
   explicit Mlp(MlpShape shape);
 
   // torch's nn.Linear default: weight and bias uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
@@ -74,7 +88,7 @@ class Mlp {
 
   const MlpShape& shape() const { return shape_; }
   size_t numParameters() const { return names_.size(); }
-  size_t numel() const { return params_.size(); }
+  size_t numel() const { return total_; }
   const std::string& name(size_t p) const { return names_.at(p); }
   size_t offset(size_t p) const { return offsets_.at(p); }
   std::vector<size_t> numels() const { return numels_; }
@@ -89,12 +103,27 @@ class Mlp {
   // Views of every parameter (data and grad) for the Reducer / ShardedOptimizer.
   std::vector<layers::Parameter> parameters();
 
- private:
   size_t numLayers() const { return widths_.size() - 1; }
-  float* weight(size_t l) { return params_.data() + offsets_[weightParam_[l]]; }
-  float* bias(size_t l) { return params_.data() + offsets_[weightParam_[l] + 1]; }
-  float* weightGrad(size_t l) { return grads_.data() + offsets_[weightParam_[l]]; }
-  float* biasGrad(size_t l) { return grads_.data() + offsets_[weightParam_[l] + 1]; }
+  // Layer l's parameters, in parameter order (fc<l>.weight, fc<l>.bias[, bn0.weight, bn0.bias]).
+  std::vector<size_t> layerParameters(size_t layer) const;
+  void setLayerStorage(LayerStorage* storage);
+  // From LayerStorage::enter: parameter p's values (and gradient, in backward) are at these.
+  void bind(size_t p, float* data, float* grad);
+  void releaseArrays();
+  void restoreArrays();
+
+ private:
+  float* weight(size_t l) { return data_[weightParam_[l]]; }
+  float* bias(size_t l) { return data_[weightParam_[l] + 1]; }
+  float* weightGrad(size_t l) { return grad_[weightParam_[l]]; }
+  float* biasGrad(size_t l) { return grad_[weightParam_[l] + 1]; }
+  void bindOwnArrays();
+  void enter(size_t l, bool backward) {
+    if (storage_) storage_->enter(l, backward);
+  }
+  void leave(size_t l, bool backward) {
+    if (storage_) storage_->leave(l, backward);
+  }
   // Forward of rows [0, n) of x through every layer into acts_; returns the summed loss.
   double forwardRows(const float* x, const int32_t* labels, size_t n, bool training);
   // Layer 0's pre-activation z (n x hidden) through the batch norm, in place.
@@ -107,8 +136,12 @@ class Mlp {
   std::vector<std::string> names_;
   std::vector<size_t> offsets_;
   std::vector<size_t> numels_;
+  size_t total_ = 0;  // parameter elements
   std::vector<float> params_;
   std::vector<float> grads_;
+  std::vector<float*> data_;  // per parameter: where its values are now
+  std::vector<float*> grad_;  // per parameter: where its gradient goes now
+  LayerStorage* storage_ = nullptr;
   std::vector<size_t> weightParam_;  // layer l's weight parameter (its bias follows)
   size_t bnParam_ = 0;               // bn0.weight's parameter index (bn0.bias follows)
   std::unique_ptr<norm::SyncBatchNorm> bn_;

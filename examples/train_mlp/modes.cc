@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
+#include "layers/zero/fully_sharded.h"
 #include "layers/zero/sharded_optimizer.h"
 
 namespace c10d {
@@ -171,6 +172,110 @@ class ZeroMode : public TrainingMode {
   size_t layerPeakBytes_ = 0;
 };
 
+class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
+ public:
+  Zero3Mode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
+      : model_(model),
+        rank_(group->rank()),
+        size_(group->size()),
+        fsdp_(units(model), group, fsdpOptions(o)) {
+    shard();
+  }
+
+  void markReady(size_t) override {}  // reduceGrads runs as each layer's backward ends
+  void step() override {
+    const zero::FsdpStepStats s = fsdp_.step();
+    gathers_ += s.gathers;
+    prefetched_ += s.gathersPrefetched;
+    gatherWait_ += s.gatherWaitSeconds;
+    reduceWait_ += s.reduceWaitSeconds;
+    stepSeconds_ += s.stepSeconds;
+    layerBytes_ = s.layerBytes;
+    layerPeakBytes_ = std::max(layerPeakBytes_, s.layerPeakBytes);
+  }
+  optim::OptimizerState fullState() override { return fsdp_.consolidateState(0); }
+  void loadState(const optim::OptimizerState& state) override { fsdp_.loadState(state); }
+  void materialize() override {
+    model_.restoreArrays();
+    std::vector<Tensor> views;
+    for (const layers::Parameter& p : model_.parameters()) views.push_back(p.data);
+    fsdp_.gatherParameters(views);
+  }
+  void shard() override {
+    model_.setLayerStorage(this);
+    model_.releaseArrays();
+  }
+  std::vector<std::string> summary() const override {
+    const size_t local = fsdp_.localStateBytes();
+    const size_t full = fsdp_.fullStateBytes();
+    return {
+        "zero3: rank " + std::to_string(rank_) + " holds optimizer state " + kib(local) + " of " +
+            kib(full) + " unsharded" +
+            format(" (%.1f%%), ", full > 0 ? 100.0 * static_cast<double>(local) / full : 0.0) +
+            "1/" + std::to_string(size_) + " of each of " + std::to_string(fsdp_.numUnits()) +
+            " layers' parameters",
+        "zero3: " + std::to_string(gathers_) + " layer gathers, " + std::to_string(prefetched_) +
+            " of them prefetched;" +
+            format(" blocked on gathers %.4f s, on reduce-scatters %.4f s, optimizer arithmetic "
+                   "%.4f s",
+                   gatherWait_, reduceWait_, stepSeconds_),
+        "zero3: measured, the layers' own memory on rank " + std::to_string(rank_) + ": " +
+            kib(layerBytes_) + " between steps (peak in a step " + kib(layerPeakBytes_) +
+            "): shards, state, gathered layers; the model keeps no arrays of its own while "
+            "training"};
+  }
+  bool summaryPerRank() const override { return true; }
+
+ private:
+  static std::vector<std::vector<layers::Parameter>> units(Mlp& model) {
+    const std::vector<layers::Parameter> all = model.parameters();
+    std::vector<std::vector<layers::Parameter>> out;
+    for (size_t l = 0; l < model.numLayers(); ++l) {
+      out.emplace_back();
+      for (size_t p : model.layerParameters(l)) out.back().push_back(all[p]);
+    }
+    return out;
+  }
+  static zero::FsdpOptions fsdpOptions(const TrainOptions& o) {
+    zero::FsdpOptions f;
+    f.optimizer = o.optimizer;
+    f.prefetch = o.prefetch;
+    f.timeout = o.timeout;
+    return f;
+  }
+
+  // Mlp::LayerStorage: layer l is unit l.
+  void enter(size_t layer, bool backward) override {
+    const std::vector<size_t> ps = model_.layerParameters(layer);
+    const std::vector<Tensor> data =
+        fsdp_.unshard(layer, backward ? zero::Pass::kBackward : zero::Pass::kForward);
+    std::vector<Tensor> grads;
+    if (backward) grads = fsdp_.grads(layer);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      model_.bind(ps[i], data[i].ptr<float>(), backward ? grads[i].ptr<float>() : nullptr);
+    }
+  }
+  void leave(size_t layer, bool backward) override {
+    if (backward) {
+      fsdp_.reduceGrads(layer);
+    } else if (layer + 1 < fsdp_.numUnits()) {
+      fsdp_.reshard(layer);  // the last layer stays: backward starts with it
+    }
+  }
+
+  Mlp& model_;
+  int rank_;
+  int size_;
+  zero::FullyShardedModel fsdp_;
+  size_t gathers_ = 0;
+  size_t prefetched_ = 0;
+  double gatherWait_ = 0;
+  double reduceWait_ = 0;
+  double stepSeconds_ = 0;
+  size_t layerBytes_ = 0;
+  size_t layerPeakBytes_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
@@ -184,6 +289,9 @@ std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
     case Mode::kZero:
       C10D_CHECK(group != nullptr, "zero mode needs a process group");
       return std::make_unique<ZeroMode>(options, model, std::move(group));
+    case Mode::kZero3:
+      C10D_CHECK(group != nullptr, "zero3 mode needs a process group");
+      return std::make_unique<Zero3Mode>(options, model, std::move(group));
   }
   C10D_THROW(InvalidArgument, "unknown mode");
 }

@@ -2,8 +2,11 @@
 //   local  one process: FlatOptimizer over every parameter, back to back;
 //   ddp    ddp::Reducer (gradient buckets allreduced from markReady, overlapping backward, then
 //          averaged) followed by the same FlatOptimizer on every rank;
-//   zero   zero::ShardedOptimizer: gradients reduced to their owner, each rank steps its shard of
-//          the optimizer state, parameters all-gathered.
+//   zero   zero::ShardedOptimizer (ZeRO-2): gradients reduced to their owner, each rank steps its
+//          shard of the optimizer state, parameters all-gathered.
+//   zero3  zero::FullyShardedModel (ZeRO-3, FSDP): each layer is a unit; the model's own arrays
+//          are released and each layer's parameters gathered for its forward and backward
+//          (Mlp::LayerStorage), its gradients reduce-scattered as its backward ends.
 // Each gets the gradients as the model's own grad buffers, holding this rank's micro-batch mean.
 //
 // Threads: none of their own (the layers start none); everything runs on the training thread.
@@ -40,6 +43,10 @@ class TrainingMode {
   // differ) or rank 0 alone.
   virtual std::vector<std::string> summary() const = 0;
   virtual bool summaryPerRank() const { return false; }
+  // zero3 (collective): the full parameters back in the model's own arrays, for the checksum, the
+  // evaluation or a checkpoint; shard() returns to training. No-ops in the other modes.
+  virtual void materialize() {}
+  virtual void shard() {}
 };
 
 // Builds the mode's machinery over `model`; ddp/zero broadcast rank 0's parameters (collective).

@@ -18,6 +18,8 @@ const char* modeName(Mode m) {
       return "ddp";
     case Mode::kZero:
       return "zero";
+    case Mode::kZero3:
+      return "zero3";
   }
   return "?";
 }
@@ -27,7 +29,8 @@ namespace {
 constexpr const char* kDescription =
     "train_mlp: trains a small MLP on synthetic data from a seed, in one process (--mode local) or "
     "data-parallel over the ranks c10drun starts (--mode ddp: the DDP Reducer; --mode zero: the "
-    "ZeRO sharded optimizer). The same seed and global batch give the same loss curve in every "
+    "ZeRO-2 sharded optimizer; --mode zero3: parameters sharded too, gathered layer by layer). "
+    "The same seed and global batch give the same loss curve in every "
     "mode and at every world size, within fp32 rounding.";
 
 constexpr const char* kFooter = R"(Examples:
@@ -51,6 +54,7 @@ struct RawOptions {
   double bucketCapKb = 25 * 1024;
   double firstBucketKb = 1024;
   std::string gradReduction = "reduce_scatter";
+  bool noPrefetch = false;
 };
 
 class UsageError : public InvalidArgument {
@@ -61,7 +65,9 @@ class UsageError : public InvalidArgument {
 void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.description(kDescription);
   app.footer(kFooter);
-  app.add_option("--mode", raw.mode, "local | ddp | zero (default ddp)")->type_name("MODE");
+  app.add_option("--mode", raw.mode,
+                 "local | ddp | zero (ZeRO-2; also zero2) | zero3 (FSDP) (default ddp)")
+      ->type_name("MODE");
   app.add_option("--steps", o.steps, "Optimizer steps in the whole run (default 30)")
       ->type_name("N");
   app.add_option("--seed", o.seed, "Seeds the model, the data and the shuffle (default 0)")
@@ -104,6 +110,9 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.add_option("--grad-reduction", raw.gradReduction,
                  "zero: reduce_scatter (default) | reduce_to_owner")
       ->type_name("HOW");
+  app.add_flag("--no-prefetch", raw.noPrefetch,
+               "zero3: gather each layer only when it is needed (default: the next layer's "
+               "gather overlaps this one's compute)");
   app.add_option("--checkpoint-dir", o.checkpointDir,
                  "Write checkpoints here, and resume from the newest one found at start-up")
       ->type_name("DIR");
@@ -119,10 +128,11 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
 }
 
 Mode parseMode(const std::string& s) {
-  for (Mode m : {Mode::kLocal, Mode::kDdp, Mode::kZero}) {
+  if (s == "zero2") return Mode::kZero;
+  for (Mode m : {Mode::kLocal, Mode::kDdp, Mode::kZero, Mode::kZero3}) {
     if (s == modeName(m)) return m;
   }
-  throw UsageError("--mode '" + s + "': expected local, ddp or zero");
+  throw UsageError("--mode '" + s + "': expected local, ddp, zero (zero2) or zero3");
 }
 
 size_t kbToBytes(const char* opt, double kb) {
@@ -178,6 +188,7 @@ void validate(const RawOptions& raw, TrainOptions& o) {
     throw UsageError(e.what());
   }
 
+  o.prefetch = !raw.noPrefetch;
   o.bucketCapBytes = kbToBytes("--bucket-cap-kb", raw.bucketCapKb);
   o.firstBucketBytes = kbToBytes("--first-bucket-kb", raw.firstBucketKb);
   using GR = zero::ZeroOptions::GradReduction;
@@ -202,7 +213,8 @@ void validate(const RawOptions& raw, TrainOptions& o) {
   }
   if (o.crashAtStep > 0) {
     if (o.mode == Mode::kLocal) {
-      throw UsageError("--crash-at-step crashes rank 1: it needs --mode ddp or zero on >= 2 ranks");
+      throw UsageError(
+          "--crash-at-step crashes rank 1: it needs --mode ddp, zero or zero3 on >= 2 ranks");
     }
     if (o.crashAtStep > o.steps) {
       throw UsageError("--crash-at-step " + std::to_string(o.crashAtStep) +

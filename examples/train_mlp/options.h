@@ -21,8 +21,8 @@
 namespace c10d {
 namespace example {
 
-enum class Mode { kLocal, kDdp, kZero };
-const char* modeName(Mode m);  // "local", "ddp", "zero"
+enum class Mode { kLocal, kDdp, kZero, kZero3 };
+const char* modeName(Mode m);  // "local", "ddp", "zero" (ZeRO-2; "zero2" parses too), "zero3"
 
 struct TrainOptions {
   Mode mode = Mode::kDdp;
@@ -43,6 +43,8 @@ struct TrainOptions {
   // ddp
   size_t bucketCapBytes = 25u << 20;
   size_t firstBucketBytes = 1u << 20;
+  // zero3
+  bool prefetch = true;
   // zero
   zero::ZeroOptions::GradReduction gradReduction = zero::ZeroOptions::GradReduction::kReduceScatter;
 

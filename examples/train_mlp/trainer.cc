@@ -263,13 +263,16 @@ void runTraining(const TrainOptions& o) {
       if (rank == 0) say(fmt("step %" PRIu64 " loss %.9g ms %.3f", step, mean, ms));
     }
     if (o.checkpointEvery > 0 && step % o.checkpointEvery == 0) {
+      mode->materialize();
       writeCheckpoint(o, pg.get(), rank, world, *mode, model, step);
+      mode->shard();
       if (rank == 0) say(fmt("checkpoint step %" PRIu64 " written", step));
     }
   }
   const double trainSeconds = secondsSince(trainStart);
 
   // 5. The end.
+  mode->materialize();
   const uint64_t checksum = model.checksum();
   if (pg) {
     const auto sums = allgatherInts(*pg, {static_cast<int64_t>(checksum)});

@@ -242,7 +242,6 @@ class ShardedOptimizer {
   void reduceScatterRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
   void allgatherRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
   void waitWork(Work& work);
-  std::vector<int64_t> allgatherInts(const std::vector<int64_t>& mine);
   std::vector<size_t> numels() const;
 
   std::vector<layers::Parameter> params_;

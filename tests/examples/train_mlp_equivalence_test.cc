@@ -116,11 +116,16 @@ TEST_P(TrainMlpEquivalence, EveryModeAndWorldSizeFollowsTheOneProcessCurve) {
                                  {"zero", 2, "reduce_scatter"},
                                  {"zero", 4, "reduce_scatter"},
                                  {"zero", 2, "reduce_to_owner"},
-                                 {"zero", 4, "reduce_to_owner"}};
+                                 {"zero", 4, "reduce_to_owner"},
+                                 {"zero3", 2, ""},
+                                 {"zero3", 4, ""},
+                                 {"zero3", 4, "no_prefetch"}};
   double worst = 0;
+  std::string zeroOn2;  // final params of ZeRO-2 (reduce-scatter) on 2 ranks
   for (const Run& r : runs) {
     std::vector<std::string> args = concat(common, {"--mode", r.mode, "--backend", backend});
-    if (!r.gradReduction.empty()) args = concat(args, {"--grad-reduction", r.gradReduction});
+    if (r.mode == "zero") args = concat(args, {"--grad-reduction", r.gradReduction});
+    if (r.gradReduction == "no_prefetch") args.push_back("--no-prefetch");
     const std::string what =
         r.mode + " " + r.gradReduction + " on " + std::to_string(r.ranks) + " ranks, " + backend;
     const Training t = runTraining(r.ranks, args);
@@ -140,6 +145,24 @@ TEST_P(TrainMlpEquivalence, EveryModeAndWorldSizeFollowsTheOneProcessCurve) {
           countsOf(t.line("launched during backward"), "gradient collectives");
       EXPECT_GT(launched, 0) << what << "\n" << t.describe();
       EXPECT_EQ(early, launched) << what << "\n" << t.describe();
+    }
+    if (r.mode == "zero" && r.ranks == 2 && r.gradReduction == "reduce_scatter") {
+      zeroOn2 = t.finalParams;
+    }
+    if (r.mode == "zero3") {
+      // Two ranks' sums are order-free, so ZeRO-3 must end bit-identical to ZeRO-2.
+      if (r.ranks == 2) EXPECT_EQ(t.finalParams, zeroOn2) << what;
+      // Every layer gathered for forward and (but the last) for backward; all but the first of
+      // each pass prefetched, unless told not to.
+      // "zero3: <gathers> layer gathers, <prefetched> of them prefetched; ..."
+      const std::string line = t.line("layer gathers");
+      const int gathers = std::atoi(line.c_str() + line.find(':') + 1);
+      const int prefetched = std::atoi(line.c_str() + line.find(',') + 1);
+      const int perStep = gathers / static_cast<int>(kSteps);
+      EXPECT_EQ(gathers % static_cast<int>(kSteps), 0) << what << ": " << line;
+      EXPECT_GE(perStep, 3) << what << ": " << line;  // 2L - 1 per step, L >= 2
+      EXPECT_EQ(prefetched, r.gradReduction == "no_prefetch" ? 0 : gathers - int(kSteps))
+          << what << ": " << line;
     }
     if (r.mode == "ddp" && r.ranks == 1) {
       // One rank: the allreduce is the identity and the division by 1 exact, so the run is the

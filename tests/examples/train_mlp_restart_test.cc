@@ -83,15 +83,14 @@ TEST_P(TrainMlpRestart, CrashedRankRestartsAndEndsBitIdentical) {
   EXPECT_EQ(crashed.loss, whole.loss) << crashed.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(, TrainMlpRestart,
-                         ::testing::Values(RestartCase{"ddp", ""},
-                                           RestartCase{"zero", "reduce_scatter"},
-                                           RestartCase{"zero", "reduce_to_owner"}),
-                         [](const ::testing::TestParamInfo<RestartCase>& info) {
-                           return info.param.mode + (info.param.gradReduction.empty()
-                                                         ? ""
-                                                         : "_" + info.param.gradReduction);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    , TrainMlpRestart,
+    ::testing::Values(RestartCase{"ddp", ""}, RestartCase{"zero", "reduce_scatter"},
+                      RestartCase{"zero", "reduce_to_owner"}, RestartCase{"zero3", ""}),
+    [](const ::testing::TestParamInfo<RestartCase>& info) {
+      return info.param.mode +
+             (info.param.gradReduction.empty() ? "" : "_" + info.param.gradReduction);
+    });
 
 struct ResumeCase {
   std::string writeMode;
@@ -139,7 +138,9 @@ TEST_P(TrainMlpResume, CheckpointResumesAtAnotherWorldSize) {
 INSTANTIATE_TEST_SUITE_P(, TrainMlpResume,
                          ::testing::Values(ResumeCase{"ddp", 2, "ddp", 4},
                                            ResumeCase{"zero", 2, "zero", 4},
-                                           ResumeCase{"zero", 2, "local", 1}),
+                                           ResumeCase{"zero", 2, "local", 1},
+                                           ResumeCase{"zero3", 2, "zero3", 4},
+                                           ResumeCase{"zero3", 4, "ddp", 2}),
                          [](const ::testing::TestParamInfo<ResumeCase>& info) {
                            const ResumeCase& c = info.param;
                            return c.writeMode + std::to_string(c.writeRanks) + "_to_" +
@@ -161,7 +162,7 @@ void expectFails(const Training& t, int exitCode, const std::vector<std::string>
 
 TEST(TrainMlpErrors, BadModeIsAUsageError) {
   expectFails(runTraining(1, {"--mode", "fsdp"}), 2,
-              {"[rank0]: train_mlp: --mode 'fsdp': expected local, ddp or zero"});
+              {"[rank0]: train_mlp: --mode 'fsdp': expected local, ddp, zero (zero2) or zero3"});
 }
 
 TEST(TrainMlpErrors, GlobalBatchNotDivisibleByTheWorldSize) {

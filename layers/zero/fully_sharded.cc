@@ -1,0 +1,454 @@
+// FullyShardedModel (ZeRO-3): construction, the unit gathers and gradient reductions, the step and
+// the checkpoint state. The contract is in fully_sharded.h.
+#include "layers/zero/fully_sharded.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "base/error.h"
+#include "core/broadcast_coalesced.h"
+#include "layers/zero/start_up.h"
+
+namespace c10d {
+namespace zero {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::shared_ptr<ProcessGroup> checkedGroup(std::shared_ptr<ProcessGroup> group) {
+  C10D_CHECK_ARG(group != nullptr, "FullyShardedModel: null process group");
+  return group;
+}
+
+// A 63-bit FNV-1a of the unit layout (parameters per unit), compared across ranks.
+int64_t layoutFingerprint(const std::vector<std::vector<size_t>>& units) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& u : units) h = (h ^ u.size()) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);
+}
+
+}  // namespace
+
+FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
+                                     std::shared_ptr<ProcessGroup> group, FsdpOptions options)
+    : group_(checkedGroup(std::move(group))),
+      options_(std::move(options)),
+      rank_(group_->rank()),
+      size_(group_->size()) {
+  std::string problem;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (units[u].empty() && problem.empty()) {
+      problem = "unit " + std::to_string(u) + " has no parameters";
+    }
+    unitParams_.emplace_back();
+    for (layers::Parameter& p : units[u]) {
+      unitParams_.back().push_back(params_.size());
+      params_.push_back(std::move(p));
+    }
+  }
+  StartUpCheck check;
+  check.layer = "FullyShardedModel";
+  check.params = &params_;
+  check.checkGrads = false;
+  check.optimizer = &options_.optimizer;
+  check.optionsProblem = problem;
+  check.settings.push_back(
+      {"the number of units", static_cast<int64_t>(unitParams_.size()), nullptr});
+  check.settings.push_back({"the units' parameter counts", layoutFingerprint(unitParams_),
+                            [](int64_t) { return std::string("another layout"); }});
+  check.settings.push_back({"FsdpOptions::prefetch", options_.prefetch ? 1 : 0,
+                            [](int64_t v) { return std::string(v ? "true" : "false"); }});
+  check.timeout = options_.timeout;
+  verifyAcrossRanks(*group_, check);
+
+  if (size_ > 1 && !params_.empty()) {
+    std::vector<Tensor> tensors;
+    for (const layers::Parameter& p : params_) tensors.push_back(p.data);
+    broadcastCoalesced(*group_, tensors, kDefaultBroadcastBucketBytes, 0)->wait(options_.timeout);
+  }
+
+  // The layout: each unit's flat parameter, split in N chunks of C_u.
+  const auto n = static_cast<size_t>(size_);
+  unitOf_.assign(params_.size(), 0);
+  unitOffset_.assign(params_.size(), 0);
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    size_t numel = 0;
+    for (size_t p : unitParams_[u]) {
+      unitOf_[p] = u;
+      unitOffset_[p] = numel;
+      numel += params_[p].data.numel;
+    }
+    unitNumels_.push_back(numel);
+    unitChunk_.push_back((numel + n - 1) / n);
+    unitShardOffset_.push_back(local_);
+    local_ += unitChunk_.back();
+  }
+
+  MutexLock lock(mu_);
+  units_.resize(unitParams_.size());
+  shardParam_ = std::make_shared<layers::Floats>(local_, 0.0f);
+  shardGrad_ = std::make_shared<layers::Floats>(local_, 0.0f);
+  optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer, local_);
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
+    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
+      std::memcpy(shardParam_->data() + unitShardOffset_[u] + (at - begin),
+                  params_[p].data.ptr<float>() + pos, count * sizeof(float));
+    });
+  }
+  // The framework's views are not kept: it may free them now.
+  for (layers::Parameter& p : params_) {
+    p.data = Tensor(nullptr, p.data.numel, DataType::kFloat32);
+    p.grad = Tensor();
+  }
+}
+
+FullyShardedModel::~FullyShardedModel() = default;
+
+template <typename Fn>
+void FullyShardedModel::forEachRun(size_t unit, size_t begin, size_t end, Fn&& fn) const {
+  for (size_t p : unitParams_[unit]) {
+    const size_t lo = std::max(begin, unitOffset_[p]);
+    const size_t hi = std::min(end, unitOffset_[p] + params_[p].data.numel);
+    if (hi > lo) fn(p, lo - unitOffset_[p], hi - lo, lo);
+  }
+}
+
+std::string FullyShardedModel::describe(size_t unit) const {
+  const auto& ps = unitParams_[unit];
+  std::string s = "unit " + std::to_string(unit);
+  if (!ps.empty() && !params_[ps.front()].name.empty()) {
+    s += " ('" + params_[ps.front()].name + "'" +
+         (ps.size() > 1 ? " and " + std::to_string(ps.size() - 1) + " more" : "") + ")";
+  }
+  return s;
+}
+
+void FullyShardedModel::checkUnit(size_t unit, const char* fn) const {
+  C10D_CHECK_ARG(unit < unitParams_.size(), "FullyShardedModel::", fn, ": unit ", unit,
+                 " out of range: the model has ", unitParams_.size(), " units (group ",
+                 group_->name(), ")");
+}
+
+std::vector<Tensor> FullyShardedModel::viewsOf(size_t unit, layers::Floats& buf) const {
+  std::vector<Tensor> views;
+  for (size_t p : unitParams_[unit]) {
+    views.push_back(tensorOf(buf.data() + unitOffset_[p], params_[p].data.numel));
+  }
+  return views;
+}
+
+void FullyShardedModel::startGather(size_t unit, bool prefetch) {
+  Unit& u = units_[unit];
+  if (u.full) return;  // gathered or on its way
+  const size_t chunk = unitChunk_[unit];
+  u.full = std::make_shared<layers::Floats>(static_cast<size_t>(size_) * chunk, 0.0f);
+  if (chunk == 0) return;  // no elements: nothing to move
+  u.gather =
+      group_->allgatherIntoTensor(tensorOf(u.full->data(), u.full->size()),
+                                  tensorOf(shardParam_->data() + unitShardOffset_[unit], chunk),
+                                  AllgatherOptions{options_.timeout});
+  u.keep = layers::KeepAlive(*u.gather, {shardParam_, u.full});
+  ++current_.gathers;
+  if (prefetch) ++current_.gathersPrefetched;
+}
+
+void FullyShardedModel::waitGather(size_t unit) {
+  Unit& u = units_[unit];
+  if (!u.gather) return;
+  const auto t0 = Clock::now();
+  auto work = std::move(u.gather);
+  work->wait(options_.timeout);
+  u.keep.release();
+  current_.gatherWaitSeconds += secondsSince(t0);
+}
+
+std::vector<Tensor> FullyShardedModel::unshard(size_t unit, Pass pass) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkUnit(unit, "unshard");
+  try {
+    startGather(unit, false);
+    if (options_.prefetch) {
+      if (pass == Pass::kForward && unit + 1 < units_.size()) startGather(unit + 1, true);
+      if (pass == Pass::kBackward && unit > 0) startGather(unit - 1, true);
+    }
+    waitGather(unit);
+  } catch (...) {
+    broken_.fail("unshard(" + describe(unit) + ")", std::current_exception());
+  }
+  Unit& u = units_[unit];
+  if (pass == Pass::kBackward && !u.grad) {
+    u.grad = std::make_shared<layers::Floats>(u.full->size(), 0.0f);
+  }
+  return viewsOf(unit, *u.full);
+}
+
+void FullyShardedModel::reshard(size_t unit) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkUnit(unit, "reshard");
+  try {
+    waitGather(unit);  // its errors surface here, not in a later op
+  } catch (...) {
+    broken_.fail("reshard(" + describe(unit) + ")", std::current_exception());
+  }
+  units_[unit].full.reset();
+}
+
+std::vector<Tensor> FullyShardedModel::grads(size_t unit) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkUnit(unit, "grads");
+  Unit& u = units_[unit];
+  C10D_CHECK_ARG(u.grad != nullptr, "FullyShardedModel::grads: ", describe(unit),
+                 " is not in backward: call unshard(", unit, ", Pass::kBackward) first (group ",
+                 group_->name(), ")");
+  return viewsOf(unit, *u.grad);
+}
+
+void FullyShardedModel::finishOldestReduction() {
+  Reduction r = std::move(reductions_.front());
+  reductions_.pop_front();
+  const auto t0 = Clock::now();
+  r.work->wait(options_.timeout);
+  r.keep.release();  // the unit's full gradients
+  current_.reduceWaitSeconds += secondsSince(t0);
+  float* dst = shardGrad_->data() + unitShardOffset_[r.unit];
+  const float* src = r.out->data();
+  for (size_t i = 0; i < r.out->size(); ++i) dst[i] += src[i];  // several backwards accumulate
+}
+
+void FullyShardedModel::reduceGrads(size_t unit) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkUnit(unit, "reduceGrads");
+  Unit& u = units_[unit];
+  C10D_CHECK_ARG(u.grad != nullptr, "FullyShardedModel::reduceGrads: ", describe(unit),
+                 " is not in backward (reduced already, or never unshard(", unit,
+                 ", Pass::kBackward)) (group ", group_->name(), ")");
+  try {
+    const size_t chunk = unitChunk_[unit];
+    auto grad = std::move(u.grad);
+    u.full.reset();
+    if (chunk == 0) return;
+    // One reduction in flight at most (the previous unit's, overlapping this unit's backward): its
+    // full gradients and this unit's are what backward holds.
+    while (!reductions_.empty()) finishOldestReduction();
+    Reduction r;
+    r.unit = unit;
+    r.out = std::make_shared<layers::Floats>(chunk, 0.0f);
+    r.work = group_->reduceScatterTensor(tensorOf(r.out->data(), chunk),
+                                         tensorOf(grad->data(), grad->size()),
+                                         ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
+    r.keep = layers::KeepAlive(*r.work, {grad, r.out});
+    reductions_.push_back(std::move(r));
+    ++current_.reduceScatters;
+  } catch (...) {
+    broken_.fail("reduceGrads(" + describe(unit) + ")", std::current_exception());
+  }
+}
+
+void FullyShardedModel::dropGathered() {
+  for (size_t u = 0; u < units_.size(); ++u) {
+    waitGather(u);
+    units_[u].full.reset();
+  }
+}
+
+FsdpStepStats FullyShardedModel::step() {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  for (size_t u = 0; u < units_.size(); ++u) {
+    C10D_CHECK_ARG(units_[u].grad == nullptr, "FullyShardedModel::step: ", describe(u),
+                   " is in backward: reduceGrads(", u, ") first (group ", group_->name(), ")");
+  }
+  const uint64_t stepNumber = optimizer_->steps() + 1;
+  try {
+    while (!reductions_.empty()) finishOldestReduction();
+    dropGathered();  // stale after this step
+    const auto t0 = Clock::now();
+    float* grads = shardGrad_->data();
+    if (size_ > 1) {
+      const auto n = static_cast<float>(size_);
+      for (size_t i = 0; i < local_; ++i) grads[i] /= n;
+    }
+    optimizer_->step(shardParam_->data(), grads);
+    std::fill(grads, grads + local_, 0.0f);
+    current_.stepSeconds = secondsSince(t0);
+  } catch (...) {
+    broken_.fail("step " + std::to_string(stepNumber), std::current_exception());
+  }
+  FsdpStepStats st = current_;
+  current_ = FsdpStepStats{};
+  st.step = optimizer_->steps();
+  st.localStateBytes = optimizer_->stateBytes();
+  st.shardBytes = 2 * local_ * sizeof(float);
+  const layers::LayerMemory memory = layers::layerMemory();
+  st.layerBytes = static_cast<size_t>(memory.liveBytes);
+  st.layerPeakBytes = static_cast<size_t>(memory.peakBytes);
+  layers::resetLayerMemoryPeak();
+  lastStats_ = st;
+  return st;
+}
+
+void FullyShardedModel::gatherParameters(const std::vector<Tensor>& out) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  C10D_CHECK_ARG(out.size() == params_.size(), "FullyShardedModel::gatherParameters: ", out.size(),
+                 " views for ", params_.size(), " parameters (group ", group_->name(), ")");
+  for (size_t p = 0; p < params_.size(); ++p) {
+    C10D_CHECK_ARG(out[p].numel == params_[p].data.numel && out[p].dtype == DataType::kFloat32 &&
+                       out[p].device.isCPU() && (out[p].data != nullptr || out[p].numel == 0),
+                   "FullyShardedModel::gatherParameters: the view of ",
+                   layers::describeParameter(params_, p), " is not ", params_[p].data.numel,
+                   " float32 elements on the CPU");
+  }
+  try {
+    for (size_t u = 0; u < units_.size(); ++u) {
+      const bool had = units_[u].full != nullptr;
+      startGather(u, false);
+      waitGather(u);
+      for (size_t p : unitParams_[u]) {
+        if (params_[p].data.numel == 0) continue;
+        std::memcpy(out[p].data, units_[u].full->data() + unitOffset_[p],
+                    params_[p].data.numel * sizeof(float));
+      }
+      if (!had) units_[u].full.reset();
+    }
+  } catch (...) {
+    broken_.fail("gatherParameters", std::current_exception());
+  }
+}
+
+void FullyShardedModel::loadParameters(const std::vector<Tensor>& full) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  C10D_CHECK_ARG(full.size() == params_.size(), "FullyShardedModel::loadParameters: ", full.size(),
+                 " views for ", params_.size(), " parameters (group ", group_->name(), ")");
+  for (size_t p = 0; p < params_.size(); ++p) {
+    C10D_CHECK_ARG(full[p].numel == params_[p].data.numel && full[p].dtype == DataType::kFloat32 &&
+                       full[p].device.isCPU() && (full[p].data != nullptr || full[p].numel == 0),
+                   "FullyShardedModel::loadParameters: the view of ",
+                   layers::describeParameter(params_, p), " is not ", params_[p].data.numel,
+                   " float32 elements on the CPU");
+  }
+  dropGathered();
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
+    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
+      std::memcpy(shardParam_->data() + unitShardOffset_[u] + (at - begin),
+                  full[p].ptr<float>() + pos, count * sizeof(float));
+    });
+  }
+}
+
+optim::OptimizerState FullyShardedModel::consolidateState(int dstRank) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  C10D_CHECK_ARG(dstRank >= 0 && dstRank < size_, "FullyShardedModel::consolidateState: dstRank ",
+                 dstRank, " out of range [0, ", size_, ") (group ", group_->name(), ")");
+  optim::OptimizerState st;
+  st.options = options_.optimizer;
+  st.steps = optimizer_->steps();
+  const size_t k = optimizer_->numSlots();
+  for (size_t j = 0; j < k; ++j) st.slotNames.push_back(optimizer_->slotName(j));
+  const auto n = static_cast<size_t>(size_);
+  const size_t block = k * local_;  // rank r's slots, back to back, land at r * block
+  auto recv = std::make_shared<layers::Floats>(rank_ == dstRank ? n * block : 0, 0.0f);
+  if (block > 0) {
+    try {
+      auto send = std::make_shared<layers::Floats>(block, 0.0f);
+      for (size_t j = 0; j < k; ++j) {
+        std::copy(optimizer_->slot(j), optimizer_->slot(j) + local_, send->data() + j * local_);
+      }
+      std::vector<Tensor> outputs;
+      if (rank_ == dstRank) {
+        for (size_t r = 0; r < n; ++r) outputs.push_back(tensorOf(recv->data() + r * block, block));
+      }
+      auto work = group_->gather(outputs, tensorOf(send->data(), block),
+                                 GatherOptions{dstRank, options_.timeout});
+      work->then([send, recv](Work&) {});
+      work->wait(options_.timeout);
+    } catch (...) {
+      broken_.fail("consolidateState(" + std::to_string(dstRank) + ")", std::current_exception());
+    }
+  }
+  if (rank_ != dstRank) return st;
+  st.slots.resize(params_.size());
+  for (size_t p = 0; p < params_.size(); ++p) {
+    st.slots[p].assign(k, std::vector<float>(params_[p].data.numel));
+  }
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t chunk = unitChunk_[u];
+    for (size_t r = 0; r < n; ++r) {
+      forEachRun(u, r * chunk, (r + 1) * chunk, [&](size_t p, size_t pos, size_t count, size_t at) {
+        for (size_t j = 0; j < k; ++j) {
+          const float* src =
+              recv->data() + r * block + j * local_ + unitShardOffset_[u] + (at - r * chunk);
+          std::copy(src, src + count, st.slots[p][j].begin() + static_cast<ptrdiff_t>(pos));
+        }
+      });
+    }
+  }
+  return st;
+}
+
+void FullyShardedModel::loadState(const optim::OptimizerState& full) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  full.checkCompatible(options_.optimizer, numels(),
+                       "FullyShardedModel::loadState (group " + group_->name() + ")", names());
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
+    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
+      for (size_t j = 0; j < optimizer_->numSlots(); ++j) {
+        const float* src = full.slots[p][j].data() + pos;
+        std::copy(src, src + count, optimizer_->slot(j) + unitShardOffset_[u] + (at - begin));
+      }
+    });
+  }
+  optimizer_->setSteps(full.steps);
+}
+
+size_t FullyShardedModel::localStateBytes() const {
+  MutexLock lock(mu_);
+  return optimizer_->stateBytes();
+}
+
+size_t FullyShardedModel::fullStateBytes() const {
+  size_t total = 0;
+  for (size_t n : unitNumels_) total += n;
+  return total * options_.optimizer.slotNames().size() * sizeof(float);
+}
+
+uint64_t FullyShardedModel::steps() const {
+  MutexLock lock(mu_);
+  return optimizer_->steps();
+}
+
+FsdpStepStats FullyShardedModel::lastStats() const {
+  MutexLock lock(mu_);
+  return lastStats_;
+}
+
+std::vector<size_t> FullyShardedModel::numels() const {
+  std::vector<size_t> out;
+  for (const layers::Parameter& p : params_) out.push_back(p.data.numel);
+  return out;
+}
+
+std::vector<std::string> FullyShardedModel::names() const {
+  std::vector<std::string> out;
+  for (const layers::Parameter& p : params_) out.push_back(p.name);
+  return out;
+}
+
+}  // namespace zero
+}  // namespace c10d

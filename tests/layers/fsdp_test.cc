@@ -1,0 +1,289 @@
+// FullyShardedModel (ZeRO-3): k steps of forward (gather per unit, with and without prefetch) and
+// backward (gather again, gradients reduce-scattered per unit) on N ranks equal one unsharded
+// FlatOptimizer stepped with the mean gradient, bit for bit (the exact gradients of
+// tests/layers/zero_fixture.h), for SGD / Adam / AdamW: every unit's gathered parameters equal the
+// reference's at every unshard, the full parameters and the consolidated state equal it after the
+// run; gradients of two backward passes accumulate; a full state and parameters loaded into a new
+// model continue the same run; the memory the layer allocates is its shards plus at most two
+// units' parameters and two units' gradients; misuse and start-up differences are errors on every
+// rank. Every CPU backend, world sizes 1-4.
+#include <algorithm>
+#include <numeric>
+
+#include "layers/common/memory.h"
+#include "layers/zero/fully_sharded.h"
+#include "tests/common/multiproc.h"
+#include "tests/layers/zero_fixture.h"
+
+namespace c10d {
+namespace test {
+namespace {
+
+using zero::FsdpOptions;
+using zero::FsdpStepStats;
+using zero::FullyShardedModel;
+using zero::Pass;
+
+using FsdpTest = ZeroTest;
+
+// Parameters of kNumels grouped into units (a unit with an empty parameter, units of one).
+const std::vector<size_t> kNumels{7, 1, 13, 0, 5, 33, 2, 9};
+const std::vector<std::vector<size_t>> kUnits{{0, 1}, {2}, {3, 4}, {5, 6, 7}};
+
+std::vector<std::vector<layers::Parameter>> unitsOf(ZeroModel& m,
+                                                    const std::vector<std::vector<size_t>>& units) {
+  const std::vector<layers::Parameter> all = m.parameters();
+  std::vector<std::vector<layers::Parameter>> out;
+  for (const auto& u : units) {
+    out.emplace_back();
+    for (size_t p : u) out.back().push_back(all[p]);
+  }
+  return out;
+}
+
+void expectViewsEqual(const std::vector<Tensor>& views, const std::vector<size_t>& unit,
+                      const ReferenceOptimizer& ref, const std::string& what) {
+  ASSERT_EQ(views.size(), unit.size()) << what;
+  for (size_t i = 0; i < unit.size(); ++i) {
+    EXPECT_TRUE(sameBits(views[i].ptr<float>(), ref.param(unit[i]), views[i].numel))
+        << what << ": parameter " << unit[i];
+  }
+}
+
+// One training step as a framework runs it: forward unit by unit (each resharded after use but the
+// last), backward last to first writing this rank's gradients of `step`; `passes` backward passes
+// (the ones after the first write zeros: the sum must be the first pass's).
+void trainStep(FullyShardedModel& fsdp, const std::vector<std::vector<size_t>>& units, int rank,
+               int step, const ReferenceOptimizer& ref, const std::string& what, int passes = 1) {
+  const size_t n = units.size();
+  for (size_t u = 0; u < n; ++u) {
+    expectViewsEqual(fsdp.unshard(u, Pass::kForward), units[u], ref,
+                     what + ", forward of unit " + std::to_string(u));
+    if (u + 1 < n) fsdp.reshard(u);
+  }
+  for (int pass = 0; pass < passes; ++pass) {
+    for (size_t u = n; u-- > 0;) {
+      expectViewsEqual(fsdp.unshard(u, Pass::kBackward), units[u], ref,
+                       what + ", backward of unit " + std::to_string(u));
+      const std::vector<Tensor> g = fsdp.grads(u);
+      for (size_t i = 0; i < units[u].size(); ++i) {
+        for (size_t e = 0; e < g[i].numel; ++e) {
+          g[i].ptr<float>()[e] = pass == 0 ? gradValue(rank, units[u][i], e, step) : 0.0f;
+        }
+      }
+      fsdp.reduceGrads(u);
+    }
+  }
+}
+
+void expectFullParamsEqual(FullyShardedModel& fsdp, const ReferenceOptimizer& ref,
+                           const std::string& what) {
+  std::vector<std::vector<float>> full;
+  std::vector<Tensor> views;
+  for (size_t n : kNumels) full.emplace_back(n, -1.0f);
+  for (auto& f : full) views.push_back(tensorOf(f.data(), f.size()));
+  fsdp.gatherParameters(views);
+  for (size_t p = 0; p < kNumels.size(); ++p) {
+    EXPECT_TRUE(sameBits(full[p].data(), ref.param(p), kNumels[p])) << what << ": parameter " << p;
+  }
+}
+
+TEST_P(FsdpTest, StepsEqualOneOptimizerOverTheMeanGradient) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-ref");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (bool prefetch : {true, false}) {
+      for (const optim::OptimizerOptions& o : referenceOptimizers()) {
+        const std::string what = o.describe() + (prefetch ? ", prefetch" : ", no prefetch") +
+                                 " on rank " + std::to_string(rank);
+        ZeroModel m(kNumels, rank);
+        FsdpOptions fo;
+        fo.optimizer = o;
+        fo.prefetch = prefetch;
+        FullyShardedModel fsdp(unitsOf(m, kUnits), pg, fo);
+        ReferenceOptimizer ref(o, kNumels);
+        const size_t units = kUnits.size();
+        for (int s = 0; s < 3; ++s) {
+          const std::string at = what + ", step " + std::to_string(s + 1);
+          trainStep(fsdp, kUnits, rank, s, ref, at, s == 1 ? 2 : 1);
+          const FsdpStepStats st = fsdp.step();
+          ref.step(size, s);
+          EXPECT_EQ(st.step, static_cast<uint64_t>(s + 1)) << at;
+          // Forward gathers every unit, the first backward all but the last (kept from forward),
+          // a second backward every unit again; with prefetch, all but the first of each pass.
+          const size_t passes = s == 1 ? 2 : 1;
+          EXPECT_EQ(st.gathers, units + (units - 1) + (passes - 1) * units) << at;
+          EXPECT_EQ(st.gathersPrefetched, prefetch ? st.gathers - passes : 0) << at;
+          EXPECT_EQ(st.reduceScatters, (s == 1 ? 2 : 1) * units) << at;
+        }
+        expectFullParamsEqual(fsdp, ref, what + ": gatherParameters");
+        // Every rank holds 1/N of every unit, padded: (2 + k) * sum ceil(U_u / N) floats.
+        size_t local = 0;
+        for (const auto& u : kUnits) {
+          size_t numel = 0;
+          for (size_t p : u) numel += kNumels[p];
+          local += (numel + static_cast<size_t>(size) - 1) / static_cast<size_t>(size);
+        }
+        EXPECT_EQ(fsdp.localNumel(), local) << what;
+        EXPECT_EQ(fsdp.localStateBytes(), o.slotNames().size() * local * sizeof(float)) << what;
+        for (int dst : {0, size - 1}) {
+          const optim::OptimizerState full = fsdp.consolidateState(dst);
+          if (rank == dst) {
+            expectStateEqual(full, ref.state(), what + ": consolidateState");
+          } else {
+            EXPECT_TRUE(full.slots.empty()) << what;
+          }
+        }
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// A full state and full parameters (as a checkpoint saved at any world size holds them) loaded into
+// a fresh model: the next step equals the uninterrupted reference's.
+TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-load");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const optim::OptimizerOptions o = referenceOptimizers()[1];  // Adam
+    ReferenceOptimizer ref(o, kNumels);
+    for (int s = 0; s < 2; ++s) ref.step(size, s);
+    ZeroModel m(kNumels, rank);
+    FsdpOptions fo;
+    fo.optimizer = o;
+    FullyShardedModel fsdp(unitsOf(m, kUnits), pg, fo);
+    std::vector<Tensor> full;
+    for (size_t p = 0; p < kNumels.size(); ++p) {
+      full.push_back(tensorOf(const_cast<float*>(ref.param(p)), kNumels[p]));
+    }
+    fsdp.loadParameters(full);
+    fsdp.loadState(ref.state());
+    EXPECT_EQ(fsdp.steps(), 2u);
+    trainStep(fsdp, kUnits, rank, 2, ref, "after loading");
+    fsdp.step();
+    ref.step(size, 2);
+    expectFullParamsEqual(fsdp, ref, "after loading and one step");
+    pg->barrier()->wait();
+  });
+}
+
+// Memory, measured (layers/common/memory.h): construction allocates exactly the parameter and
+// gradient shards and the state ((2 + k) * L floats, L = sum ceil(U_u / N)); a training step's peak
+// is within two units' full parameters and two units' full gradients above that, and reaches two
+// units' parameters (the prefetch is real); after the step nothing is left.
+TEST_P(FsdpTest, MeasuredMemoryIsAShardAndTwoUnits) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-memory");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    std::vector<size_t> numels;
+    std::vector<std::vector<size_t>> units;
+    for (size_t u = 0; u < 8; ++u) {  // 8 units of a 10000-float weight and a 100-float bias
+      units.push_back({numels.size(), numels.size() + 1});
+      numels.push_back(10000);
+      numels.push_back(100);
+    }
+    const size_t total = std::accumulate(numels.begin(), numels.end(), size_t{0});
+    const auto n = static_cast<size_t>(size);
+    const size_t chunk = (10100 + n - 1) / n;
+    const size_t unitBytes = n * chunk * sizeof(float);  // F
+    const std::string what = "rank " + std::to_string(rank) + " of " + std::to_string(size);
+
+    ZeroModel m(numels, rank);
+    FsdpOptions fo;
+    fo.optimizer = referenceOptimizers()[1];       // Adam: two slots
+    ReferenceOptimizer ref(fo.optimizer, numels);  // its state is counted too: before `before`
+    const int64_t before = layers::layerMemory().liveBytes;
+    FullyShardedModel fsdp(unitsOf(m, units), pg, fo);
+    const int64_t built = layers::layerMemory().liveBytes - before;
+    EXPECT_EQ(built, static_cast<int64_t>(4 * 8 * chunk * sizeof(float)))
+        << what << ": construction allocated other than two shards and Adam's two slots";
+    layers::resetLayerMemoryPeak();
+    trainStep(fsdp, units, rank, 0, ref, what);
+    const FsdpStepStats st = fsdp.step();
+    const int64_t peak = static_cast<int64_t>(st.layerPeakBytes) - before;
+    EXPECT_LE(peak, built + static_cast<int64_t>(4 * unitBytes + chunk * sizeof(float)))
+        << what << ": more than two units' parameters and gradients above the shards";
+    EXPECT_GE(peak, built + static_cast<int64_t>(2 * unitBytes))
+        << what << ": never held two units' parameters (no prefetch?)";
+    if (size > 1) {  // what one unsharded model holds: parameters, gradients, Adam's state
+      EXPECT_LT(peak, static_cast<int64_t>(4 * total * sizeof(float))) << what;
+    }
+    EXPECT_EQ(st.layerBytes - static_cast<size_t>(before), static_cast<size_t>(built))
+        << what << ": a step left memory behind";
+    EXPECT_EQ(st.shardBytes, 2 * 8 * chunk * sizeof(float)) << what;
+    pg->barrier()->wait();
+  });
+}
+
+TEST_P(FsdpTest, MisuseAndStartUpDifferencesAreErrorsOnEveryRank) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-errors");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const int odd = size - 1;
+    const std::string oddRank = "rank " + std::to_string(odd);
+    FsdpOptions fo;
+    fo.optimizer = referenceOptimizers()[0];
+    auto attempt = [&](const std::vector<std::vector<size_t>>& units, const FsdpOptions& o,
+                       const std::vector<std::string>& parts, const std::string& what) {
+      ZeroModel m(kNumels, rank);
+      expectThrowWith<InvalidArgument>([&] { FullyShardedModel f(unitsOf(m, units), pg, o); },
+                                       parts, what);
+    };
+    if (size > 1) {
+      std::vector<std::vector<size_t>> other = kUnits;
+      if (rank == odd) other = {{0, 1, 2}, {3, 4}, {5, 6, 7}};
+      attempt(other, fo, {"number of units differs", oddRank + " has 3"}, "unit count");
+      other = kUnits;
+      if (rank == odd) other = {{0}, {1, 2}, {3, 4}, {5, 6, 7}};
+      attempt(other, fo, {"parameter counts differs", oddRank}, "unit layout");
+      FsdpOptions noPrefetch = fo;
+      if (rank == odd) noPrefetch.prefetch = false;
+      attempt(kUnits, noPrefetch, {"prefetch differs", oddRank + " has false"}, "prefetch");
+    }
+    attempt({{0, 1}, {}, {2, 3, 4, 5, 6, 7}}, fo, {"unit 1 has no parameters"}, "empty unit");
+    EXPECT_THROW(FullyShardedModel({}, nullptr), InvalidArgument);
+
+    // Misuse leaves the model usable; the run after it still equals the reference.
+    ZeroModel m(kNumels, rank);
+    FullyShardedModel fsdp(unitsOf(m, kUnits), pg, fo);
+    expectThrowWith<InvalidArgument>([&] { fsdp.unshard(4, Pass::kForward); },
+                                     {"unit 4 out of range", "4 units"}, "unshard range");
+    expectThrowWith<InvalidArgument>([&] { fsdp.grads(1); }, {"unit 1", "not in backward"},
+                                     "grads before backward");
+    expectThrowWith<InvalidArgument>([&] { fsdp.reduceGrads(2); }, {"unit 2", "not in backward"},
+                                     "reduce before backward");
+    std::vector<Tensor> wrong(kNumels.size());
+    expectThrowWith<InvalidArgument>([&] { fsdp.loadParameters(wrong); },
+                                     {"parameter 0 ('p0')", "7 float32"}, "load bad views");
+    fsdp.unshard(3, Pass::kBackward);
+    expectThrowWith<InvalidArgument>([&] { fsdp.step(); }, {"unit 3", "reduceGrads(3) first"},
+                                     "step in backward");
+    fsdp.grads(3);
+    fsdp.reduceGrads(3);
+    expectThrowWith<InvalidArgument>([&] { fsdp.reduceGrads(3); }, {"unit 3", "not in backward"},
+                                     "reduce twice");
+    fsdp.step();
+    // The group is still in step: a new model's run equals the reference.
+    ZeroModel m2(kNumels, rank);
+    FullyShardedModel clean(unitsOf(m2, kUnits), pg, fo);
+    ReferenceOptimizer ref2(fo.optimizer, kNumels);
+    trainStep(clean, kUnits, rank, 0, ref2, "after misuse");
+    clean.step();
+    ref2.step(size, 0);
+    expectFullParamsEqual(clean, ref2, "after misuse");
+    pg->barrier()->wait();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FsdpTest, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
+                         zeroCaseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsdpTest);
+
+}  // namespace
+}  // namespace test
+}  // namespace c10d
