@@ -76,17 +76,33 @@ FlatOptimizer::FlatOptimizer(const OptimizerOptions& options, size_t numel)
 }
 
 void FlatOptimizer::step(float* params, const float* grads) {
+  step(params, grads, {});
+}
+
+void FlatOptimizer::step(float* params, const float* grads, const std::vector<Span>& spans) {
   ++steps_;
-  const size_t n = numel_;
+  size_t at = 0;
+  for (const Span& s : spans) {
+    C10D_CHECK(s.begin >= at && s.end >= s.begin && s.end <= numel_, "FlatOptimizer::step: span [",
+               s.begin, ", ", s.end, ") is not ascending within [0, ", numel_, ")");
+    if (s.begin > at) update(params, grads, at, s.begin, options_.lr, options_.weightDecay);
+    update(params, grads, s.begin, s.end, s.lr, s.weightDecay);
+    at = s.end;
+  }
+  if (at < numel_) update(params, grads, at, numel_, options_.lr, options_.weightDecay);
+}
+
+void FlatOptimizer::update(float* params, const float* grads, size_t begin, size_t end, double lrIn,
+                           double wdIn) {
   const auto& o = options_;
-  const float lr = static_cast<float>(o.lr);
-  const float wd = static_cast<float>(o.weightDecay);
+  const float lr = static_cast<float>(lrIn);
+  const float wd = static_cast<float>(wdIn);
   if (o.algorithm == Algorithm::kSgd) {
     const float momentum = static_cast<float>(o.momentum);
     const float keep = static_cast<float>(1.0 - o.dampening);
     float* buf = slots_.empty() ? nullptr : slots_[0].data();
     const bool first = steps_ == 1;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = begin; i < end; ++i) {
       float g = grads[i];
       if (wd != 0) g += wd * params[i];
       if (buf != nullptr) {
@@ -102,14 +118,14 @@ void FlatOptimizer::step(float* params, const float* grads) {
   const float beta2 = static_cast<float>(o.beta2);
   const float oneMinusBeta1 = static_cast<float>(1.0 - o.beta1);
   const float oneMinusBeta2 = static_cast<float>(1.0 - o.beta2);
-  const float stepSize = static_cast<float>(o.lr / (1.0 - std::pow(o.beta1, t)));
+  const float stepSize = static_cast<float>(lrIn / (1.0 - std::pow(o.beta1, t)));
   const float bc2Sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(o.beta2, t)));
   const float eps = static_cast<float>(o.eps);
   const bool decoupled = o.algorithm == Algorithm::kAdamW;
-  const float decay = static_cast<float>(1.0 - o.lr * o.weightDecay);
+  const float decay = static_cast<float>(1.0 - lrIn * wdIn);
   float* m = slots_[0].data();
   float* v = slots_[1].data();
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     float g = grads[i];
     if (decoupled) {
       if (wd != 0) params[i] *= decay;
@@ -121,6 +137,50 @@ void FlatOptimizer::step(float* params, const float* grads) {
     const float denom = std::sqrt(v[i]) / bc2Sqrt + eps;
     params[i] -= stepSize * m[i] / denom;
   }
+}
+
+void validateGroups(const std::vector<ParamGroup>& groups, size_t numParams) {
+  std::vector<size_t> groupOf(numParams, groups.size());
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const ParamGroup& g = groups[k];
+    C10D_CHECK_ARG(std::isfinite(g.lr) && g.lr >= 0, "parameter group ", k,
+                   ": lr must be finite and >= 0 (got ", g.lr, ")");
+    C10D_CHECK_ARG(std::isfinite(g.weightDecay) && g.weightDecay >= 0, "parameter group ", k,
+                   ": weightDecay must be finite and >= 0 (got ", g.weightDecay, ")");
+    for (size_t p : g.params) {
+      C10D_CHECK_ARG(p < numParams, "parameter group ", k, " names parameter ", p,
+                     ", but there are ", numParams, " parameters");
+      C10D_CHECK_ARG(groupOf[p] == groups.size(), "parameter ", p, " is in parameter groups ",
+                     groupOf[p], " and ", k, " (a parameter belongs to one group at most)");
+      groupOf[p] = k;
+    }
+  }
+}
+
+int64_t fingerprint(const std::vector<ParamGroup>& groups) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  for (const ParamGroup& g : groups) {
+    const size_t n = g.params.size();
+    mix(&n, sizeof(n));
+    for (size_t p : g.params) mix(&p, sizeof(p));
+    mix(&g.lr, sizeof(g.lr));
+    mix(&g.weightDecay, sizeof(g.weightDecay));
+  }
+  return static_cast<int64_t>(h >> 1);
+}
+
+void appendSpan(std::vector<Span>& spans, size_t begin, size_t end, double lr, double wd) {
+  if (end <= begin) return;
+  if (!spans.empty() && spans.back().end == begin && spans.back().lr == lr &&
+      spans.back().weightDecay == wd) {
+    spans.back().end = end;
+    return;
+  }
+  spans.push_back(Span{begin, end, lr, wd});
 }
 
 }  // namespace optim

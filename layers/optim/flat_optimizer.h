@@ -16,6 +16,9 @@
 //   AdamW  as Adam, but the decay is decoupled: p *= 1 - lr * weightDecay before the update.
 // (torch.optim.SGD / Adam / AdamW with foreach=False, maximize=False, amsgrad=False.)
 //
+// Parameter groups (torch.optim's param_groups): step(params, grads, spans) gives each span of
+// elements its own lr and weight decay; the other hyper-parameters are the optimizer's.
+//
 // State slots, each `numel` floats, zero at construction: SGD with momentum: "momentum_buffer";
 // Adam / AdamW: "exp_avg", "exp_avg_sq"; plain SGD: none. Plus one step count for the range.
 //
@@ -61,12 +64,39 @@ struct OptimizerOptions {
   std::vector<std::string> slotNames() const;
 };
 
+// A parameter group: these parameters (indices into the layer's parameter list) step with their
+// own lr and weight decay. A parameter in no group uses the optimizer's.
+struct ParamGroup {
+  std::vector<size_t> params;
+  double lr = 0.01;
+  double weightDecay = 0.0;
+};
+// Throws InvalidArgument naming the group unless every index is < numParams, no parameter is in
+// two groups, and lr and weightDecay are finite and >= 0.
+void validateGroups(const std::vector<ParamGroup>& groups, size_t numParams);
+// A 63-bit fingerprint of the groups (compared across ranks).
+int64_t fingerprint(const std::vector<ParamGroup>& groups);
+
+// Elements [begin, end) of a flat range and the lr / weight decay they step with.
+struct Span {
+  size_t begin = 0;
+  size_t end = 0;
+  double lr = 0;
+  double weightDecay = 0;
+};
+// Appends [begin, end) with (lr, wd) to spans, merging it into the last span when contiguous and
+// equal.
+void appendSpan(std::vector<Span>& spans, size_t begin, size_t end, double lr, double wd);
+
 class FlatOptimizer {
  public:
   FlatOptimizer(const OptimizerOptions& options, size_t numel);
 
   // One step over params[0, numel) with grads[0, numel) (grads are read, never written).
   void step(float* params, const float* grads);
+  // The same with per-span lr and weight decay; the spans are disjoint, ascending, within
+  // [0, numel); elements in no span step with options().
+  void step(float* params, const float* grads, const std::vector<Span>& spans);
 
   const OptimizerOptions& options() const { return options_; }
   size_t numel() const { return numel_; }
@@ -86,6 +116,8 @@ class FlatOptimizer {
   uint64_t steps_ = 0;
   std::vector<std::string> names_;
   std::vector<layers::Floats> slots_;  // counted (layers/common/memory.h)
+
+  void update(float* params, const float* grads, size_t begin, size_t end, double lr, double wd);
 };
 
 }  // namespace optim

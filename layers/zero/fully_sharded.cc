@@ -57,6 +57,12 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   check.params = &params_;
   check.checkGrads = false;
   check.optimizer = &options_.optimizer;
+  try {
+    optim::validateGroups(options_.paramGroups, params_.size());
+    validate(options_.clip, "FsdpOptions::clip");
+  } catch (const InvalidArgument& e) {
+    if (problem.empty()) problem = e.what();
+  }
   check.optionsProblem = problem;
   check.settings.push_back(
       {"the number of units", static_cast<int64_t>(unitParams_.size()), nullptr});
@@ -64,6 +70,7 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
                             [](int64_t) { return std::string("another layout"); }});
   check.settings.push_back({"FsdpOptions::prefetch", options_.prefetch ? 1 : 0,
                             [](int64_t v) { return std::string(v ? "true" : "false"); }});
+  addSharedSettings(check, options_.paramGroups, options_.clip, "FsdpOptions");
   check.timeout = options_.timeout;
   verifyAcrossRanks(*group_, check);
 
@@ -88,6 +95,16 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
     unitChunk_.push_back((numel + n - 1) / n);
     unitShardOffset_.push_back(local_);
     local_ += unitChunk_.back();
+  }
+
+  const std::vector<optim::Span> each =
+      groupOfEach(options_.paramGroups, params_.size(), options_.optimizer);
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
+    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t, size_t count, size_t at) {
+      const size_t from = unitShardOffset_[u] + (at - begin);
+      optim::appendSpan(spans_, from, from + count, each[p].lr, each[p].weightDecay);
+    });
   }
 
   MutexLock lock(mu_);
@@ -279,7 +296,10 @@ FsdpStepStats FullyShardedModel::step() {
       const auto n = static_cast<float>(size_);
       for (size_t i = 0; i < local_; ++i) grads[i] /= n;
     }
-    optimizer_->step(shardParam_->data(), grads);
+    if (options_.clip.maxNorm > 0) {
+      current_.gradNorm = clipGradNorm(*group_, grads, local_, options_.clip, options_.timeout);
+    }
+    optimizer_->step(shardParam_->data(), grads, spans_);
     std::fill(grads, grads + local_, 0.0f);
     current_.stepSeconds = secondsSince(t0);
   } catch (...) {

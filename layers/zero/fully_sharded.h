@@ -32,8 +32,10 @@
 //
 // step()
 //   Waits for the outstanding reduce-scatters (each added into the shard of gradients: several
-//   backward passes before one step accumulate), divides by N (fp32: the mean), runs
-//   FlatOptimizer::step on the L local elements (padding has zero parameters and gradients and
+//   backward passes before one step accumulate), divides by N (fp32: the mean), clips the total
+//   norm over every shard (options.clip, grad_norm.h; the zero padding adds nothing), runs
+//   FlatOptimizer::step on the L local elements, each with its parameter group's lr and weight
+//   decay (padding has zero parameters and gradients and
 //   stays zero under every rule), zeroes the gradient shard and drops any gathered parameters
 //   (they are stale). The result equals one FlatOptimizer over all parameters stepped with the mean
 //   gradient, up to the backend's summation order (bit for bit whenever the sums are exact).
@@ -80,6 +82,7 @@
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/optim/optimizer_state.h"
+#include "layers/zero/grad_norm.h"
 
 namespace c10d {
 namespace zero {
@@ -88,6 +91,9 @@ struct FsdpOptions {
   optim::OptimizerOptions optimizer;
   bool prefetch = true;                  // gather the next unit while this one computes
   Milliseconds timeout = kUnsetTimeout;  // bound for every wait
+  // Per-group lr and weight decay (indices into the parameters, units flattened in order).
+  std::vector<optim::ParamGroup> paramGroups;
+  GradClip clip;  // the mean gradient's total norm over every shard, clipped (grad_norm.h)
 };
 
 enum class Pass { kForward, kBackward };
@@ -101,6 +107,7 @@ struct FsdpStepStats {
   size_t reduceScatters = 0;     // unit gradient reductions
   double reduceWaitSeconds = 0;  // reduceGrads() and step() blocked on reduce-scatters
   double stepSeconds = 0;        // the optimizer's arithmetic on the local shard
+  double gradNorm = 0;           // the mean gradient's total norm before clipping (0: no clip)
   size_t localStateBytes = 0;    // this rank's optimizer state
   size_t shardBytes = 0;         // this rank's parameter and gradient shards
   // The layers' memory in this process after the step and its peak since the previous step
@@ -194,7 +201,8 @@ class FullyShardedModel {
   const FsdpOptions options_;
   const int rank_;
   const int size_;
-  size_t local_ = 0;  // L
+  size_t local_ = 0;                // L
+  std::vector<optim::Span> spans_;  // the local shard's parameter-group spans
 
   mutable Mutex mu_;
   std::vector<Unit> units_ C10D_GUARDED_BY(mu_);

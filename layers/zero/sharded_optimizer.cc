@@ -240,7 +240,10 @@ ZeroStepStats ShardedOptimizer::step() {
       const auto n = static_cast<float>(size_);
       for (size_t i = 0; i < mine; ++i) grads[i] /= n;
     }
-    optimizer_->step(shardParam, grads);
+    if (options_.clip.maxNorm > 0) {
+      st.gradNorm = clipGradNorm(*group_, grads, mine, options_.clip, options_.timeout);
+    }
+    optimizer_->step(shardParam, grads, spans_);
     st.stepSeconds = secondsSince(t1);
     // 3. Every rank's updated shard to every rank, into the parameters round by round.
     const auto t2 = Clock::now();

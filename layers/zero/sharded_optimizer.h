@@ -1,4 +1,4 @@
-// ShardedOptimizer: ZeRO stage 1-2 (fairscale's OSS + ShardedDDP, DeepSpeed ZeRO stages 1 and 2,
+// ShardedOptimizer: ZeRO stage 2 (fairscale's OSS + ShardedDDP, DeepSpeed ZeRO stages 1 and 2,
 // torch's ZeroRedundancyOptimizer) over the public ProcessGroup API, so it runs on every backend.
 // Each rank holds the optimizer state of its shard of the parameters only (~1/N of the full
 // state); gradients are reduced to their owner, the owner steps its shard, and the updated
@@ -43,9 +43,11 @@
 //      descending (the order backward completes them) and launched in that order on every rank: a
 //      bucket complete early waits for the earlier ones (the Reducer's next_bucket rule), so every
 //      rank issues the same collectives in the same order.
-//   2. The owner divides its summed gradients by the world size (fp32 division: the mean), copies
-//      its parameters' current values out of their data tensors and runs FlatOptimizer::step on
-//      its S_r elements (torch.optim's update rules, flat_optimizer.h).
+//   2. The owner divides its summed gradients by the world size (fp32 division: the mean); with
+//      options.clip, the total norm over every rank's shard is computed and the shard clipped
+//      (grad_norm.h, one allreduce); it copies its parameters' current values out of their data
+//      tensors and runs FlatOptimizer::step on its S_r elements (torch.optim's update rules,
+//      flat_optimizer.h), each parameter with its group's lr and weight decay.
 //   3. allgatherIntoTensor of every rank's updated shard in rounds of R, each round's result
 //      copied into the parameters' data tensors while the next one is in flight.
 //   The result equals one FlatOptimizer over all parameters stepped with the mean gradient, up to
@@ -94,17 +96,17 @@
 //   rank owns) floats each: about bucketCapBytes; a second one only when there are several rounds
 //   or staged buckets), so ZeRO-2's gradient memory (P / N + two buckets) whatever the model's
 //   size; during consolidateState the gather buffers (k * N * S floats on dstRank, k * S
-//   elsewhere). Parameters and grads are the framework's non-owning views (ZeRO stage 3's
-//   parameter sharding is not done). Buffers in flight stay alive until their collective
-//   completes, so destroying the optimizer with communication in flight (after a failure) is safe.
-//   Every buffer and the state are counted (layers/common/memory.h; ZeroStepStats::layerBytes):
-//   measured, the optimizer holds exactly the staging and its shard's state, and a step allocates
-//   nothing (tests/layers/zero_test.cc).
+//   elsewhere). Parameters and grads are the framework's non-owning views (ZeRO stage 3, the
+//   parameters sharded too, is FullyShardedModel: fully_sharded.h). Buffers in flight stay alive
+//   until their collective completes, so destroying the optimizer with communication in flight
+//   (after a failure) is safe. Every buffer and the state are counted (layers/common/memory.h;
+//   ZeroStepStats::layerBytes): measured, the optimizer holds exactly the staging and its shard's
+//   state, and a step allocates nothing (tests/layers/zero_test.cc).
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
 //   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
-//   on host memory; a GPU framework would stage its shard through the host), parameter groups with
-//   different hyper-parameters (one OptimizerOptions for all parameters), ZeRO stage 3.
+//   on host memory; a GPU framework would stage its shard through the host). Parameter groups
+//   differ only in lr and weight decay (torch allows any hyper-parameter per group).
 #pragma once
 
 #include <cstddef>
@@ -120,6 +122,7 @@
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/optim/optimizer_state.h"
+#include "layers/zero/grad_norm.h"
 
 namespace c10d {
 namespace zero {
@@ -132,6 +135,10 @@ struct ZeroOptions {
   GradReduction gradReduction = GradReduction::kReduceScatter;
   size_t bucketCapBytes = 25u << 20;     // kReduceToOwner buckets; the rounds' size (N * R floats)
   Milliseconds timeout = kUnsetTimeout;  // bound for every wait
+  // Per-group lr and weight decay (indices into the parameter list; flat_optimizer.h).
+  std::vector<optim::ParamGroup> paramGroups;
+  // Clip the mean gradient's total norm over every shard before the update (grad_norm.h).
+  GradClip clip;
 };
 
 const char* gradReductionName(ZeroOptions::GradReduction mode);  // "reduce_scatter", ...
@@ -148,6 +155,7 @@ struct ZeroStepStats {
   double markWaitSeconds = 0;       // kReduceToOwner: markReady() waited for a staging buffer
   size_t rounds = 0;                // allgather rounds (and kReduceScatter's reduce-scatter rounds)
   size_t stagingBytes = 0;          // the two round buffers
+  double gradNorm = 0;              // the mean gradient's total norm before clipping (0: no clip)
   // The layers' own memory in this process after the step, measured (layers/common/memory.h:
   // this optimizer's buffers and state, and any other layer object's), and its peak since the
   // process started or the last resetLayerMemoryPeak().
@@ -256,6 +264,7 @@ class ShardedOptimizer {
   std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
   size_t chunk_ = 0;                         // S
   size_t round_ = 0;                         // R
+  std::vector<optim::Span> spans_;           // this rank's shard's parameter-group spans
 
   mutable Mutex mu_;
   // The two round buffers (kept alive by Works in flight), the collective using each, and the

@@ -78,6 +78,12 @@ void ShardedOptimizer::verifyAcrossRanks() {
   check.optimizer = &options_.optimizer;
   if (options_.bucketCapBytes == 0)
     check.optionsProblem = "ZeroOptions::bucketCapBytes must be > 0";
+  try {
+    optim::validateGroups(options_.paramGroups, params_.size());
+    validate(options_.clip, "ZeroOptions::clip");
+  } catch (const InvalidArgument& e) {
+    if (check.optionsProblem.empty()) check.optionsProblem = e.what();
+  }
   check.settings.push_back(
       {"ZeroOptions::gradReduction", static_cast<int64_t>(options_.gradReduction), [](int64_t v) {
          return std::string(gradReductionName(static_cast<ZeroOptions::GradReduction>(v)));
@@ -85,6 +91,7 @@ void ShardedOptimizer::verifyAcrossRanks() {
   // The buckets and the rounds follow from it.
   check.settings.push_back(
       {"ZeroOptions::bucketCapBytes", static_cast<int64_t>(options_.bucketCapBytes), nullptr});
+  addSharedSettings(check, options_.paramGroups, options_.clip, "ZeroOptions");
   check.timeout = options_.timeout;
   zero::verifyAcrossRanks(*group_, check);
 }
@@ -106,6 +113,11 @@ void ShardedOptimizer::partition() {
   round_ = std::min(chunk_, std::max<size_t>(perRound, 1));
   shardGrad_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
   shardParam_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
+  const std::vector<optim::Span> each =
+      groupOfEach(options_.paramGroups, params_.size(), options_.optimizer);
+  for (size_t p : shards_[static_cast<size_t>(rank_)]) {
+    optim::appendSpan(spans_, offset_[p], offset_[p] + sizes[p], each[p].lr, each[p].weightDecay);
+  }
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer,
                                                       shardNumel_[static_cast<size_t>(rank_)]);
 }

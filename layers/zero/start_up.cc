@@ -1,6 +1,7 @@
 #include "layers/zero/start_up.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "base/error.h"
@@ -130,7 +131,38 @@ std::string describeRemote(Problem kind, int64_t index, int64_t det) {
   return "?";
 }
 
+int64_t bitsOf(double v) {
+  int64_t b = 0;
+  std::memcpy(&b, &v, sizeof(b));
+  return b;
+}
+
+std::string doubleOf(int64_t b) {
+  double v = 0;
+  std::memcpy(&v, &b, sizeof(v));
+  return detail::str(v);
+}
+
 }  // namespace
+
+void addSharedSettings(StartUpCheck& check, const std::vector<optim::ParamGroup>& groups,
+                       const GradClip& clip, const std::string& prefix) {
+  check.settings.push_back({prefix + "::paramGroups", optim::fingerprint(groups),
+                            [](int64_t) { return std::string("other groups"); }});
+  check.settings.push_back({prefix + "::clip.maxNorm", bitsOf(clip.maxNorm), doubleOf});
+  check.settings.push_back({prefix + "::clip.normType", bitsOf(clip.normType), doubleOf});
+}
+
+std::vector<optim::Span> groupOfEach(const std::vector<optim::ParamGroup>& groups, size_t numParams,
+                                     const optim::OptimizerOptions& optimizer) {
+  std::vector<optim::Span> each(numParams, optim::Span{0, 0, optimizer.lr, optimizer.weightDecay});
+  for (const optim::ParamGroup& g : groups) {
+    for (size_t p : g.params) {
+      if (p < numParams) each[p] = optim::Span{0, 0, g.lr, g.weightDecay};
+    }
+  }
+  return each;
+}
 
 std::vector<int64_t> allgatherInts(ProcessGroup& group, const std::vector<int64_t>& mine,
                                    Milliseconds timeout) {

@@ -17,6 +17,7 @@
 #include "core/process_group.h"
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
+#include "layers/zero/grad_norm.h"
 
 namespace c10d {
 namespace zero {
@@ -37,6 +38,16 @@ struct StartUpCheck {
   std::vector<AgreedSetting> settings;
   Milliseconds timeout = kUnsetTimeout;
 };
+
+// Adds the parameter groups and the gradient clip (which every rank must share: the clip is a
+// collective, the groups decide the update) to check.settings, named "<prefix>::...".
+void addSharedSettings(StartUpCheck& check, const std::vector<optim::ParamGroup>& groups,
+                       const GradClip& clip, const std::string& prefix);
+
+// Per parameter: the lr and weight decay it steps with (its group's, or the optimizer's); only
+// the lr and weightDecay fields are meaningful.
+std::vector<optim::Span> groupOfEach(const std::vector<optim::ParamGroup>& groups, size_t numParams,
+                                     const optim::OptimizerOptions& optimizer);
 
 // Collective; returns normally on every rank or throws InvalidArgument on every rank.
 void verifyAcrossRanks(ProcessGroup& group, const StartUpCheck& check);

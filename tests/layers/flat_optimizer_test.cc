@@ -185,6 +185,45 @@ TEST(FlatOptimizerTest, ElementwiseSoShardsAgreeBitForBit) {
   }
 }
 
+// Parameter groups: spans with their own lr and weight decay step exactly as separate optimizers
+// built with those options (and the elements in no span as the optimizer's own).
+TEST(FlatOptimizerTest, SpansStepAsOptimizersOfTheirOwn) {
+  for (const TorchCase& c : torchCases()) {
+    OptimizerOptions other = c.options;
+    other.lr = c.options.lr * 3;
+    other.weightDecay = c.options.weightDecay + 0.25;
+    FlatOptimizer whole(c.options, kP0.size());
+    FlatOptimizer head(c.options, 1);  // [0, 1): no span
+    FlatOptimizer middle(other, 3);    // [1, 4): a span
+    FlatOptimizer tail(c.options, 2);  // [4, 6): no span
+    const std::vector<optim::Span> spans = {{1, 4, other.lr, other.weightDecay}};
+    std::vector<float> a = kP0;
+    std::vector<float> b = kP0;
+    for (int step = 0; step < 4; ++step) {
+      std::vector<float> g(kP0.size());
+      for (size_t i = 0; i < g.size(); ++i) g[i] = gradAt(step, i);
+      whole.step(a.data(), g.data(), spans);
+      head.step(b.data(), g.data());
+      middle.step(b.data() + 1, g.data() + 1);
+      tail.step(b.data() + 4, g.data() + 4);
+    }
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << c.name;
+    // And the span changed something: the same run without it differs.
+    FlatOptimizer plain(c.options, kP0.size());
+    std::vector<float> d = kP0;
+    for (int step = 0; step < 4; ++step) {
+      std::vector<float> g(kP0.size());
+      for (size_t i = 0; i < g.size(); ++i) g[i] = gradAt(step, i);
+      plain.step(d.data(), g.data());
+    }
+    EXPECT_NE(0, std::memcmp(a.data() + 1, d.data() + 1, 3 * sizeof(float))) << c.name;
+  }
+  FlatOptimizer opt(torchCases()[0].options, 4);
+  std::vector<float> p(4), g(4);
+  EXPECT_THROW(opt.step(p.data(), g.data(), {{2, 5, 0.1, 0.0}}), Error);  // past the end
+  EXPECT_THROW(opt.step(p.data(), g.data(), {{2, 3, 0.1, 0.0}, {1, 2, 0.1, 0.0}}), Error);
+}
+
 TEST(FlatOptimizerTest, SlotsNamesAndBytes) {
   OptimizerOptions o;
   EXPECT_TRUE(o.slotNames().empty());

@@ -8,6 +8,7 @@
 // units' parameters and two units' gradients; misuse and start-up differences are errors on every
 // rank. Every CPU backend, world sizes 1-4.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "layers/common/memory.h"
@@ -141,6 +142,38 @@ TEST_P(FsdpTest, StepsEqualOneOptimizerOverTheMeanGradient) {
   });
 }
 
+// Parameter groups and clip_grad_norm_ over the shards (the padding of each unit's chunks
+// included, which must not count): equal to the unsharded reference, norm and update.
+TEST_P(FsdpTest, ParameterGroupsAndGradientClipping) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-groups");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const std::vector<optim::ParamGroup> groups = {{{1, 4}, 0.25, 0.0}, {{7}, 0.001, 0.5}};
+    for (const optim::OptimizerOptions& o : referenceOptimizers()) {
+      for (double normType : {2.0, double(INFINITY)}) {
+        const std::string what = o.describe() + ", norm " + std::to_string(normType);
+        ZeroModel m(kNumels, rank);
+        FsdpOptions fo;
+        fo.optimizer = o;
+        fo.paramGroups = groups;
+        fo.clip = {0.5, normType};
+        FullyShardedModel fsdp(unitsOf(m, kUnits), pg, fo);
+        ReferenceOptimizer ref(o, kNumels, groups, fo.clip);
+        for (int s = 0; s < 3; ++s) {
+          trainStep(fsdp, kUnits, rank, s, ref, what);
+          const FsdpStepStats st = fsdp.step();
+          ref.step(size, s);
+          EXPECT_DOUBLE_EQ(st.gradNorm, ref.lastNorm()) << what << ", step " << s + 1;
+          EXPECT_GT(st.gradNorm, 0.5) << what << ": the test means to clip";
+        }
+        expectFullParamsEqual(fsdp, ref, what);
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
 // A full state and full parameters (as a checkpoint saved at any world size holds them) loaded into
 // a fresh model: the next step equals the uninterrupted reference's.
 TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
@@ -246,6 +279,17 @@ TEST_P(FsdpTest, MisuseAndStartUpDifferencesAreErrorsOnEveryRank) {
       attempt(kUnits, noPrefetch, {"prefetch differs", oddRank + " has false"}, "prefetch");
     }
     attempt({{0, 1}, {}, {2, 3, 4, 5, 6, 7}}, fo, {"unit 1 has no parameters"}, "empty unit");
+    FsdpOptions badGroup = fo;
+    badGroup.paramGroups = {{{3, 8}, 0.1, 0.0}};
+    attempt(kUnits, badGroup, {"parameter group 0 names parameter 8"}, "group out of range");
+    FsdpOptions badClip = fo;
+    badClip.clip.maxNorm = -1;
+    attempt(kUnits, badClip, {"maxGradNorm", "-1"}, "negative clip");
+    if (size > 1) {
+      FsdpOptions clip = fo;
+      if (rank == odd) clip.clip.maxNorm = 2.0;
+      attempt(kUnits, clip, {"clip.maxNorm differs", oddRank + " has 2"}, "clip differs");
+    }
     EXPECT_THROW(FullyShardedModel({}, nullptr), InvalidArgument);
 
     // Misuse leaves the model usable; the run after it still equals the reference.

@@ -4,6 +4,7 @@
 // with a state that does not fit) names what is wrong and leaves the optimizer usable; a failed
 // collective makes it refuse further use. Every CPU backend, world sizes 1-4.
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "tests/common/multiproc.h"
@@ -85,6 +86,12 @@ TEST_P(ZeroErrorsTest, StartupProblemsAreErrorsOnEveryRank) {
         if (rank == odd) rounds.bucketCapBytes = 256;
         attempt(m, m.parameters(), rounds, {"bucketCapBytes differs", oddRank + " has 256"},
                 "rounds");
+        ZeroOptions groups = base;
+        if (rank == odd) groups.paramGroups = {{{1}, 0.5, 0.0}};
+        attempt(m, m.parameters(), groups, {"paramGroups differs", oddRank}, "groups");
+        ZeroOptions clip = base;
+        if (rank == odd) clip.clip = {1.0, INFINITY};
+        attempt(m, m.parameters(), clip, {"clip.maxNorm differs", oddRank + " has 1"}, "clip");
       }
     }
     {  // Invalid options everywhere.
@@ -96,6 +103,13 @@ TEST_P(ZeroErrorsTest, StartupProblemsAreErrorsOnEveryRank) {
       cap.gradReduction = Mode::kReduceToOwner;
       cap.bucketCapBytes = 0;
       attempt(m, m.parameters(), cap, {"bucketCapBytes"}, "zero cap");
+      ZeroOptions twice = base;
+      twice.paramGroups = {{{1, 2}, 0.5, 0.0}, {{2}, 0.1, 0.0}};
+      attempt(m, m.parameters(), twice, {"parameter 2 is in parameter groups 0 and 1"},
+              "duplicate group member");
+      ZeroOptions norm = base;
+      norm.clip = {1.0, 0.0};
+      attempt(m, m.parameters(), norm, {"gradNormType must be > 0"}, "norm type 0");
     }
     EXPECT_THROW(ShardedOptimizer({}, nullptr), InvalidArgument);
 

@@ -1,5 +1,7 @@
 #include "tests/layers/zero_fixture.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace c10d {
@@ -48,8 +50,9 @@ size_t total(const std::vector<size_t>& numels) {
 }  // namespace
 
 ReferenceOptimizer::ReferenceOptimizer(const optim::OptimizerOptions& options,
-                                       const std::vector<size_t>& numels)
-    : numels_(numels), opt_(options, total(numels)) {
+                                       const std::vector<size_t>& numels,
+                                       std::vector<optim::ParamGroup> groups, zero::GradClip clip)
+    : numels_(numels), opt_(options, total(numels)), groups_(std::move(groups)), clip_(clip) {
   size_t off = 0;
   for (size_t p = 0; p < numels.size(); ++p) {
     offsets_.push_back(off);
@@ -68,7 +71,28 @@ void ReferenceOptimizer::step(int worldSize, int step) {
       mean.push_back(static_cast<float>(sum) / static_cast<float>(worldSize));
     }
   }
-  opt_.step(params_.data(), mean.data());
+  if (clip_.maxNorm > 0) {  // torch.nn.utils.clip_grad_norm_
+    double acc = 0;
+    for (float g : mean) {
+      const double a = std::fabs(static_cast<double>(g));
+      acc = std::isinf(clip_.normType) ? std::max(acc, a) : acc + std::pow(a, clip_.normType);
+    }
+    lastNorm_ = std::isinf(clip_.normType) ? acc : std::pow(acc, 1.0 / clip_.normType);
+    if (clip_.normType == 2.0) lastNorm_ = std::sqrt(acc);
+    const double coef = clip_.maxNorm / (lastNorm_ + 1e-6);
+    if (coef < 1.0) {
+      for (float& g : mean) g *= static_cast<float>(coef);
+    }
+  }
+  // Per-parameter hyper-parameters: one span per parameter of a group.
+  std::vector<optim::Span> spans;
+  for (size_t p = 0; p < numels_.size(); ++p) {
+    for (const optim::ParamGroup& g : groups_) {
+      if (std::find(g.params.begin(), g.params.end(), p) == g.params.end()) continue;
+      spans.push_back({offsets_[p], offsets_[p] + numels_[p], g.lr, g.weightDecay});
+    }
+  }
+  opt_.step(params_.data(), mean.data(), spans);
 }
 
 void ReferenceOptimizer::expectParamsEqual(ZeroModel& model, const std::string& what) const {

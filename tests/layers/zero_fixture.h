@@ -48,9 +48,15 @@ float gradValue(int rank, size_t p, size_t e, int step);
 // One FlatOptimizer over all parameters back to back, started from rank 0's initial values.
 class ReferenceOptimizer {
  public:
-  ReferenceOptimizer(const optim::OptimizerOptions& options, const std::vector<size_t>& numels);
+  // With parameter groups (each listed parameter steps with its group's lr and weight decay) and
+  // a gradient clip (the mean gradient's norm over every parameter, computed in double; scaled by
+  // the fp32 rounding of maxNorm / (norm + 1e-6) when above maxNorm): written out here from
+  // torch's definitions, not with the layers' helpers.
+  ReferenceOptimizer(const optim::OptimizerOptions& options, const std::vector<size_t>& numels,
+                     std::vector<optim::ParamGroup> groups = {}, zero::GradClip clip = {});
   // One step with the mean over ranks [0, worldSize) of gradValue(., ., ., step).
   void step(int worldSize, int step);
+  double lastNorm() const { return lastNorm_; }  // before clipping; 0 without a clip
   // Expects every parameter of `model` to equal the reference bit for bit.
   void expectParamsEqual(ZeroModel& model, const std::string& what) const;
   optim::OptimizerState state() const;
@@ -61,6 +67,9 @@ class ReferenceOptimizer {
   std::vector<size_t> offsets_;
   std::vector<float> params_;
   optim::FlatOptimizer opt_;
+  std::vector<optim::ParamGroup> groups_;
+  zero::GradClip clip_;
+  double lastNorm_ = 0;
 };
 
 // Whether a[0, n) and b[0, n) hold the same bits (n == 0: true, whatever the pointers).

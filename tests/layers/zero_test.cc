@@ -6,6 +6,7 @@
 // first and last rank; a checkpoint saved at world size N and resumed at M != N. Every CPU
 // backend, world sizes 1-4.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <thread>
@@ -60,6 +61,8 @@ struct RunConfig {
   Mode mode;
   optim::OptimizerOptions optimizer;
   std::vector<size_t> numels;
+  std::vector<optim::ParamGroup> groups = {};
+  zero::GradClip clip = {};
 };
 
 // Steps a ShardedOptimizer `steps` times and compares with the reference after each step; checks
@@ -73,8 +76,10 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
   opts.optimizer = cfg.optimizer;
   opts.gradReduction = cfg.mode;
   opts.bucketCapBytes = 64;  // many buckets
+  opts.paramGroups = cfg.groups;
+  opts.clip = cfg.clip;
   ShardedOptimizer opt(m.parameters(), pg, opts);
-  ReferenceOptimizer ref(cfg.optimizer, cfg.numels);
+  ReferenceOptimizer ref(cfg.optimizer, cfg.numels, cfg.groups, cfg.clip);
   ref.expectParamsEqual(m, what + ": rank 0's parameters after construction");
 
   // The partition: the greedy rule, every parameter in exactly one shard, shards ascending.
@@ -141,6 +146,7 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
     EXPECT_GE(st.commSeconds, 0.0) << at;
     EXPECT_GE(st.stepSeconds, 0.0) << at;
     EXPECT_EQ(st.rounds, rounds) << at;
+    EXPECT_DOUBLE_EQ(st.gradNorm, ref.lastNorm()) << at;
     if (cfg.mode == Mode::kReduceToOwner) {
       EXPECT_EQ(st.bucketsLaunched, numBuckets) << at;
       if (s == 0) {
@@ -188,6 +194,27 @@ TEST_P(ZeroTest, StepsEqualOneOptimizerOverTheMeanGradient) {
       runAgainstReference(*pg, pg, {mode, plain, {6, 9}}, rank, size, 2);
       // Nothing to shard at all.
       runAgainstReference(*pg, pg, {mode, referenceOptimizers()[0], {0, 0}}, rank, size, 1);
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// torch's param_groups (per-group lr and weight decay) and clip_grad_norm_ over the shards: the
+// norm of the mean gradient over every rank's shard, and the clipped update, equal the unsharded
+// reference's; 2-norm and inf-norm, clipping at every step or never.
+TEST_P(ZeroTest, ParameterGroupsAndGradientClipping) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-groups");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const std::vector<optim::ParamGroup> groups = {{{1, 4}, 0.25, 0.0}, {{7}, 0.001, 0.5}};
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      for (const optim::OptimizerOptions& o : referenceOptimizers()) {
+        for (double normType : {2.0, 1.0, double(INFINITY)}) {
+          runAgainstReference(*pg, pg, {mode, o, kMixed, groups, {0.5, normType}}, rank, size, 3);
+        }
+        runAgainstReference(*pg, pg, {mode, o, kMixed, {}, {1e9, 2.0}}, rank, size, 2);
+      }
     }
     pg->barrier()->wait();
   });
