@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "examples/train_mlp/random.h"
+#include "layers/common/comm_event.h"
 
 namespace c10d {
 namespace example {
@@ -81,6 +82,16 @@ std::vector<size_t> Mlp::layerParameters(size_t layer) const {
   std::vector<size_t> out{weightParam_[layer], weightParam_[layer] + 1};
   if (layer == 0 && bn_) out.insert(out.end(), {bnParam_, bnParam_ + 1});
   return out;
+}
+
+void Mlp::enter(size_t l, bool backward) {
+  if (storage_) storage_->enter(l, backward);
+  if (recordTimings_) timings_.push_back({l, backward, layers::steadyNowNs(), 0});
+}
+
+void Mlp::leave(size_t l, bool backward) {
+  if (recordTimings_ && !timings_.empty()) timings_.back().endNs = layers::steadyNowNs();
+  if (storage_) storage_->leave(l, backward);
 }
 
 void Mlp::setLayerStorage(LayerStorage* storage) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "layers/common/memory.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/zero/fully_sharded.h"
@@ -57,7 +58,8 @@ class DdpMode : public TrainingMode {
 
   void markReady(size_t p) override { reducer_.markReady(p); }
   void step() override {
-    const ddp::IterationStats s = reducer_.finalize();
+    ddp::IterationStats s = reducer_.finalize();
+    comm_ = std::move(s.comm);
     commSeconds_ += s.commSeconds;
     overlappedSeconds_ += s.overlappedSeconds;
     waitSeconds_ += s.finalizeWaitSeconds;
@@ -120,7 +122,8 @@ class ZeroMode : public TrainingMode {
 
   void markReady(size_t p) override { optimizer_.markReady(p); }
   void step() override {
-    const zero::ZeroStepStats s = optimizer_.step();
+    zero::ZeroStepStats s = optimizer_.step();
+    comm_ = std::move(s.comm);
     commSeconds_ += s.commSeconds;
     stepSeconds_ += s.stepSeconds;
     launched_ += s.bucketsLaunched;
@@ -180,11 +183,13 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
         size_(group->size()),
         fsdp_(units(model), group, fsdpOptions(o)) {
     shard();
+    layers::resetLayerMemoryPeak();  // the first step's peak, not construction's
   }
 
   void markReady(size_t) override {}  // reduceGrads runs as each layer's backward ends
   void step() override {
-    const zero::FsdpStepStats s = fsdp_.step();
+    zero::FsdpStepStats s = fsdp_.step();
+    comm_ = std::move(s.comm);
     gathers_ += s.gathers;
     prefetched_ += s.gathersPrefetched;
     gatherWait_ += s.gatherWaitSeconds;
@@ -192,6 +197,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     stepSeconds_ += s.stepSeconds;
     layerBytes_ = s.layerBytes;
     layerPeakBytes_ = std::max(layerPeakBytes_, s.layerPeakBytes);
+    layers::resetLayerMemoryPeak();  // the next step's peak
   }
   optim::OptimizerState fullState() override { return fsdp_.consolidateState(0); }
   void loadState(const optim::OptimizerState& state) override { fsdp_.loadState(state); }

@@ -23,6 +23,7 @@
 #include "core/process_group.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/options.h"
+#include "layers/common/comm_event.h"
 #include "layers/optim/optimizer_state.h"
 
 namespace c10d {
@@ -47,6 +48,11 @@ class TrainingMode {
   // evaluation or a checkpoint; shard() returns to training. No-ops in the other modes.
   virtual void materialize() {}
   virtual void shard() {}
+  // The collectives of the last step(), for --trace (local: none).
+  std::vector<layers::CommEvent> takeComm() { return std::move(comm_); }
+
+ protected:
+  std::vector<layers::CommEvent> comm_;
 };
 
 // Builds the mode's machinery over `model`; ddp/zero broadcast rank 0's parameters (collective).

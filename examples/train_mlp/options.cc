@@ -85,9 +85,9 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.add_option("--log-every", o.logEvery, "Print every k-th step's loss (default 1)")
       ->type_name("K");
   app.add_option("--input-dim", o.shape.inputDim, "Input features (default 32)")->type_name("N");
-  app.add_option("--hidden", o.shape.hidden, "Units per hidden layer (default 128)")
+  app.add_option("--hidden", o.shape.hidden, "Units per hidden layer (default 2048)")
       ->type_name("N");
-  app.add_option("--layers", o.shape.layers, "Linear layers, >= 1 (default 3)")->type_name("N");
+  app.add_option("--layers", o.shape.layers, "Linear layers, >= 1 (default 5)")->type_name("N");
   app.add_option("--classes", o.shape.classes, "Output classes (default 10)")->type_name("N");
   app.add_flag("--sync-bn", o.shape.batchNorm,
                "SyncBatchNorm after the first linear layer, over the whole global batch");
@@ -110,6 +110,10 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.add_option("--grad-reduction", raw.gradReduction,
                  "zero: reduce_scatter (default) | reduce_to_owner")
       ->type_name("HOW");
+  app.add_option("--trace", o.traceFile,
+                 "Write every step's timeline (layer compute, collectives) as a Chrome trace "
+                 "(chrome://tracing, Perfetto) to FILE")
+      ->type_name("FILE");
   app.add_flag("--no-prefetch", raw.noPrefetch,
                "zero3: gather each layer only when it is needed (default: the next layer's "
                "gather overlaps this one's compute)");

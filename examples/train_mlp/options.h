@@ -52,6 +52,7 @@ struct TrainOptions {
   uint64_t checkpointEvery = 0;  // 0 = write none (still resume from what the directory holds)
   size_t keepCheckpoints = 2;
   uint64_t crashAtStep = 0;  // 0 = never
+  std::string traceFile;     // "" = no trace
 };
 
 // The exit code for bad usage (as c10drun and argparse).

@@ -19,6 +19,7 @@
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/modes.h"
+#include "examples/train_mlp/trace.h"
 
 namespace c10d {
 namespace example {
@@ -246,6 +247,11 @@ void runTraining(const TrainOptions& o) {
   ck.reset();  // the checkpoint's copies are no longer needed
 
   // 4. Train.
+  std::optional<TraceWriter> trace;
+  if (!o.traceFile.empty()) {
+    trace.emplace(o.traceFile, rank, world);
+    model.recordTimings(true);
+  }
   const int attempt = restartCount();
   std::vector<float> x;
   std::vector<int32_t> labels;
@@ -253,11 +259,15 @@ void runTraining(const TrainOptions& o) {
   for (uint64_t step = start + 1; step <= o.steps; ++step) {
     if (step == o.crashAtStep && rank == 1 && attempt == 0) crash(step, rank);
     const auto t0 = Clock::now();
+    const int64_t stepBeginNs = trace ? layers::steadyNowNs() : 0;
     data.gather(plan.indices(step), &x, &labels);
     const double loss = model.forward(x.data(), labels.data(), labels.size());
     model.backward([&](size_t p) { mode->markReady(p); });
     mode->step();
     const double ms = secondsSince(t0) * 1e3;
+    if (trace) {
+      trace->step(step, stepBeginNs, layers::steadyNowNs(), model.takeTimings(), mode->takeComm());
+    }
     if (step % o.logEvery == 0 || step == o.steps) {
       const double mean = pg ? meanAcrossRanks(*pg, loss) : loss;
       if (rank == 0) say(fmt("step %" PRIu64 " loss %.9g ms %.3f", step, mean, ms));
@@ -272,6 +282,10 @@ void runTraining(const TrainOptions& o) {
   const double trainSeconds = secondsSince(trainStart);
 
   // 5. The end.
+  if (trace) {
+    trace->finish(pg.get());
+    if (rank == 0) say("train_mlp: trace written to " + o.traceFile);
+  }
   mode->materialize();
   const uint64_t checksum = model.checksum();
   if (pg) {

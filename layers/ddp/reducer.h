@@ -93,6 +93,7 @@
 
 #include "base/thread_annotations.h"
 #include "core/process_group.h"
+#include "layers/common/comm_event.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/failure.h"
 #include "layers/common/flat_buffer.h"
@@ -161,6 +162,7 @@ struct IterationStats {
   size_t locallyUnusedParameters = 0;   // findUnusedParameters: not marked on this rank
   size_t globallyUnusedParameters = 0;  // findUnusedParameters: marked on no rank
   bool rebuiltBuckets = false;          // the buckets were rebuilt at the end of this finalize()
+  std::vector<layers::CommEvent> comm;  // each bucket's allreduce: launch and completion
 };
 
 class Reducer {

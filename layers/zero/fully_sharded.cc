@@ -167,11 +167,14 @@ void FullyShardedModel::startGather(size_t unit, bool prefetch) {
   const size_t chunk = unitChunk_[unit];
   u.full = std::make_shared<layers::Floats>(static_cast<size_t>(size_) * chunk, 0.0f);
   if (chunk == 0) return;  // no elements: nothing to move
+  const int64_t issued = layers::steadyNowNs();
   u.gather =
       group_->allgatherIntoTensor(tensorOf(u.full->data(), u.full->size()),
                                   tensorOf(shardParam_->data() + unitShardOffset_[unit], chunk),
                                   AllgatherOptions{options_.timeout});
   u.keep = layers::KeepAlive(*u.gather, {shardParam_, u.full});
+  events_.launched("allgather unit " + std::to_string(unit), u.full->size() * sizeof(float), issued,
+                   *u.gather);
   ++current_.gathers;
   if (prefetch) ++current_.gathersPrefetched;
 }
@@ -261,10 +264,13 @@ void FullyShardedModel::reduceGrads(size_t unit) {
     Reduction r;
     r.unit = unit;
     r.out = std::make_shared<layers::Floats>(chunk, 0.0f);
+    const int64_t issued = layers::steadyNowNs();
     r.work = group_->reduceScatterTensor(tensorOf(r.out->data(), chunk),
                                          tensorOf(grad->data(), grad->size()),
                                          ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
     r.keep = layers::KeepAlive(*r.work, {grad, r.out});
+    events_.launched("reduce-scatter unit " + std::to_string(unit), grad->size() * sizeof(float),
+                     issued, *r.work);
     reductions_.push_back(std::move(r));
     ++current_.reduceScatters;
   } catch (...) {
@@ -307,13 +313,13 @@ FsdpStepStats FullyShardedModel::step() {
   }
   FsdpStepStats st = current_;
   current_ = FsdpStepStats{};
+  st.comm = events_.take();
   st.step = optimizer_->steps();
   st.localStateBytes = optimizer_->stateBytes();
   st.shardBytes = 2 * local_ * sizeof(float);
   const layers::LayerMemory memory = layers::layerMemory();
   st.layerBytes = static_cast<size_t>(memory.liveBytes);
   st.layerPeakBytes = static_cast<size_t>(memory.peakBytes);
-  layers::resetLayerMemoryPeak();
   lastStats_ = st;
   return st;
 }

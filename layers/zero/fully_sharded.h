@@ -76,6 +76,7 @@
 
 #include "base/thread_annotations.h"
 #include "core/process_group.h"
+#include "layers/common/comm_event.h"
 #include "layers/common/failure.h"
 #include "layers/common/keep_alive.h"
 #include "layers/common/memory.h"
@@ -108,10 +109,12 @@ struct FsdpStepStats {
   double reduceWaitSeconds = 0;  // reduceGrads() and step() blocked on reduce-scatters
   double stepSeconds = 0;        // the optimizer's arithmetic on the local shard
   double gradNorm = 0;           // the mean gradient's total norm before clipping (0: no clip)
-  size_t localStateBytes = 0;    // this rank's optimizer state
-  size_t shardBytes = 0;         // this rank's parameter and gradient shards
-  // The layers' memory in this process after the step and its peak since the previous step
-  // (layers/common/memory.h: reset at the end of every step()).
+  std::vector<layers::CommEvent> comm;  // every gather and reduce-scatter: launch and completion
+  size_t localStateBytes = 0;           // this rank's optimizer state
+  size_t shardBytes = 0;                // this rank's parameter and gradient shards
+  // The layers' memory in this process after the step, and its peak since the process started or
+  // the caller's last resetLayerMemoryPeak() (layers/common/memory.h; call it before a step to
+  // measure that step).
   size_t layerBytes = 0;
   size_t layerPeakBytes = 0;
 };
@@ -211,6 +214,7 @@ class FullyShardedModel {
   std::unique_ptr<optim::FlatOptimizer> optimizer_ C10D_GUARDED_BY(mu_);  // over L elements
   std::deque<Reduction> reductions_ C10D_GUARDED_BY(mu_);                 // in flight, oldest first
   FsdpStepStats current_ C10D_GUARDED_BY(mu_);
+  layers::CommEventLog events_ C10D_GUARDED_BY(mu_);
   FsdpStepStats lastStats_ C10D_GUARDED_BY(mu_);
   layers::FailureLatch broken_ C10D_GUARDED_BY(mu_) = layers::FailureLatch("FullyShardedModel");
 };

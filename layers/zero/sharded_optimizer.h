@@ -117,6 +117,7 @@
 
 #include "base/thread_annotations.h"
 #include "core/process_group.h"
+#include "layers/common/comm_event.h"
 #include "layers/common/failure.h"
 #include "layers/common/memory.h"
 #include "layers/common/parameter.h"
@@ -156,6 +157,7 @@ struct ZeroStepStats {
   size_t rounds = 0;                // allgather rounds (and kReduceScatter's reduce-scatter rounds)
   size_t stagingBytes = 0;          // the two round buffers
   double gradNorm = 0;              // the mean gradient's total norm before clipping (0: no clip)
+  std::vector<layers::CommEvent> comm;  // every collective of the step: launch and completion
   // The layers' own memory in this process after the step, measured (layers/common/memory.h:
   // this optimizer's buffers and state, and any other layer object's), and its peak since the
   // process started or the last resetLayerMemoryPeak().
@@ -273,6 +275,7 @@ class ShardedOptimizer {
   std::shared_ptr<Work> stagingWork_[2] C10D_GUARDED_BY(mu_);
   size_t nextStaging_ C10D_GUARDED_BY(mu_) = 0;
   double markWaitSeconds_ C10D_GUARDED_BY(mu_) = 0;
+  layers::CommEventLog events_ C10D_GUARDED_BY(mu_);
   // S: this rank's reduced gradients.
   std::shared_ptr<layers::Floats> shardGrad_ C10D_GUARDED_BY(mu_);
   // S: this rank's parameters, stepped.

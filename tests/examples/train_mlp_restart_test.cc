@@ -206,7 +206,7 @@ TEST(TrainMlpErrors, CheckpointOfAnotherModel) {
   ASSERT_TRUE(runTraining(1, {"--mode", "local", "--steps", "2", "--checkpoint-every", "2",
                               "--checkpoint-dir", dir.path()})
                   .ok());
-  expectFails(runTraining(1, {"--mode", "local", "--steps", "4", "--hidden", "64",
+  expectFails(runTraining(1, {"--mode", "local", "--steps", "4", "--hidden", "64", "--layers", "3",
                               "--checkpoint-dir", dir.path()}),
               1,
               {"checkpoint " + dir.path() +

@@ -1,5 +1,6 @@
 #include "tests/examples/train_mlp_runner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -45,6 +46,11 @@ Training runTraining(int nproc, const std::vector<std::string>& args,
   argv = concat(argv, launcherArgs);
   argv.push_back(TRAIN_MLP_PATH);
   argv = concat(argv, args);
+  // The tests train the small model (22k parameters, milliseconds a step) unless they name a width;
+  // train_mlp's default is a demonstration-size model (12.7M parameters).
+  if (std::find(args.begin(), args.end(), "--hidden") == args.end()) {
+    argv = concat(argv, {"--hidden", "128", "--layers", "3"});
+  }
   LauncherHooks hooks;
   hooks.timeout = std::chrono::milliseconds(90000);  // a few seconds normally; sanitizers, load
   Training t;

@@ -49,7 +49,8 @@ bool hasCheckpoint(const std::string& dir) {
 TEST(NetnsElastic, EtcdJobLosesOneOfThreeHostsAndFinishesOnTwo) {
   C10D_SKIP_WITHOUT_NETNS();
   const std::string etcd = etcdBinary();
-  if (etcd.empty()) GTEST_SKIP() << "no etcd binary (install Debian's etcd-server or set C10D_ETCD_BIN)";
+  if (etcd.empty())
+    GTEST_SKIP() << "no etcd binary (install Debian's etcd-server or set C10D_ETCD_BIN)";
   VirtualHosts vh(3);
   const std::string scratch = uniqueTempPath("netns-elastic");
   fs::create_directories(scratch);
@@ -68,14 +69,22 @@ TEST(NetnsElastic, EtcdJobLosesOneOfThreeHostsAndFinishesOnTwo) {
   server.host = 0;
   server.tag = "etcd";
   server.argv = {etcd,
-                 "--name", "host0",
-                 "--data-dir", scratch + "/etcd",
-                 "--listen-client-urls", client,
-                 "--advertise-client-urls", client,
-                 "--listen-peer-urls", "http://127.0.0.1:2380",
-                 "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
-                 "--initial-cluster", "host0=http://127.0.0.1:2380",
-                 "--log-level", "warn"};
+                 "--name",
+                 "host0",
+                 "--data-dir",
+                 scratch + "/etcd",
+                 "--listen-client-urls",
+                 client,
+                 "--advertise-client-urls",
+                 client,
+                 "--listen-peer-urls",
+                 "http://127.0.0.1:2380",
+                 "--initial-advertise-peer-urls",
+                 "http://127.0.0.1:2380",
+                 "--initial-cluster",
+                 "host0=http://127.0.0.1:2380",
+                 "--log-level",
+                 "warn"};
   VirtualHosts::Process etcdProc = vh.start(server);
   vh.check(1,
            {"bash", "-c",
@@ -88,19 +97,45 @@ TEST(NetnsElastic, EtcdJobLosesOneOfThreeHostsAndFinishesOnTwo) {
     HostCommand c;
     c.host = h;
     c.tag = "c10drun";
-    c.argv = {C10DRUN_PATH, "--rdzv-backend", "etcd",
-              "--rdzv-endpoint", VirtualHosts::hostname(0) + ":2379",
-              "--rdzv-id", "netns-elastic",
-              "--nnodes", "2:3",
-              "--max-restarts", "2",
+    c.argv = {C10DRUN_PATH,
+              "--rdzv-backend",
+              "etcd",
+              "--rdzv-endpoint",
+              VirtualHosts::hostname(0) + ":2379",
+              "--rdzv-id",
+              "netns-elastic",
+              "--nnodes",
+              "2:3",
+              "--max-restarts",
+              "2",
               "--rdzv-conf",
               "join_timeout=60,last_call_timeout=2,close_timeout=20,keep_alive_interval=0.2,"
               "keep_alive_max_attempt=5",
-              "--grace-period-s", "2",
-              "--monitor-interval-ms", "50",
-              TRAIN_MLP_PATH, "--mode", "ddp", "--steps", "3000", "--global-batch", "60",
-              "--timeout-s", "60", "--checkpoint-dir", ck, "--checkpoint-every", "10",
-              "--log-every", "500", "--backend", "verbs"};
+              "--grace-period-s",
+              "2",
+              "--monitor-interval-ms",
+              "50",
+              TRAIN_MLP_PATH,
+              "--mode",
+              "ddp",
+              "--hidden",
+              "128",
+              "--layers",
+              "3",
+              "--steps",
+              "3000",
+              "--global-batch",
+              "60",
+              "--timeout-s",
+              "60",
+              "--checkpoint-dir",
+              ck,
+              "--checkpoint-every",
+              "10",
+              "--log-every",
+              "500",
+              "--backend",
+              "verbs"};
     nodes.push_back(vh.start(c));
   }
   // Host2 dies once the round of three has checkpointed.

@@ -1,0 +1,62 @@
+// When a layer's collectives ran, for timelines (train_mlp --trace writes them as a Chrome trace):
+// each collective's launch and completion on the steady clock (FlightRecorder::nowNs's), in ns.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/work.h"
+
+namespace c10d {
+namespace layers {
+
+struct CommEvent {
+  std::string name;  // "allreduce bucket 2", "allgather unit 1", ...
+  size_t bytes = 0;  // this rank's payload
+  int64_t launchNs = 0;
+  int64_t doneNs = 0;  // completion, as the Work's callback saw it
+};
+
+inline int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The events of one step. launched() records the launch and has the Work's completion callback
+// stamp the completion; take() returns them (a completion whose callback has not run yet, which
+// may happen just after wait() returns, is stamped with the time of take()). Not synchronized
+// beyond the completion stamps: the owner's lock guards it.
+class CommEventLog {
+ public:
+  // launchNs: steadyNowNs() just before the collective was issued.
+  void launched(std::string name, size_t bytes, int64_t launchNs, Work& work) {
+    auto done = std::make_shared<std::atomic<int64_t>>(0);
+    events_.push_back({CommEvent{std::move(name), bytes, launchNs, 0}, done});
+    work.then([done](Work&) { done->store(steadyNowNs(), std::memory_order_release); });
+  }
+  std::vector<CommEvent> take() {
+    std::vector<CommEvent> out;
+    out.reserve(events_.size());
+    const int64_t now = steadyNowNs();
+    for (auto& [event, done] : events_) {
+      const int64_t d = done->load(std::memory_order_acquire);
+      event.doneNs = d != 0 ? d : now;
+      out.push_back(std::move(event));
+    }
+    events_.clear();
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<CommEvent, std::shared_ptr<std::atomic<int64_t>>>> events_;
+};
+
+}  // namespace layers
+}  // namespace c10d
