@@ -1,11 +1,13 @@
 // ddp_step_perf: what one data-parallel training step costs with the DDP Reducer (bucketed
 // allreduces overlapping backward), with one flat allreduce after backward, with no communication,
-// and with the ZeRO optimizer, on any backend and world size; and how much optimizer state each
-// rank holds under DDP (a full copy) and under ZeRO (its shard).
+// with ZeRO-2 (ShardedOptimizer) and with ZeRO-3 (FullyShardedModel), on any backend and world
+// size; and how much memory each rank holds for it: measured per mode, and the optimizer state
+// under DDP (a full copy) and under ZeRO (its shard).
 //
 // The model and its backward: perf/common/synthetic_model.h (--layers layers of
 // --params-per-layer fp32 parameters, last layer first; real work per layer, then the gradient's
-// final values, then markReady for the layer in the modes that have a Reducer or ZeRO optimizer).
+// final values, then markReady for the layer in the modes that have a Reducer or ZeRO-2
+// optimizer). There is no forward compute, in any mode.
 //
 // Calibration (every rank, before timing; printed in the header): the kernels' speed is measured
 // on one layer while every rank runs them (so oversubscribed ranks calibrate under the contention
@@ -25,32 +27,55 @@
 //               the rest of backward.
 //   ddp-view    ddp with gradientAsBucketView: backward writes the gradients into the buckets.
 //   ddp+opt     ddp, then a --optimizer step over the whole model on every rank (FlatOptimizer).
-//   zero        backward with ShardedOptimizer::markReady, then step(): one reduce-scatter of the
-//               gradients, the owner's optimizer step on its shard, one allgather of parameters.
-//   zero-owner  zero with kReduceToOwner: buckets reduced to their owner as they fill (ShardedDDP),
-//               overlapping backward.
+//   zero        ZeRO-2 (also accepted as zero2): backward with ShardedOptimizer::markReady, then
+//               step(): one reduce-scatter of the gradients, the owner's optimizer step on its
+//               shard, one allgather of parameters.
+//   zero-owner  ZeRO-2 with kReduceToOwner: buckets reduced to their owner as they fill
+//               (ShardedDDP), overlapping backward.
+//   zero3       ZeRO-3: FullyShardedModel with one unit per layer (prefetch on). Forward:
+//               unshard(l, kForward) and reshard(l) for each layer, first to last (the last stays
+//               for backward), with no compute between: its allgathers are exposed. Backward, last
+//               layer first: unshard(l, kBackward) (prefetching l - 1), the layer's work written
+//               into grads(l), reduceGrads(l); then step().
 // A step's time is the slowest rank's; a row gives the fastest and the median step. `exposed` is
 // the median step minus none's: the communication backward did not hide (plus, for ddp+opt and
-// the zero modes, the optimizer step). `comm` is the median over steps of the time during which at
-// least one of the step's collectives was in flight (perf/common/timed_group.h wraps the group to
-// see the Reducer's and ZeRO's own collectives), on the rank where it was shortest: a rank's time
-// includes waiting for the ranks that reach a collective after it, and the last to arrive waits for
-// none. busbw = 2(n-1)/n x model bytes / comm, comparable with all_reduce_perf's (a reduce-scatter
-// plus an allgather move the same bytes per rank as an allreduce). `overlap` is the Reducer's
-// IterationStats: 100 x sum(overlappedSeconds) / sum(commSeconds) over every timed step and rank
-// (the share of each bucket's launch-to-completion time that passed before finalize() began; the
-// buckets queue behind each other, so a bucket's time includes its wait for the earlier ones).
+// the zero modes, the optimizer step; for zero3, forward's gathers). `comm` is the median over
+// steps of the time during which at least one of the step's collectives was in flight
+// (perf/common/timed_group.h wraps the group to see the Reducer's and ZeRO's own collectives), on
+// the rank where it was shortest: a rank's time includes waiting for the ranks that reach a
+// collective after it, and the last to arrive waits for none. busbw = 2(n-1)/n x model bytes /
+// comm, comparable with all_reduce_perf's (a reduce-scatter plus an allgather move the same bytes
+// per rank as an allreduce; zero3 gathers the parameters twice, so its busbw understates the bytes
+// it moved by a third). `overlap` is the Reducer's IterationStats: 100 x sum(overlappedSeconds) /
+// sum(commSeconds) over every timed step and rank (the share of each bucket's launch-to-completion
+// time that passed before finalize() began; the buckets queue behind each other, so a bucket's time
+// includes its wait for the earlier ones).
+//
+// Memory: `peak` and `live` (MiB, largest rank) are the bytes the layers allocate for the mode,
+// as layers::layerMemory() counts them (layers/common/memory.h): the DDP Reducer's buckets (which
+// hold the gradients in ddp-view), flat's buffer, ddp+opt's optimizer state, ShardedOptimizer's
+// shards, staging and state, FullyShardedModel's shards, state and gathered units. `live` is
+// held between steps (after the last timed one), `peak` the most during a timed step. Not
+// counted: the model's own parameter and gradient arrays (the framework's tensors, printed once
+// as `# model arrays`: add them for every mode but zero3, which needs neither, and ddp-view, whose
+// gradients are its buckets), the backends' internal buffers, and the benchmark's own copies
+// (zero3's gathered check). One process holds every mode's objects, so a mode's figures are its
+// own: its objects' bytes (measured as they are built, plus what its steps leave allocated) plus
+// a step's rise over the bytes live before it (resetLayerMemoryPeak() before each step;
+// FullyShardedModel::step() resets the peak itself, so zero3's comes from FsdpStepStats).
 //
 // Check (-c): after timing, each mode but none runs -c more steps; every rank compares what the
 // mode produced with references it computes itself: the averaged gradients (flat, ddp, ddp-view,
-// ddp+opt) against the exact mean over ranks, and the parameters (ddp+opt, zero, zero-owner)
-// against one unsharded optimizer stepped as many times with that mean (synthetic_model.h).
+// ddp+opt) against the exact mean over ranks, and the parameters (ddp+opt, zero, zero-owner, and
+// zero3's gathered by FullyShardedModel::gatherParameters) against one unsharded optimizer stepped
+// as many times with that mean (synthetic_model.h).
 // `#wrong` counts wrong elements over ranks; any makes the exit status 1.
 // C10D_PERF_INJECT_ERROR=1 corrupts one element on the last rank before each check.
 //
 // Optimizer state: --optimizer's (default Adam: exp_avg and exp_avg_sq, 8 bytes per parameter)
-// bytes per rank: DDP's full state against ZeRO's ShardedOptimizer::localStateBytes() at this
-// world size (largest and smallest over ranks), and fullStateBytes().
+// bytes per rank: DDP's full state against ZeRO-2's ShardedOptimizer::localStateBytes() at this
+// world size (largest and smallest over ranks), and fullStateBytes(); with zero3, its state and
+// its parameter + gradient shards per rank (the same on every rank).
 //
 // Output on rank 0 (-J: the same as JSON); the other ranks only compute. Times and counts travel
 // over the group's Store (perf/common/world.h), never through the backend being measured.
@@ -146,6 +171,7 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
     wrong += std::max<int64_t>(0, r.wrong);
   }
   const std::string algo = optim::algorithmName(o.optimizer);
+  const double arrays = static_cast<double>(b.modelArrayBytes());
   print(detail::str(
       "#\n# optimizer state per rank (", algo, ", ", b.optimizer().slotNames().size(),
       " slots): ddp ", formatMiB(static_cast<double>(state.ddp)),
@@ -154,6 +180,14 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
       world->size(), " (",
       formatFixed(state.zeroMax > 0 ? static_cast<double>(state.zeroFull) / state.zeroMax : 0.0, 2),
       "x less; full ", formatMiB(static_cast<double>(state.zeroFull)), ")\n"));
+  if (state.zero3Shards > 0) {
+    print(detail::str("# zero3 per rank: state ", formatMiB(static_cast<double>(state.zero3State)),
+                      ", parameter + gradient shards ",
+                      formatMiB(static_cast<double>(state.zero3Shards)), "\n"));
+  }
+  print(detail::str("# model arrays per rank, not in peak/live: parameters ", formatMiB(arrays),
+                    " + gradients ", formatMiB(arrays),
+                    " (zero3 needs neither; ddp-view's gradients are its buckets)\n"));
   print(detail::str("# Out of bounds values : ", wrong, wrong ? " FAILED" : " OK", "\n"));
   print(detail::str("#\n# DDP step test concluded: ", program, "\n#\n"));
 
@@ -201,13 +235,19 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
            {"comm_ms", orNull(r.commMs)},
            {"overlap_pct", orNull(r.overlapPct)},
            {"bus_bw", orNull(r.busBw)},
+           {"peak_bytes", r.peakBytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.peakBytes)},
+           {"live_bytes", r.liveBytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.liveBytes)},
            {"nwrong", r.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.wrong)}});
     }
     doc["optimizer_state"] = {{"optimizer", algo},
                               {"ddp_bytes_per_rank", state.ddp},
                               {"zero_full_bytes", state.zeroFull},
                               {"zero_max_bytes_per_rank", state.zeroMax},
-                              {"zero_min_bytes_per_rank", state.zeroMin}};
+                              {"zero_min_bytes_per_rank", state.zeroMin},
+                              {"zero3_state_bytes_per_rank", state.zero3State},
+                              {"zero3_shard_bytes_per_rank", state.zero3Shards}};
+    doc["model_array_bytes"] = {{"parameters", b.modelArrayBytes()},
+                                {"gradients", b.modelArrayBytes()}};
     doc["out_of_bounds"] = wrong;
     doc["end_time"] = timeNow();
     writeJson(o.jsonPath, doc);

@@ -29,11 +29,17 @@ const char* stepModeName(StepMode m) {
       return "zero";
     case StepMode::kZeroOwner:
       return "zero-owner";
+    case StepMode::kZero3:
+      return "zero3";
   }
   return "?";
 }
 
 bool parseStepMode(const std::string& name, StepMode* mode) {
+  if (name == "zero2") {  // the stage's name for zero
+    *mode = StepMode::kZero;
+    return true;
+  }
   for (StepMode m : allStepModes()) {
     if (name == stepModeName(m)) {
       *mode = m;
@@ -44,9 +50,9 @@ bool parseStepMode(const std::string& name, StepMode* mode) {
 }
 
 const std::vector<StepMode>& allStepModes() {
-  static const std::vector<StepMode> kModes{StepMode::kNone,     StepMode::kFlat,   StepMode::kDdp,
-                                            StepMode::kDdpView,  StepMode::kDdpOpt, StepMode::kZero,
-                                            StepMode::kZeroOwner};
+  static const std::vector<StepMode> kModes{
+      StepMode::kNone,   StepMode::kFlat, StepMode::kDdp,       StepMode::kDdpView,
+      StepMode::kDdpOpt, StepMode::kZero, StepMode::kZeroOwner, StepMode::kZero3};
   return kModes;
 }
 
@@ -104,10 +110,10 @@ std::string ddpStepUsage(const std::string& program) {
         "\n\t"
      << "[--bucket-cap-mb <MB> Reducer bucket cap (default 25)] \n\t"
      << "[--first-bucket-mb <MB> Reducer first bucket (default 1)] \n\t"
-     << "[--modes <none,flat,ddp,ddp-view,ddp+opt,zero,zero-owner> modes to time, interleaved "
-        "(default all)] \n\t"
-     << "[--optimizer <sgd/adam/adamw> of ddp+opt and zero, and for the state bytes (default "
-        "adam)] \n\t"
+     << "[--modes <none,flat,ddp,ddp-view,ddp+opt,zero(=zero2),zero-owner,zero3> modes to time, "
+        "interleaved (default all)] \n\t"
+     << "[--optimizer <sgd/adam/adamw> of ddp+opt and the zero modes, and for the state bytes "
+        "(default adam)] \n\t"
      << "[-n,--iters <iteration count> timed steps per mode (default 20)] \n\t"
      << "[-w,--warmup_iters <iteration count> untimed steps per mode first (default 3)] \n\t"
      << "[-c,--check <count> checked steps per reducing mode after timing (default 1)] \n\t"
@@ -224,7 +230,8 @@ ParseResult parseDdpStepOptions(int argc, char** argv, DdpStepOptions* o) {
           StepMode m;
           if (!parseStepMode(name, &m)) {
             err = detail::str("invalid mode '", name, "' in --modes '", arg,
-                              "' (none, flat, ddp, ddp-view, ddp+opt, zero, zero-owner)");
+                              "' (none, flat, ddp, ddp-view, ddp+opt, zero or zero2, zero-owner, "
+                              "zero3)");
             break;
           }
           for (StepMode seen : o->modes) {
@@ -321,18 +328,23 @@ bool parseCell(const std::string& word, double* v) {
 }  // namespace
 
 std::string stepTableHeader() {
-  return "#      mode   step_min   step_med    exposed       comm    overlap      busbw   "
-         "#wrong\n"
-         "#                (ms)       (ms)       (ms)       (ms)        (%)     (GB/s)         \n";
+  return "#      mode   step_min   step_med    exposed       comm    overlap      busbw       peak"
+         "       live   #wrong\n"
+         "#                (ms)       (ms)       (ms)       (ms)        (%)     (GB/s)      (MiB)"
+         "      (MiB)         \n";
 }
 
 std::string stepTableRow(const StepRow& r) {
   char buf[256];
   const std::string exposed =
       std::isnan(r.exposedMs) ? std::string("       N/A") : cell(r.exposedMs, "%10.3f", true);
-  std::snprintf(buf, sizeof(buf), "%10s %10.3f %10.3f %s %s %s %s %8s\n", r.mode.c_str(),
+  auto mib = [](int64_t bytes) {
+    return cell(bytes < 0 ? -1.0 : static_cast<double>(bytes) / (1 << 20), "%10.2f");
+  };
+  std::snprintf(buf, sizeof(buf), "%10s %10.3f %10.3f %s %s %s %s %s %s %8s\n", r.mode.c_str(),
                 r.stepMinMs, r.stepMedMs, exposed.c_str(), cell(r.commMs, "%10.3f").c_str(),
                 cell(r.overlapPct, "%10.1f").c_str(), cell(r.busBw, "%10.2f").c_str(),
+                mib(r.peakBytes).c_str(), mib(r.liveBytes).c_str(),
                 r.wrong < 0 ? "N/A" : std::to_string(r.wrong).c_str());
   return buf;
 }
@@ -342,18 +354,22 @@ bool parseStepTableRow(const std::string& line, StepRow* row) {
   std::istringstream in(line);
   std::vector<std::string> w;
   for (std::string s; in >> s;) w.push_back(s);
-  if (w.size() != 8) return false;
+  if (w.size() != 10) return false;
   StepMode mode;
   if (!parseStepMode(w[0], &mode)) return false;
   StepRow r;
   r.mode = w[0];
-  double wrong = 0;
+  double peak = 0, live = 0, wrong = 0;
   if (!parseDouble(w[1].c_str(), &r.stepMinMs) || !parseDouble(w[2].c_str(), &r.stepMedMs) ||
       !parseCell(w[3], &r.exposedMs) || !parseCell(w[4], &r.commMs) ||
-      !parseCell(w[5], &r.overlapPct) || !parseCell(w[6], &r.busBw) || !parseCell(w[7], &wrong)) {
+      !parseCell(w[5], &r.overlapPct) || !parseCell(w[6], &r.busBw) || !parseCell(w[7], &peak) ||
+      !parseCell(w[8], &live) || !parseCell(w[9], &wrong)) {
     return false;
   }
   if (w[3] == "N/A") r.exposedMs = std::nan("");
+  auto bytes = [](double mib) { return mib < 0 ? -1 : std::llround(mib * (1 << 20)); };
+  r.peakBytes = bytes(peak);
+  r.liveBytes = bytes(live);
   r.wrong = static_cast<int64_t>(wrong);
   *row = r;
   return true;

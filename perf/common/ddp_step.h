@@ -1,5 +1,5 @@
 // ddp_step_perf's flags and table: what one data-parallel training step costs with the DDP
-// Reducer, with one flat allreduce, with no communication, and with the ZeRO optimizer.
+// Reducer, with one flat allreduce, with no communication, and with ZeRO-2 and ZeRO-3.
 //
 // The benchmark (perf/ddp_step_perf.cc, which explains the modes and columns) times the same
 // synthetic backward (perf/common/synthetic_model.h) in several modes, interleaved. This header
@@ -19,10 +19,12 @@
 namespace c10d {
 namespace perf {
 
-enum class StepMode { kNone, kFlat, kDdp, kDdpView, kDdpOpt, kZero, kZeroOwner };
+// kZero and kZeroOwner are ZeRO-2 (ShardedOptimizer), kZero3 ZeRO-3 (FullyShardedModel).
+enum class StepMode { kNone, kFlat, kDdp, kDdpView, kDdpOpt, kZero, kZeroOwner, kZero3 };
 
-// "none", "flat", "ddp", "ddp-view", "ddp+opt", "zero", "zero-owner"; parseStepMode returns false
-// for anything else. allStepModes() lists them in that order (the default --modes).
+// "none", "flat", "ddp", "ddp-view", "ddp+opt", "zero", "zero-owner", "zero3"; parseStepMode also
+// takes "zero2" for kZero and returns false for anything else. allStepModes() lists them in that
+// order (the default --modes).
 const char* stepModeName(StepMode m);
 bool parseStepMode(const std::string& name, StepMode* mode);
 const std::vector<StepMode>& allStepModes();
@@ -41,7 +43,7 @@ struct DdpStepOptions {
   size_t bucketCapBytes = 25u << 20;                     // --bucket-cap-mb
   size_t firstBucketBytes = 1u << 20;                    // --first-bucket-mb
   std::vector<StepMode> modes = allStepModes();          // --modes none,flat,...
-  optim::Algorithm optimizer = optim::Algorithm::kAdam;  // --optimizer: ddp+opt, zero, state
+  optim::Algorithm optimizer = optim::Algorithm::kAdam;  // --optimizer: ddp+opt, zero*, state
   int iters = 20;                                        // -n: timed steps per mode
   int warmupIters = 3;   // -w: untimed steps per mode first (the Reducer rebuilds in the first)
   int check = 1;         // -c: checked steps per reducing mode after timing (0 = none)
@@ -62,6 +64,7 @@ std::string formatFixed(double v, int digits);
 std::string formatMiB(double bytes);
 
 // One row of the table. Negative values print as N/A (exposedMs: NaN, as it may be negative).
+// Bytes print as MiB (2^20) with two decimals, so a parsed row holds them to 5 KiB.
 struct StepRow {
   std::string mode;
   double stepMinMs = 0;    // fastest step (each step: the slowest rank's time)
@@ -70,11 +73,12 @@ struct StepRow {
   double commMs = -1;      // median time a collective of the step was in flight (TimedGroup)
   double overlapPct = -1;  // Reducer: 100 x overlappedSeconds / commSeconds, over all steps
   double busBw = -1;       // 2(n-1)/n x model bytes / comm (GB/s, 1e9)
+  int64_t peakBytes = -1;  // the mode's layer memory at its peak during a step, largest rank
+  int64_t liveBytes = -1;  // the mode's layer memory between steps, largest rank
   int64_t wrong = -1;      // wrong elements in the checked steps, over ranks
 };
 
-// "#      mode   step_min   step_med    exposed       comm    overlap      busbw   #wrong" and
-// the units line.
+// "#      mode   step_min ... busbw       peak       live   #wrong" and the units line.
 std::string stepTableHeader();
 std::string stepTableRow(const StepRow& row);
 // The inverse of stepTableRow (N/A -> -1); false for any other line.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "layers/common/memory.h"
 
 namespace c10d {
 namespace perf {
@@ -39,7 +40,7 @@ bool checksGrads(StepMode m) {
          m == StepMode::kDdpOpt;
 }
 bool checksParams(StepMode m) {
-  return m == StepMode::kDdpOpt || isZero(m);
+  return m == StepMode::kDdpOpt || isZero(m) || m == StepMode::kZero3;
 }
 
 }  // namespace
@@ -63,6 +64,41 @@ bool DdpStepBench::uses(StepMode m) const {
   return std::find(o_.modes.begin(), o_.modes.end(), m) != o_.modes.end();
 }
 
+std::vector<DdpStepBench::Holder> DdpStepBench::holders(StepMode m) const {
+  switch (m) {
+    case StepMode::kNone:
+      return {};
+    case StepMode::kFlat:
+      return {kFlatBuffer};
+    case StepMode::kDdp:
+      return {kDdpReducer};
+    case StepMode::kDdpView:
+      return {kDdpViewReducer};
+    case StepMode::kDdpOpt:
+      return {kDdpReducer, kDdpOptimizer};
+    case StepMode::kZero:
+      return {kZeroOpt};
+    case StepMode::kZeroOwner:
+      return {kZeroOwnerOpt};
+    case StepMode::kZero3:
+      return {kFsdp};
+  }
+  return {};
+}
+
+int64_t DdpStepBench::heldBytes(StepMode m) const {
+  int64_t bytes = 0;
+  for (Holder h : holders(m)) bytes += held_[h];
+  return bytes;
+}
+
+template <typename Fn>
+void DdpStepBench::counted(Holder h, Fn&& build) {
+  const int64_t before = layers::layerMemory().liveBytes;
+  build();
+  held_[h] += layers::layerMemory().liveBytes - before;
+}
+
 // What each mode needs; the Reducers and ZeRO optimizers are collective to build.
 void DdpStepBench::setUp() {
   const size_t per = o_.paramsPerLayer;
@@ -75,22 +111,29 @@ void DdpStepBench::setUp() {
     return p;
   };
   if (uses(StepMode::kFlat) || o_.computeUsPerLayer < 0) {
-    flat_ = layers::FlatBuffer(DataType::kFloat32, Device::cpu(),
-                               std::vector<size_t>(o_.layers, per), *ops_);
+    counted(kFlatBuffer, [&] {
+      flat_ = layers::FlatBuffer(DataType::kFloat32, Device::cpu(),
+                                 std::vector<size_t>(o_.layers, per), *ops_);
+    });
   }
   ddp::ReducerOptions ro;
   ro.bucketCapBytes = o_.bucketCapBytes;
   ro.firstBucketBytes = o_.firstBucketBytes;
   ro.timeout = timeout_;
   if (uses(StepMode::kDdp) || uses(StepMode::kDdpOpt)) {
-    ddp_ = std::make_unique<ddp::Reducer>(params(model_.data.data()), pg_, ro);
+    counted(kDdpReducer,
+            [&] { ddp_ = std::make_unique<ddp::Reducer>(params(model_.data.data()), pg_, ro); });
   }
   if (uses(StepMode::kDdpOpt)) {
-    ddpOptimizer_ = std::make_unique<optim::FlatOptimizer>(optimizer_, model_.numel());
+    counted(kDdpOptimizer, [&] {
+      ddpOptimizer_ = std::make_unique<optim::FlatOptimizer>(optimizer_, model_.numel());
+    });
   }
   if (uses(StepMode::kDdpView)) {
     ro.gradientAsBucketView = true;
-    ddpView_ = std::make_unique<ddp::Reducer>(params(model_.data.data()), pg_, ro);
+    counted(kDdpViewReducer, [&] {
+      ddpView_ = std::make_unique<ddp::Reducer>(params(model_.data.data()), pg_, ro);
+    });
   }
   // zero always exists: it reports the sharded state bytes. Each ZeRO optimizer steps its own
   // copy of the parameters (they share the gradients).
@@ -100,12 +143,32 @@ void DdpStepBench::setUp() {
   zo.timeout = timeout_;
   zeroData_.resize(model_.numel());
   initParameters(zeroData_.data(), o_.layers, per);
-  zero_ = std::make_unique<zero::ShardedOptimizer>(params(zeroData_.data()), pg_, zo);
+  counted(kZeroOpt, [&] {
+    zero_ = std::make_unique<zero::ShardedOptimizer>(params(zeroData_.data()), pg_, zo);
+  });
   if (uses(StepMode::kZeroOwner)) {
     zo.gradReduction = zero::ZeroOptions::GradReduction::kReduceToOwner;
     zeroOwnerData_.resize(model_.numel());
     initParameters(zeroOwnerData_.data(), o_.layers, per);
-    zeroOwner_ = std::make_unique<zero::ShardedOptimizer>(params(zeroOwnerData_.data()), pg_, zo);
+    counted(kZeroOwnerOpt, [&] {
+      zeroOwner_ = std::make_unique<zero::ShardedOptimizer>(params(zeroOwnerData_.data()), pg_, zo);
+    });
+  }
+  // zero3: one unit per layer. The model keeps its shard of the initial values, so the full
+  // array lives only until it is built, as a framework would free it.
+  if (uses(StepMode::kZero3)) {
+    std::vector<float> init(model_.numel());
+    initParameters(init.data(), o_.layers, per);
+    std::vector<std::vector<layers::Parameter>> units;
+    for (size_t l = 0; l < o_.layers; ++l) {
+      units.push_back(
+          {{detail::str("layer", l, ".weight"), tensorOf(init.data() + l * per, per), Tensor()}});
+    }
+    zero::FsdpOptions fo;
+    fo.optimizer = optimizer_;
+    fo.timeout = timeout_;
+    counted(kFsdp,
+            [&] { fsdp_ = std::make_unique<zero::FullyShardedModel>(std::move(units), pg_, fo); });
   }
 }
 
@@ -170,18 +233,30 @@ void DdpStepBench::run() {
   for (int it = 0; it < total; ++it) {
     for (size_t k = 0; k < o_.modes.size(); ++k) {
       const size_t m = (k + static_cast<size_t>(it)) % o_.modes.size();
+      const StepMode mode = o_.modes[m];
       barrier();
       pg_->reset();
+      // The mode's memory: its objects' bytes before the step, plus the step's rise above the
+      // bytes live before it; what the step leaves allocated (a rebuild) stays charged to it.
+      const int64_t held = heldBytes(mode);
+      const int64_t live = layers::layerMemory().liveBytes;
+      layers::resetLayerMemoryPeak();
       const auto t0 = Clock::now();
-      const ddp::IterationStats st = step(o_.modes[m]);
+      const StepStats st = step(mode);
       const double sec = secondsSince(t0);
+      const layers::LayerMemory after = layers::layerMemory();
+      const std::vector<Holder> hs = holders(mode);
+      if (!hs.empty()) held_[hs.front()] += after.liveBytes - live;
+      const int64_t peak = held + std::max(after.peakBytes, st.layerPeakBytes) - live;
       const TimedGroup::Timeline tl = pg_->collect(timeout_);
       if (it < o_.warmupIters) continue;
       ModeResult& r = results_[m];
       r.step.push_back(sec);
       r.comm.push_back(tl.busySeconds);
-      r.overlapped += st.overlappedSeconds;
-      r.reducerComm += st.commSeconds;
+      r.overlapped += st.reducer.overlappedSeconds;
+      r.reducerComm += st.reducer.commSeconds;
+      r.peakBytes = std::max(r.peakBytes, peak);
+      r.liveBytes = heldBytes(mode);
     }
   }
 }
@@ -204,6 +279,14 @@ void DdpStepBench::check() {
   std::vector<size_t> optimizerModes;
   for (size_t m = 0; m < o_.modes.size(); ++m) {
     if (checksParams(o_.modes[m])) optimizerModes.push_back(m);
+  }
+  if (fsdp_) {  // zero3's full parameters exist only in its shards: gathered (collective)
+    fsdpCheck_.assign(model_.numel(), 0.0f);
+    std::vector<Tensor> views;
+    for (size_t l = 0; l < o_.layers; ++l) {
+      views.push_back(tensorOf(fsdpCheck_.data() + l * o_.paramsPerLayer, o_.paramsPerLayer));
+    }
+    fsdp_->gatherParameters(views);
   }
   const std::vector<int64_t> wrong = wrongParams(optimizerModes);
   for (size_t k = 0; k < optimizerModes.size(); ++k) {
@@ -238,6 +321,8 @@ std::vector<StepRow> DdpStepBench::rows() {
                       : 0.0;
     }
     if (isDdp(mode)) row.overlapPct = reducerComm > 0 ? 100.0 * overlapped / reducerComm : 0.0;
+    row.peakBytes = maxOverRanks(r.peakBytes);
+    row.liveBytes = maxOverRanks(r.liveBytes);
     rows.push_back(row);
   }
   for (StepRow& row : rows) row.exposedMs = row.stepMedMs - noneMed;  // NaN without none
@@ -255,6 +340,10 @@ StateBytes DdpStepBench::stateBytes() {
     s.zeroMax = std::max(s.zeroMax, b);
     s.zeroMin = std::min(s.zeroMin, b);
   }
+  if (fsdp_) {
+    s.zero3State = fsdp_->localStateBytes();
+    s.zero3Shards = 2 * fsdp_->localNumel() * sizeof(float);
+  }
   return s;
 }
 
@@ -270,17 +359,24 @@ float* DdpStepBench::grad(StepMode mode, size_t layer) {
 float* DdpStepBench::params(StepMode mode) {
   if (mode == StepMode::kZero) return zeroData_.data();
   if (mode == StepMode::kZeroOwner) return zeroOwnerData_.data();
+  if (mode == StepMode::kZero3) return fsdpCheck_.data();
   return model_.data.data();
 }
 
 uint64_t DdpStepBench::optimizerSteps(StepMode mode) const {
   if (mode == StepMode::kZero) return zero_->steps();
   if (mode == StepMode::kZeroOwner) return zeroOwner_->steps();
+  if (mode == StepMode::kZero3) return fsdp_->steps();
   return ddpOptimizer_->steps();
 }
 
-// One step of `mode`; the Reducer's stats for the ddp modes.
-ddp::IterationStats DdpStepBench::step(StepMode mode) {
+// One step of `mode`.
+DdpStepBench::StepStats DdpStepBench::step(StepMode mode) {
+  StepStats st;
+  if (mode == StepMode::kZero3) {
+    st.layerPeakBytes = static_cast<int64_t>(fullyShardedStep().layerPeakBytes);
+    return st;
+  }
   ddp::Reducer* reducer = mode == StepMode::kDdpView ? ddpView_.get()
                           : isDdp(mode)              ? ddp_.get()
                                                      : nullptr;
@@ -292,12 +388,28 @@ ddp::IterationStats DdpStepBench::step(StepMode mode) {
     if (reducer) reducer->markReady(l);
     if (sharded) sharded->markReady(l);
   }
-  ddp::IterationStats st;
-  if (reducer) st = reducer->finalize();
+  if (reducer) st.reducer = reducer->finalize();
   if (mode == StepMode::kDdpOpt) ddpOptimizer_->step(model_.data.data(), model_.grad.data());
   if (sharded) sharded->step();
   if (mode == StepMode::kFlat) flatAllreduce();
   return st;
+}
+
+// zero3. Forward gathers each unit in turn and keeps the last one for backward; no mode computes
+// a forward (the synthetic model has none), so nothing hides these gathers. Backward, last layer
+// first: the unit gathered again (the one before prefetched), its gradient written into the
+// unit's full gradient, reduce-scattered while the next layer computes; then the shard's step.
+zero::FsdpStepStats DdpStepBench::fullyShardedStep() {
+  for (size_t l = 0; l < o_.layers; ++l) {
+    fsdp_->unshard(l, zero::Pass::kForward);
+    if (l + 1 < o_.layers) fsdp_->reshard(l);
+  }
+  for (size_t l = o_.layers; l-- > 0;) {
+    fsdp_->unshard(l, zero::Pass::kBackward);
+    layerBackward(fsdp_->grads(l)[0].ptr<float>(), o_.paramsPerLayer, extraUpdates_, rank_, l);
+    fsdp_->reduceGrads(l);
+  }
+  return fsdp_->step();
 }
 
 // flat: copy in, one allreduce, average, copy out.
@@ -387,6 +499,14 @@ std::vector<double> DdpStepBench::acrossRanks(const std::vector<double>& mine, b
       out[i] = maximum ? std::max(out[i], v) : std::min(out[i], v);
     }
     ++r;
+  }
+  return out;
+}
+
+int64_t DdpStepBench::maxOverRanks(int64_t mine) {
+  int64_t out = mine;
+  for (const std::string& v : ex_.allgather(std::to_string(mine))) {
+    out = std::max<int64_t>(out, std::stoll(v));
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // DdpStepBench: the modes of ddp_step_perf (perf/ddp_step_perf.cc explains them and the columns)
 // over one world group: it owns the synthetic model, the Reducers and ZeRO optimizers the modes
 // use, calibrates backward's compute, runs the interleaved steps, checks the results, and turns
-// the ranks' times into table rows.
+// the ranks' times and measured memory into table rows.
 //
 // Collective: every rank calls every public method (but the accessors) in the same order. The
 // modes' collectives go through a TimedGroup over the world group; barriers and the calibration's
@@ -9,7 +9,10 @@
 // One thread; every wait is bounded by the options' timeout (TimeoutError). Memory per rank: the
 // model's parameters and gradients, plus per mode what it needs (flat: one model-sized buffer;
 // ddp, ddp-view: the Reducer's buckets; ddp+opt: the full optimizer state; zero, zero-owner: a
-// parameter copy, ZeRO's flat buffer and its shard of the state), all allocated by setUp().
+// parameter copy, ZeRO's shards, staging and state; zero3: FullyShardedModel's shards and state,
+// and during its steps up to two units' full parameters and gradients), allocated by setUp().
+// Each mode's share of the layers' counted memory (layers/common/memory.h) is tracked per object,
+// as the process holds every mode's objects at once (ddp_step_perf.cc says how).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +26,7 @@
 #include "layers/common/flat_buffer.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
+#include "layers/zero/fully_sharded.h"
 #include "layers/zero/sharded_optimizer.h"
 #include "perf/common/ddp_step.h"
 #include "perf/common/synthetic_model.h"
@@ -37,6 +41,9 @@ struct StateBytes {
   size_t ddp = 0;                   // DDP: the full state on every rank
   size_t zeroFull = 0;              // ShardedOptimizer::fullStateBytes()
   size_t zeroMax = 0, zeroMin = 0;  // ShardedOptimizer::localStateBytes(), over ranks
+  // zero3 (0 when not run): FullyShardedModel's state and parameter + gradient shards, the same
+  // on every rank (each unit split in N equal chunks).
+  size_t zero3State = 0, zero3Shards = 0;
 };
 
 class DdpStepBench {
@@ -56,6 +63,9 @@ class DdpStepBench {
   // The table rows, in o.modes order.
   std::vector<StepRow> rows();
   StateBytes stateBytes();
+  // The model's own parameter and gradient arrays per rank (each numel x 4 bytes): the
+  // framework's tensors, not counted in the rows' memory.
+  size_t modelArrayBytes() const { return model_.numel() * sizeof(float); }
 
   // "# reducer: ..." (the buckets after warm-up: rebuilt once from the ready order), or "".
   std::string bucketLine() const;
@@ -72,22 +82,48 @@ class DdpStepBench {
   struct ModeResult {
     std::vector<double> step, comm;          // per timed step, this rank's
     double overlapped = 0, reducerComm = 0;  // Reducer IterationStats sums, this rank's
+    int64_t peakBytes = 0, liveBytes = 0;    // this rank's, over the timed steps
     int64_t wrong = -1;                      // over ranks; -1 = not checked
+  };
+  // What one step reports: the Reducer's stats (ddp modes), and FullyShardedModel's peak of the
+  // layers' memory (its step() resets the process's peak before returning).
+  struct StepStats {
+    ddp::IterationStats reducer;
+    int64_t layerPeakBytes = 0;
+  };
+  // The objects holding the layers' counted memory; a mode's share is the sum over its own.
+  enum Holder {
+    kFlatBuffer,
+    kDdpReducer,
+    kDdpViewReducer,
+    kDdpOptimizer,
+    kZeroOpt,
+    kZeroOwnerOpt,
+    kFsdp,
+    kNumHolders
   };
 
   bool uses(StepMode m) const;
+  // Its holders, the first of which is charged with what a step leaves allocated (a rebuild).
+  std::vector<Holder> holders(StepMode m) const;
+  int64_t heldBytes(StepMode m) const;
+  // Runs build() and charges `h` with the counted bytes it leaves allocated.
+  template <typename Fn>
+  void counted(Holder h, Fn&& build);
   void barrier();
   float* grad(StepMode mode, size_t layer);
   float* params(StepMode mode);
   uint64_t optimizerSteps(StepMode mode) const;
-  // One step of `mode`; the Reducer's stats for the ddp modes.
-  ddp::IterationStats step(StepMode mode);
+  // One step of `mode`.
+  StepStats step(StepMode mode);
+  zero::FsdpStepStats fullyShardedStep();
   void flatAllreduce();
   double timeFlatAllreduce();
   int64_t wrongGrads(StepMode mode);
   std::vector<int64_t> wrongParams(const std::vector<size_t>& modes);
   std::vector<double> acrossRanks(const std::vector<double>& mine, bool maximum);
   double sumOverRanks(double mine);
+  int64_t maxOverRanks(int64_t mine);
 
   const DdpStepOptions& o_;
   const Milliseconds timeout_;
@@ -106,6 +142,9 @@ class DdpStepBench {
   std::unique_ptr<ddp::Reducer> ddp_, ddpView_;  // ddp and ddp+opt share one
   std::unique_ptr<optim::FlatOptimizer> ddpOptimizer_;
   std::unique_ptr<zero::ShardedOptimizer> zero_, zeroOwner_;
+  std::unique_ptr<zero::FullyShardedModel> fsdp_;  // zero3: one unit per layer
+  std::vector<float> fsdpCheck_;                   // its parameters, gathered for the check only
+  int64_t held_[kNumHolders] = {};                 // counted bytes per holder, this rank's
 
   KernelSpeed speed_;
   size_t extraUpdates_ = 0;

@@ -1,8 +1,9 @@
 // ddp_step_perf: its flags and table as unit tests, and the real binary run tiny as forked ranks
 // over every CPU backend built here. What is checked is the output (header, one row per mode in
 // order, the columns each mode must and must not have, the optimizer-state bytes against values
-// computed here, the JSON file) and that every mode's results check clean, or catch the one wrong
-// element C10D_PERF_INJECT_ERROR plants; never the timings themselves.
+// computed here, each mode's measured memory against what its layer must hold, the JSON file) and
+// that every mode's results check clean, or catch the one wrong element C10D_PERF_INJECT_ERROR
+// plants; never the timings themselves.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -90,6 +91,7 @@ TEST(DdpStepOptions, BadValuesNameTheFlag) {
   EXPECT_NE(parseError({"--layers", "0"}).find("--layers"), std::string::npos);
   EXPECT_NE(parseError({"--modes", "ddp,nope"}).find("invalid mode 'nope'"), std::string::npos);
   EXPECT_NE(parseError({"--modes", "ddp,ddp"}).find("given twice"), std::string::npos);
+  EXPECT_NE(parseError({"--modes", "zero,zero2"}).find("'zero2' given twice"), std::string::npos);
   EXPECT_NE(parseError({"--bucket-cap-mb", "0"}).find("--bucket-cap-mb"), std::string::npos);
   EXPECT_NE(parseError({"--first-bucket-mb", "-1"}).find("--first-bucket-mb"), std::string::npos);
   EXPECT_NE(parseError({"--compute-us-per-layer", "x"}).find("--compute-us-per-layer"),
@@ -104,14 +106,14 @@ TEST(DdpStepOptions, BadValuesNameTheFlag) {
 
 TEST(DdpStepOptions, ModesBucketsAndOptimizer) {
   DdpStepOptions o;
-  ASSERT_EQ(parse({"--modes", "zero-owner,none,ddp+opt", "--bucket-cap-mb", "0.5",
+  ASSERT_EQ(parse({"--modes", "zero-owner,none,ddp+opt,zero2,zero3", "--bucket-cap-mb", "0.5",
                    "--first-bucket-mb", "2", "--optimizer", "sgd", "--json", "/tmp/x.json",
                    "--compute-us-per-layer", "12.5", "-c", "0", "-T", "30"},
                   &o)
                 .action,
             ParseResult::kRun);
-  EXPECT_EQ(o.modes,
-            (std::vector<StepMode>{StepMode::kZeroOwner, StepMode::kNone, StepMode::kDdpOpt}));
+  EXPECT_EQ(o.modes, (std::vector<StepMode>{StepMode::kZeroOwner, StepMode::kNone,
+                                            StepMode::kDdpOpt, StepMode::kZero, StepMode::kZero3}));
   EXPECT_EQ(o.bucketCapBytes, size_t{1} << 19);
   EXPECT_EQ(o.firstBucketBytes, size_t{2} << 20);
   EXPECT_EQ(o.optimizer, optim::Algorithm::kSgd);
@@ -132,11 +134,13 @@ TEST(DdpStepTable, RowsParseBack) {
   a.commMs = 3.125;
   a.overlapPct = 87.5;
   a.busBw = 4.5;
+  a.peakBytes = 1310720;  // 1.25 MiB
+  a.liveBytes = 524288;
   a.wrong = 0;
   const std::string line = stepTableRow(a);
-  EXPECT_EQ(
-      line,
-      "  ddp-view      1.250  12345.500     -0.500      3.125       87.5       4.50        0\n");
+  EXPECT_EQ(line,
+            "  ddp-view      1.250  12345.500     -0.500      3.125       87.5       4.50       "
+            "1.25       0.50        0\n");
   StepRow b;
   ASSERT_TRUE(parseStepTableRow(line, &b)) << line;
   EXPECT_EQ(b.mode, a.mode);
@@ -146,27 +150,31 @@ TEST(DdpStepTable, RowsParseBack) {
   EXPECT_DOUBLE_EQ(b.commMs, a.commMs);
   EXPECT_DOUBLE_EQ(b.overlapPct, a.overlapPct);
   EXPECT_DOUBLE_EQ(b.busBw, a.busBw);
+  EXPECT_EQ(b.peakBytes, a.peakBytes);
+  EXPECT_EQ(b.liveBytes, a.liveBytes);
   EXPECT_EQ(b.wrong, 0);
 
   StepRow n;  // N/A columns; exposed N/A is NaN
   n.mode = "zero-owner";
   n.exposedMs = std::nan("");
   const std::string na = stepTableRow(n);
-  EXPECT_EQ(
-      na,
-      "zero-owner      0.000      0.000        N/A        N/A        N/A        N/A      N/A\n");
+  EXPECT_EQ(na,
+            "zero-owner      0.000      0.000        N/A        N/A        N/A        N/A        "
+            "N/A        N/A      N/A\n");
   StepRow m;
   ASSERT_TRUE(parseStepTableRow(na, &m));
   EXPECT_TRUE(std::isnan(m.exposedMs));
   EXPECT_LT(m.commMs, 0);
   EXPECT_LT(m.overlapPct, 0);
   EXPECT_LT(m.busBw, 0);
+  EXPECT_LT(m.peakBytes, 0);
+  EXPECT_LT(m.liveBytes, 0);
   EXPECT_EQ(m.wrong, -1);
 
   EXPECT_FALSE(parseStepTableRow("# comment", &m));
-  EXPECT_FALSE(parseStepTableRow("   bogus 1 2 3 4 5 6 7", &m));
-  EXPECT_FALSE(parseStepTableRow("   ddp 1 2 3 4 5 6", &m));
-  EXPECT_FALSE(parseStepTableRow("   ddp 1 2 x 4 5 6 7", &m));
+  EXPECT_FALSE(parseStepTableRow("   bogus 1 2 3 4 5 6 7 8 9", &m));
+  EXPECT_FALSE(parseStepTableRow("   ddp 1 2 3 4 5 6 7 8", &m));
+  EXPECT_FALSE(parseStepTableRow("   ddp 1 2 x 4 5 6 7 8 9", &m));
 }
 
 // ---- the binary ----
@@ -275,6 +283,16 @@ TEST_P(DdpStepRun, EveryModeReportsAndChecksClean) {
                            mib(smallest) + " smallest shard at world size " + std::to_string(n) +
                            " (" + ratio + "x less; full " + mib(full) + ")\n"))
       << out;
+  // zero3: every layer split in n chunks of C floats; state and shards are 2 x 8 C floats each.
+  const size_t chunk = (kPerLayer + n - 1) / n;
+  const size_t local = 8 * chunk * 4;  // bytes of one shard-sized buffer
+  EXPECT_TRUE(has(out, "# zero3 per rank: state " + mib(2 * local) +
+                           ", parameter + gradient shards " + mib(2 * local) + "\n"))
+      << out;
+  EXPECT_TRUE(has(out, "# model arrays per rank, not in peak/live: parameters " + mib(kModelBytes) +
+                           " + gradients " + mib(kModelBytes) +
+                           " (zero3 needs neither; ddp-view's gradients are its buckets)\n"))
+      << out;
 
   const std::vector<StepRow> rows = rowsOf(out);
   ASSERT_EQ(rows.size(), allStepModes().size()) << out;
@@ -285,8 +303,12 @@ TEST_P(DdpStepRun, EveryModeReportsAndChecksClean) {
     EXPECT_GT(row.stepMinMs, 0) << row.mode;
     EXPECT_LE(row.stepMinMs, row.stepMedMs) << row.mode;
     EXPECT_FALSE(std::isnan(row.exposedMs)) << row.mode;
+    EXPECT_GE(row.liveBytes, 0) << row.mode;
+    EXPECT_GE(row.peakBytes, row.liveBytes) << row.mode;
     if (mode == StepMode::kNone) {
       EXPECT_EQ(row.exposedMs, 0);
+      EXPECT_EQ(row.peakBytes, 0) << "none allocates nothing";
+      EXPECT_EQ(row.liveBytes, 0);
       EXPECT_LT(row.commMs, 0) << "none communicates nothing: N/A";
       EXPECT_LT(row.busBw, 0);
       EXPECT_LT(row.overlapPct, 0);
@@ -295,7 +317,7 @@ TEST_P(DdpStepRun, EveryModeReportsAndChecksClean) {
     }
     EXPECT_EQ(row.wrong, 0) << row.mode;
     EXPECT_GT(row.commMs, 0) << row.mode << ": its collectives were recorded";
-    EXPECT_GT(row.busBw, 0) << row.mode;
+    EXPECT_GE(row.busBw, 0) << row.mode << ": printed to 0.01 GB/s (the JSON's is checked > 0)";
     const bool reducer =
         mode == StepMode::kDdp || mode == StepMode::kDdpView || mode == StepMode::kDdpOpt;
     if (reducer) {
@@ -322,22 +344,59 @@ TEST_P(DdpStepRun, EveryModeReportsAndChecksClean) {
   EXPECT_EQ(bucketTotal, kModelBytes);
   EXPECT_GT(doc["config"]["bucket_bytes"].size(), 2u);
   ASSERT_EQ(doc["results"].size(), rows.size());
+  std::vector<int64_t> peak(rows.size()), live(rows.size());  // bytes, exact from the JSON
   for (size_t k = 0; k < rows.size(); ++k) {
     const auto& res = doc["results"][k];
     EXPECT_EQ(res["mode"], rows[k].mode);
     EXPECT_NEAR(res["step_ms_median"].get<double>(), rows[k].stepMedMs, 0.0006);
+    peak[k] = res["peak_bytes"].get<int64_t>();
+    live[k] = res["live_bytes"].get<int64_t>();
+    EXPECT_NEAR(static_cast<double>(peak[k]), static_cast<double>(rows[k].peakBytes), 5300);
+    EXPECT_NEAR(static_cast<double>(live[k]), static_cast<double>(rows[k].liveBytes), 5300);
     if (k == 0) {
       EXPECT_TRUE(res["nwrong"].is_null());
       EXPECT_TRUE(res["bus_bw"].is_null());
     } else {
       EXPECT_EQ(res["nwrong"], 0);
+      EXPECT_GT(res["bus_bw"].get<double>(), 0) << rows[k].mode;
     }
   }
   EXPECT_EQ(doc["optimizer_state"]["ddp_bytes_per_rank"], full);
   EXPECT_EQ(doc["optimizer_state"]["zero_full_bytes"], full);
   EXPECT_EQ(doc["optimizer_state"]["zero_max_bytes_per_rank"], largest);
   EXPECT_EQ(doc["optimizer_state"]["zero_min_bytes_per_rank"], smallest);
+  EXPECT_EQ(doc["optimizer_state"]["zero3_state_bytes_per_rank"], 2 * local);
+  EXPECT_EQ(doc["optimizer_state"]["zero3_shard_bytes_per_rank"], 2 * local);
+  EXPECT_EQ(doc["model_array_bytes"]["parameters"], kModelBytes);
+  EXPECT_EQ(doc["model_array_bytes"]["gradients"], kModelBytes);
   EXPECT_EQ(doc["out_of_bounds"], 0);
+
+  // What each mode's layers must hold (allocations round up to 8-byte words: 1 KiB of slack).
+  // The modes in allStepModes() order: none flat ddp ddp-view ddp+opt zero zero-owner zero3.
+  const auto model = static_cast<int64_t>(kModelBytes);
+  const int64_t slack = 1024;
+  auto near = [&](int64_t got, int64_t want, const char* what) {
+    EXPECT_GE(got, want) << what;
+    EXPECT_LE(got, want + slack) << what;
+  };
+  near(live[1], model, "flat: one model-sized buffer");
+  near(live[2], model, "ddp: buckets holding every gradient");
+  near(live[3], model, "ddp-view: the same buckets");
+  near(live[4], model + static_cast<int64_t>(full), "ddp+opt: buckets and the full state");
+  // ZeRO-2: its shards of parameters and reduced gradients and of the state (4 x S floats, S the
+  // largest shard) and the staging (two rounds of at most the bucket cap, 64 KiB here).
+  const auto shard = static_cast<int64_t>(largest / 2);  // S floats, in bytes
+  EXPECT_GE(live[5], 4 * shard) << "zero";
+  EXPECT_LE(live[5], 4 * shard + 2 * 65536 + slack) << "zero";
+  EXPECT_GE(live[6], 4 * shard) << "zero-owner";
+  EXPECT_LE(live[6], 4 * shard + 2 * 65536 + slack) << "zero-owner";
+  // ZeRO-3: between steps its shards and state only; in a step at most two units' full parameters
+  // and gradients (n C floats each) and one reduce-scatter result (fully_sharded.h's bound).
+  const auto unit = static_cast<int64_t>(n * chunk * 4);
+  near(live[7], 4 * static_cast<int64_t>(local), "zero3: shards and state");
+  EXPECT_GT(peak[7], live[7] + unit) << "zero3 gathers full units in a step";
+  EXPECT_LE(peak[7], live[7] + 4 * unit + static_cast<int64_t>(chunk * 4) + slack) << "zero3";
+  EXPECT_LT(peak[7], live[4]) << "zero3's peak is below ddp+opt's resident memory";
   std::remove(json.c_str());
 }
 
@@ -368,16 +427,19 @@ TEST(DdpStepRunChecker, InjectedWrongElementIsCaught) {
 }
 
 TEST(DdpStepRunChecker, SingleProcessAndBadFlags) {
-  RunResult one = runPerf("ddp_step_perf", 0, tinyArgs("verbs", {"--modes", "none,ddp,zero"}));
+  RunResult one =
+      runPerf("ddp_step_perf", 0, tinyArgs("verbs", {"--modes", "none,ddp,zero2,zero3"}));
   ASSERT_TRUE(one.allOk()) << one.out0 << one.err;
   EXPECT_TRUE(has(one.out0, "world size 1 launcher none")) << one.out0;
   const std::vector<StepRow> rows = rowsOf(one.out0);
-  ASSERT_EQ(rows.size(), 3u) << one.out0;
+  ASSERT_EQ(rows.size(), 4u) << one.out0;
   EXPECT_EQ(rows[1].mode, "ddp");
   EXPECT_EQ(rows[1].busBw, 0) << "2(n-1)/n = 0: nothing crosses a link";
   EXPECT_EQ(rows[1].wrong, 0);
-  EXPECT_EQ(rows[2].mode, "zero");
+  EXPECT_EQ(rows[2].mode, "zero");  // zero2 is zero's other name
   EXPECT_EQ(rows[2].wrong, 0);
+  EXPECT_EQ(rows[3].mode, "zero3");
+  EXPECT_EQ(rows[3].wrong, 0);
 
   RunResult bad = runPerf("ddp_step_perf", 0, {"--modes", "ddp,bogus"});
   EXPECT_EQ(bad.exitCodes(), std::vector<int>{2});
