@@ -26,6 +26,13 @@ std::string kib(size_t bytes) {
   return buf;
 }
 
+// "zero: rank 0 holds optimizer state 64.0 KiB of 86.0 KiB unsharded (74.4%), "
+std::string stateLine(const char* mode, int rank, size_t local, size_t full) {
+  return std::string(mode) + ": rank " + std::to_string(rank) + " holds optimizer state " +
+         kib(local) + " of " + kib(full) + " unsharded" +
+         format(" (%.1f%%), ", full > 0 ? 100.0 * static_cast<double>(local) / full : 0.0);
+}
+
 class LocalMode : public TrainingMode {
  public:
   LocalMode(const TrainOptions& o, Mlp& model)
@@ -137,12 +144,9 @@ class ZeroMode : public TrainingMode {
     const size_t local = optimizer_.localStateBytes();
     const size_t full = optimizer_.fullStateBytes();
     std::vector<std::string> lines;
-    lines.push_back(
-        "zero: rank " + std::to_string(rank_) + " holds optimizer state " + kib(local) + " of " +
-        kib(full) + " unsharded" +
-        format(" (%.1f%%), ", full > 0 ? 100.0 * static_cast<double>(local) / full : 0.0) +
-        std::to_string(optimizer_.shardOf(rank_).size()) + " of " +
-        std::to_string(optimizer_.numParameters()) + " parameters");
+    lines.push_back(stateLine("zero", rank_, local, full) +
+                    std::to_string(optimizer_.shardOf(rank_).size()) + " of " +
+                    std::to_string(optimizer_.numParameters()) + " parameters");
     lines.push_back(std::string("zero: ") +
                     zero::gradReductionName(optimizer_.options().gradReduction) +
                     format(", %.0f of %.0f gradient collectives launched during backward;",
@@ -215,11 +219,8 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     const size_t local = fsdp_.localStateBytes();
     const size_t full = fsdp_.fullStateBytes();
     return {
-        "zero3: rank " + std::to_string(rank_) + " holds optimizer state " + kib(local) + " of " +
-            kib(full) + " unsharded" +
-            format(" (%.1f%%), ", full > 0 ? 100.0 * static_cast<double>(local) / full : 0.0) +
-            "1/" + std::to_string(size_) + " of each of " + std::to_string(fsdp_.numUnits()) +
-            " layers' parameters",
+        stateLine("zero3", rank_, local, full) + "1/" + std::to_string(size_) + " of each of " +
+            std::to_string(fsdp_.numUnits()) + " layers' parameters",
         "zero3: " + std::to_string(gathers_) + " layer gathers, " + std::to_string(prefetched_) +
             " of them prefetched;" +
             format(" blocked on gathers %.4f s, on reduce-scatters %.4f s, optimizer arithmetic "

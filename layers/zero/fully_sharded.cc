@@ -324,18 +324,23 @@ FsdpStepStats FullyShardedModel::step() {
   return st;
 }
 
-void FullyShardedModel::gatherParameters(const std::vector<Tensor>& out) {
-  MutexLock lock(mu_);
-  broken_.check(group_->name());
-  C10D_CHECK_ARG(out.size() == params_.size(), "FullyShardedModel::gatherParameters: ", out.size(),
+void FullyShardedModel::checkViews(const std::vector<Tensor>& views, const char* fn) const {
+  C10D_CHECK_ARG(views.size() == params_.size(), "FullyShardedModel::", fn, ": ", views.size(),
                  " views for ", params_.size(), " parameters (group ", group_->name(), ")");
   for (size_t p = 0; p < params_.size(); ++p) {
-    C10D_CHECK_ARG(out[p].numel == params_[p].data.numel && out[p].dtype == DataType::kFloat32 &&
-                       out[p].device.isCPU() && (out[p].data != nullptr || out[p].numel == 0),
-                   "FullyShardedModel::gatherParameters: the view of ",
+    const Tensor& v = views[p];
+    C10D_CHECK_ARG(v.numel == params_[p].data.numel && v.dtype == DataType::kFloat32 &&
+                       v.device.isCPU() && (v.data != nullptr || v.numel == 0),
+                   "FullyShardedModel::", fn, ": the view of ",
                    layers::describeParameter(params_, p), " is not ", params_[p].data.numel,
                    " float32 elements on the CPU");
   }
+}
+
+void FullyShardedModel::gatherParameters(const std::vector<Tensor>& out) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkViews(out, "gatherParameters");
   try {
     for (size_t u = 0; u < units_.size(); ++u) {
       const bool had = units_[u].full != nullptr;
@@ -356,15 +361,7 @@ void FullyShardedModel::gatherParameters(const std::vector<Tensor>& out) {
 void FullyShardedModel::loadParameters(const std::vector<Tensor>& full) {
   MutexLock lock(mu_);
   broken_.check(group_->name());
-  C10D_CHECK_ARG(full.size() == params_.size(), "FullyShardedModel::loadParameters: ", full.size(),
-                 " views for ", params_.size(), " parameters (group ", group_->name(), ")");
-  for (size_t p = 0; p < params_.size(); ++p) {
-    C10D_CHECK_ARG(full[p].numel == params_[p].data.numel && full[p].dtype == DataType::kFloat32 &&
-                       full[p].device.isCPU() && (full[p].data != nullptr || full[p].numel == 0),
-                   "FullyShardedModel::loadParameters: the view of ",
-                   layers::describeParameter(params_, p), " is not ", params_[p].data.numel,
-                   " float32 elements on the CPU");
-  }
+  checkViews(full, "loadParameters");
   dropGathered();
   for (size_t u = 0; u < unitParams_.size(); ++u) {
     const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];

@@ -180,6 +180,8 @@ class FullyShardedModel {
 
   std::string describe(size_t unit) const;  // "unit 2 ('fc2.weight', 2 parameters)"
   void checkUnit(size_t unit, const char* fn) const;
+  // InvalidArgument naming the parameter unless views[p] is parameter p's numel of fp32 on the CPU.
+  void checkViews(const std::vector<Tensor>& views, const char* fn) const;
   // Calls fn(param, paramPos, count, flatPos) for each run of unit u's flat parameter in
   // [begin, end): elements [paramPos, paramPos + count) of the parameter sit at flatPos.
   template <typename Fn>
