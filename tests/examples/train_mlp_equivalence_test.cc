@@ -151,7 +151,9 @@ TEST_P(TrainMlpEquivalence, EveryModeAndWorldSizeFollowsTheOneProcessCurve) {
     }
     if (r.mode == "zero3") {
       // Two ranks' sums are order-free, so ZeRO-3 must end bit-identical to ZeRO-2.
-      if (r.ranks == 2) EXPECT_EQ(t.finalParams, zeroOn2) << what;
+      if (r.ranks == 2) {
+        EXPECT_EQ(t.finalParams, zeroOn2) << what;
+      }
       // Every layer gathered for forward and (but the last) for backward; all but the first of
       // each pass prefetched, unless told not to.
       // "zero3: <gathers> layer gathers, <prefetched> of them prefetched; ..."
