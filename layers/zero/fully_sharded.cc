@@ -112,13 +112,9 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   shardParam_ = std::make_shared<layers::Floats>(local_, 0.0f);
   shardGrad_ = std::make_shared<layers::Floats>(local_, 0.0f);
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer, local_);
-  for (size_t u = 0; u < unitParams_.size(); ++u) {
-    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
-    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
-      std::memcpy(shardParam_->data() + unitShardOffset_[u] + (at - begin),
-                  params_[p].data.ptr<float>() + pos, count * sizeof(float));
-    });
-  }
+  std::vector<Tensor> initial;
+  for (const layers::Parameter& p : params_) initial.push_back(p.data);
+  takeShard(initial, shardParam_->data());
   // The framework's views are not kept: it may free them now.
   for (layers::Parameter& p : params_) {
     p.data = Tensor(nullptr, p.data.numel, DataType::kFloat32);
@@ -127,6 +123,16 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
 }
 
 FullyShardedModel::~FullyShardedModel() = default;
+
+void FullyShardedModel::takeShard(const std::vector<Tensor>& values, float* shard) const {
+  for (size_t u = 0; u < unitParams_.size(); ++u) {
+    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
+    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
+      std::memcpy(shard + unitShardOffset_[u] + (at - begin), values[p].ptr<float>() + pos,
+                  count * sizeof(float));
+    });
+  }
+}
 
 template <typename Fn>
 void FullyShardedModel::forEachRun(size_t unit, size_t begin, size_t end, Fn&& fn) const {
@@ -363,13 +369,7 @@ void FullyShardedModel::loadParameters(const std::vector<Tensor>& full) {
   broken_.check(group_->name());
   checkViews(full, "loadParameters");
   dropGathered();
-  for (size_t u = 0; u < unitParams_.size(); ++u) {
-    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
-    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
-      std::memcpy(shardParam_->data() + unitShardOffset_[u] + (at - begin),
-                  full[p].ptr<float>() + pos, count * sizeof(float));
-    });
-  }
+  takeShard(full, shardParam_->data());
 }
 
 optim::OptimizerState FullyShardedModel::consolidateState(int dstRank) {
@@ -428,12 +428,13 @@ void FullyShardedModel::loadState(const optim::OptimizerState& full) {
   broken_.check(group_->name());
   full.checkCompatible(options_.optimizer, numels(),
                        "FullyShardedModel::loadState (group " + group_->name() + ")", names());
+  optim::FlatOptimizer& opt = *optimizer_;
   for (size_t u = 0; u < unitParams_.size(); ++u) {
     const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
     forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
-      for (size_t j = 0; j < optimizer_->numSlots(); ++j) {
+      for (size_t j = 0; j < opt.numSlots(); ++j) {
         const float* src = full.slots[p][j].data() + pos;
-        std::copy(src, src + count, optimizer_->slot(j) + unitShardOffset_[u] + (at - begin));
+        std::copy(src, src + count, opt.slot(j) + unitShardOffset_[u] + (at - begin));
       }
     });
   }

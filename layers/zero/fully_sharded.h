@@ -182,6 +182,8 @@ class FullyShardedModel {
   void checkUnit(size_t unit, const char* fn) const;
   // InvalidArgument naming the parameter unless views[p] is parameter p's numel of fp32 on the CPU.
   void checkViews(const std::vector<Tensor>& views, const char* fn) const;
+  // This rank's chunk of every unit, from each parameter's full values (values[p]) into shard.
+  void takeShard(const std::vector<Tensor>& values, float* shard) const;
   // Calls fn(param, paramPos, count, flatPos) for each run of unit u's flat parameter in
   // [begin, end): elements [paramPos, paramPos + count) of the parameter sit at flatPos.
   template <typename Fn>
