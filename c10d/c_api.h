@@ -418,8 +418,10 @@ C10D_CAPI void c10d_pg_destroy(c10d_pg_t* pg);
 
 /* ---- collectives --------------------------------------------------------------------------- *
  * Every collective validates its arguments on this rank first (NULL data with numel > 0, a root or
- * peer out of range, sizes, dtype or device mismatches, an (op, dtype) the backend cannot do, an
- * unknown enum value) and fails with INVALID_ARGUMENT before any communication, naming the
+ * peer out of range, sizes, dtype or device mismatches, an output that partly overlaps an input
+ * (in place is the same memory, or for the *_tensor ops this rank's block of the larger tensor),
+ * an (op, dtype) the backend cannot do, an unknown enum value) and fails with INVALID_ARGUMENT
+ * before any communication, naming the
  * parameter (and rank, group, sizes). Otherwise it starts the op and returns its work in *out at
  * once (the op runs asynchronously; a small op may already be complete). Rules for every one:
  * issued in the same order on every rank; one thread at a time per group; `opts` may be NULL.

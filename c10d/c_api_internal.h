@@ -100,13 +100,20 @@ std::vector<Tensor> toTensors(const c10d_tensor_t* ts, size_t n, const char* fn,
 // Reads a caller's options struct of type T that begins with `size_t struct_size`: copies the
 // fields the caller's struct_size covers over `defaults`; fields past it keep their defaults.
 // Bytes past sizeof(T) (fields of a newer header) must be zero. `minSize` is the smallest size
-// that still covers the mandatory leading fields.
+// that still covers the mandatory leading fields. struct_size must be a multiple of alignof(T):
+// every size a header can give is (it is some version's sizeof), and as no field of these structs
+// is wider than 8 bytes, such a size never ends inside a field (a size that did would mix the
+// caller's bytes of a pointer with the default's).
 template <typename T>
 T readStruct(const T* given, const T& defaults, size_t minSize, const char* fn, const char* what) {
   const size_t size = given->struct_size;
   C10D_CHECK_ARG(size >= minSize, fn, ": ", what, "->struct_size ", size,
                  " is smaller than the smallest valid size ", minSize,
                  " (initialise the struct with its c10d_*_init() function)");
+  C10D_CHECK_ARG(size % alignof(T) == 0, fn, ": ", what, "->struct_size ", size,
+                 " is not a multiple of ", alignof(T),
+                 ": not the size of any version of the struct (initialise the struct with its "
+                 "c10d_*_init() function)");
   T out = defaults;
   std::memcpy(static_cast<void*>(&out), given, size < sizeof(T) ? size : sizeof(T));
   const auto* bytes = reinterpret_cast<const unsigned char*>(given);

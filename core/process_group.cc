@@ -18,8 +18,8 @@ ProcessGroup::ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Opt
       size_(size),
       options_(std::move(options)),
       diagConfig_(DiagnosticsConfig::load(options_.config)) {
-  C10D_CHECK_ARG(size_ >= 1, "ProcessGroup: group size ", size_, " (must be >= 1) for group ",
-                 options_.groupName);
+  C10D_CHECK_ARG(size_ >= 1 && size_ <= kMaxSize, "ProcessGroup: group size ", size_,
+                 " (must be in [1, ", kMaxSize, "]) for group ", options_.groupName);
   C10D_CHECK_ARG(rank_ >= 0 && rank_ < size_, "ProcessGroup: rank ", rank_, " is out of range [0, ",
                  size_, ") for group ", options_.groupName);
   C10D_CHECK_ARG(options_.timeout >= Milliseconds::zero(), "ProcessGroup: timeout ",

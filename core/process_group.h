@@ -72,7 +72,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   // Returned by split() to ranks that pass this color: they join no group.
   static constexpr int kNoColor = -1;
+  // The largest group size accepted. Backends allocate per-peer state before the rendezvous, so a
+  // size beyond any job (a wrong argument) is refused here rather than exhausting memory.
+  static constexpr int kMaxSize = 1 << 20;
 
+  // InvalidArgument unless 1 <= size <= kMaxSize, 0 <= rank < size and the timeout is >= 0.
   ProcessGroup(std::shared_ptr<Store> store, int rank, int size, Options options);
   virtual ~ProcessGroup();
   ProcessGroup(const ProcessGroup&) = delete;
@@ -95,6 +99,9 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   virtual bool supportsDevice(Device device) const = 0;
 
   // ---- collectives ----
+  // An output that partly overlaps an input is InvalidArgument: outputs and inputs are the same
+  // memory (in place) or disjoint; for allgatherIntoTensor / reduceScatterTensor, in place is the
+  // one tensor being this rank's block of the other. (alltoall's tensors are not compared.)
   // In-place: every rank ends with root's `tensor`.
   std::shared_ptr<Work> broadcast(Tensor tensor, const BroadcastOptions& opts = {});
   // In-place: every rank ends with the reduction of all ranks' `tensor`.

@@ -93,6 +93,21 @@ class Check {
     }
   }
 
+  // `part` (numel n) is disjoint from `whole` or is exactly whole's index-th block of n elements
+  // (in place: allgatherIntoTensor's input, reduceScatterTensor's output).
+  void blockOrDisjoint(const Tensor& whole, Name wholeWhat, const Tensor& part, Name partWhat,
+                       size_t index) const {
+    if (whole.nbytes() == 0 || part.nbytes() == 0) return;
+    const auto w = reinterpret_cast<uintptr_t>(whole.data);
+    const auto p = reinterpret_cast<uintptr_t>(part.data);
+    if (p == w + index * part.nbytes() || p >= w + whole.nbytes() || w >= p + part.nbytes()) {
+      return;
+    }
+    fail(partWhat, " (", part.nbytes(), " bytes at ", part.data, ") partly overlaps ", wholeWhat,
+         " (", whole.nbytes(), " bytes at ", whole.data, "): pass its block ", index,
+         " for in place, or disjoint memory");
+  }
+
   void numel(const Tensor& t, Name what, size_t expected, const char* why) const {
     if (t.numel != expected) {
       fail(what, " has ", t.numel, " elements, expected ", expected, " (", why, ")");
@@ -344,6 +359,7 @@ std::shared_ptr<Work> ProcessGroup::allgather(const std::vector<Tensor>& outputs
     c.tensor(outputs[i], at("outputs", i));
     c.like(outputs[i], at("outputs", i), input, "input");
     c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
+    c.sameOrDisjoint(outputs[i], at("outputs", i), input, "input");
   }
   OpDesc d;
   d.dtype = input.dtype;
@@ -361,6 +377,7 @@ std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor in
   c.tensor(output, "output");
   c.like(output, "output", input, "input");
   c.numel(output, "output", c.times(input.numel, "input"), "group size * the input's numel");
+  c.blockOrDisjoint(output, "output", input, "input", static_cast<size_t>(rank()));
   OpDesc d;
   d.dtype = input.dtype;
   d.count = input.numel;
@@ -381,6 +398,7 @@ std::shared_ptr<Work> ProcessGroup::gather(const std::vector<Tensor>& outputs, T
       c.tensor(outputs[i], at("outputs", i));
       c.like(outputs[i], at("outputs", i), input, "input");
       c.numel(outputs[i], at("outputs", i), input.numel, "the input's numel");
+      c.sameOrDisjoint(outputs[i], at("outputs", i), input, "input");
     }
   } else if (!outputs.empty()) {
     c.fail(outputs.size(), " outputs given on a non-root rank (root is ", opts.rootRank,
@@ -407,6 +425,7 @@ std::shared_ptr<Work> ProcessGroup::scatter(Tensor output, const std::vector<Ten
       c.tensor(inputs[i], at("inputs", i));
       c.like(inputs[i], at("inputs", i), output, "output");
       c.numel(inputs[i], at("inputs", i), output.numel, "the output's numel");
+      c.sameOrDisjoint(output, "output", inputs[i], at("inputs", i));
     }
   } else if (!inputs.empty()) {
     c.fail(inputs.size(), " inputs given on a non-root rank (root is ", opts.rootRank,
@@ -431,6 +450,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatter(Tensor output, const std::vect
     c.tensor(inputs[i], at("inputs", i));
     c.like(inputs[i], at("inputs", i), output, "output");
     c.numel(inputs[i], at("inputs", i), output.numel, "the output's numel");
+    c.sameOrDisjoint(output, "output", inputs[i], at("inputs", i));
   }
   c.reduceOp(opts.reduceOp, output);
   OpDesc d;
@@ -450,6 +470,7 @@ std::shared_ptr<Work> ProcessGroup::reduceScatterTensor(Tensor output, Tensor in
   c.tensor(input, "input");
   c.like(input, "input", output, "output");
   c.numel(input, "input", c.times(output.numel, "output"), "group size * the output's numel");
+  c.blockOrDisjoint(input, "input", output, "output", static_cast<size_t>(rank()));
   c.reduceOp(opts.reduceOp, output);
   OpDesc d;
   d.dtype = output.dtype;
@@ -503,6 +524,7 @@ std::shared_ptr<Work> ProcessGroup::alltoallSingle(Tensor output, Tensor input,
   std::vector<size_t> out = c.splits(outputSplits, output, "output");
   const size_t me = static_cast<size_t>(rank());
   c.ownBlock(out[me], in[me], at("outputSplits", me), at("inputSplits", me));
+  c.sameOrDisjoint(output, "output", input, "input");
   OpDesc d;
   d.dtype = input.dtype;
   d.setSplits(std::vector<uint64_t>(in.begin(), in.end()),

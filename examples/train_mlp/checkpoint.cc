@@ -209,8 +209,17 @@ Checkpoint readModelFile(const std::string& path) {
     fail(std::string("bad header: ") + e.what());
   }
   at += headerLen;
+  // Each numel checked against what the file holds before it is added: a corrupt header's sum
+  // must not wrap around to the right size.
+  const size_t room = (end - at) / sizeof(float);
   size_t total = 0;
-  for (size_t n : ck.numels) total += n;
+  for (size_t p = 0; p < ck.numels.size(); ++p) {
+    if (ck.numels[p] > room - total) {
+      fail("parameter " + std::to_string(p) + " ('" + ck.names[p].substr(0, 64) + "') claims " +
+           std::to_string(ck.numels[p]) + " floats, more than the file holds");
+    }
+    total += ck.numels[p];
+  }
   if (total * sizeof(float) != end - at) {
     fail("the header's parameters hold " + std::to_string(total) + " floats but the file has " +
          std::to_string((end - at) / sizeof(float)) + " after it");

@@ -25,7 +25,7 @@ constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8;
 constexpr size_t kChecksumBytes = 8;
 
 uint64_t fnv1a(const uint8_t* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 1469598103934665603ull;  // not FNV's basis (see the header): part of the format
   for (size_t i = 0; i < n; ++i) {
     h ^= data[i];
     h *= 1099511628211ull;

@@ -12,7 +12,8 @@
 //   steps      u64
 //   slots      u32 count, then per name: u32 length + bytes
 //   params     u64 count, then per parameter: u64 numel, then numel f32 per slot, slot by slot
-//   checksum   u64, FNV-1a 64 over every byte before it
+//   checksum   u64, FNV-1a 64 over every byte before it, from the offset basis 1469598103934665603
+//              (not FNV's 14695981039346656037, a digit short since version 1: files keep it)
 // save() writes `path.tmp`, fsyncs it and renames it over `path`, so a crash leaves either the old
 // file or the new one, never half of one. load() reads the whole file and checks, in this order:
 // it opens, magic, version, length (truncated / trailing bytes), checksum, then that every field is

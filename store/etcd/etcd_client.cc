@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstring>
+#include <exception>
 #include <mutex>
+
+#include "store/etcd/etcd_reply.h"
 
 namespace c10d {
 namespace etcd {
@@ -69,7 +73,8 @@ std::string base64Decode(const std::string& in) {
   static const auto table = [] {
     std::array<int8_t, 256> t;
     t.fill(-1);
-    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
+    for (int i = 0; i < 64; ++i)
+      t[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
     return t;
   }();
   C10D_CHECK(in.size() % 4 == 0, "base64 value of length ", in.size(), " from etcd");
@@ -99,15 +104,30 @@ std::string base64Decode(const std::string& in) {
 int64_t jsonInt(const Json& j, const char* field) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) return 0;
+  if (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{INT64_MAX}) {
+    C10D_THROW(Error, "etcd reply field '", field, "' is out of the int64 range: ", it->dump());
+  }
   if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_string()) return std::stoll(it->get<std::string>());
-  C10D_THROW(Error, "etcd reply field '", field, "' is not an integer: ", it->dump());
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    int64_t v = 0;
+    const auto res = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (!s.empty() && res.ec == std::errc() && res.ptr == s.data() + s.size()) return v;
+    C10D_THROW(Error, "etcd reply field '", field, "' is not a decimal int64: \"", s.substr(0, 64),
+               "\"");
+  }
+  C10D_THROW(Error, "etcd reply field '", field, "' is not an integer: ",
+             it->dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 64));
 }
 
 std::string jsonBytes(const Json& j, const char* field) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) return "";
-  return base64Decode(it->get<std::string>());
+  if (!it->is_string()) {
+    C10D_THROW(Error, "etcd reply field '", field, "' is not a base64 string: ",
+               it->dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 64));
+  }
+  return base64Decode(it->get_ref<const std::string&>());
 }
 
 struct EtcdClient::Handle {
@@ -233,69 +253,34 @@ Json EtcdClient::call(const std::string& path, const Json& body, Milliseconds ti
                endpoints_.size() > 1 ? " (nor the other endpoints)" : "", ": ", path, ": ", err);
   }
   release(std::move(h));
-  Json j = Json::parse(reply, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    C10D_THROW(CommError, what, ": etcd at ", endpoint, path, " answered HTTP ", status,
-               " with a body that is not a JSON object: '", reply.substr(0, 200), "'");
-  }
-  if (status != 200 || j.contains("error")) {
-    // Unary calls answer {"error": "...", "message": "...", "code": N}; streaming ones (lease
-    // keepalive) {"error": {"grpc_code": N, "message": "...", ...}}.
-    const Json& e = j.contains("error") && j["error"].is_object() ? j["error"] : j;
-    std::string msg = "(no message)";
-    if (e.contains("message") && e["message"].is_string()) {
-      msg = e["message"].get<std::string>();
-    } else if (e.contains("error") && e["error"].is_string()) {
-      msg = e["error"].get<std::string>();
-    }
-    int code = 0;
-    for (const char* field : {"code", "grpc_code"}) {
-      if (e.contains(field) && e[field].is_number_integer()) code = e[field].get<int>();
-    }
-    throw EtcdError(detail::str(what, ": etcd at ", endpoint, " refused ", path, ": ", msg,
-                                " (HTTP ", status, ", code ", code, ")"),
-                    code, msg);
-  }
-  return j;
+  return parseReply(status, reply, endpoint, path, what);
 }
 
 bool EtcdClient::watch(const Json& createRequest, Milliseconds timeout, const std::string& what,
                        const std::function<bool(const Json&)>& onMessage) {
   const std::string payload = Json{{"create_request", createRequest}}.dump();
-  std::string buffer;
-  bool done = false;
-  std::string failure;
-  // Replies are JSON objects, one per line; a line may arrive in pieces.
+  WatchStreamReader reader;
+  // The sink runs inside curl's C code: nothing may be thrown through it, so an exception of
+  // onMessage stops the transfer and is rethrown once curl has returned.
+  std::exception_ptr error;
   const std::function<bool(const char*, size_t)> sink = [&](const char* d, size_t n) {
-    buffer.append(d, n);
-    size_t nl;
-    while ((nl = buffer.find('\n')) != std::string::npos) {
-      const std::string line = buffer.substr(0, nl);
-      buffer.erase(0, nl + 1);
-      if (line.empty()) continue;
-      Json j = Json::parse(line, nullptr, false);
-      if (j.is_discarded()) {
-        failure = "unparsable watch reply '" + line.substr(0, 200) + "'";
-        return false;
-      }
-      if (j.contains("error")) {
-        failure = "watch refused: " + j["error"].dump();
-        return false;
-      }
-      if (!onMessage(j)) {
-        done = true;
-        return false;
-      }
+    try {
+      return reader.feed(std::string_view(d, n), onMessage);
+    } catch (...) {
+      error = std::current_exception();
+      return false;
     }
-    return true;
   };
   Handle h;  // of its own: an aborted stream leaves its connection unusable
   long status = 0;
   const std::string endpoint = currentEndpoint();
   const CURLcode rc = h.post(endpoint + "/v3/watch", payload, timeout, sink, &status);
-  if (done) return true;
+  if (error) std::rethrow_exception(error);
+  if (reader.done()) return true;
   if (rc == CURLE_OPERATION_TIMEDOUT) return false;
-  if (!failure.empty()) C10D_THROW(Error, what, ": etcd at ", endpoint, ": ", failure);
+  if (!reader.failure().empty()) {
+    C10D_THROW(Error, what, ": etcd at ", endpoint, ": ", reader.failure());
+  }
   if (rc != CURLE_OK) {
     C10D_THROW(CommError, what, ": watch on etcd at ", endpoint, " failed: ", h.describe(rc));
   }

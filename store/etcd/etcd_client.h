@@ -51,9 +51,10 @@ class EtcdError : public Error {
 std::string base64Encode(const std::string& raw);
 std::string base64Decode(const std::string& encoded);  // throws Error on malformed input
 
-// A JSON integer field that etcd sends as a string ("revision": "12"); absent = 0.
+// A JSON integer field that etcd sends as a string ("revision": "12"); absent = 0. Error for any
+// other type or a value outside int64.
 int64_t jsonInt(const Json& j, const char* field);
-// A base64 field decoded (absent = "").
+// A base64 field decoded (absent = ""). Error for another type or bad base64.
 std::string jsonBytes(const Json& j, const char* field);
 
 class EtcdClient {

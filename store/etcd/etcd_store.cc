@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "store/etcd/etcd_reply.h"
 #include "store/store_util.h"
 
 namespace c10d {
@@ -16,8 +17,8 @@ namespace c10d {
 using etcd::base64Encode;
 using etcd::EtcdError;
 using etcd::Json;
-using etcd::jsonBytes;
 using etcd::jsonInt;
+using etcd::txnSucceeded;
 
 namespace {
 
@@ -131,8 +132,7 @@ EtcdStore::EtcdStore(EtcdStoreOptions options)
   C10D_CHECK_ARG(options_.leaseTtlSeconds >= 0, "EtcdStore: negative lease TTL ",
                  options_.leaseTtlSeconds, " s");
   if (options_.leaseTtlSeconds == 0) return;
-  acquireLease("EtcdStore: taking the lease of prefix '" + options_.prefix + "'",
-               requestTimeout());
+  acquireLease("EtcdStore: taking the lease of prefix '" + options_.prefix + "'", requestTimeout());
   keepalive_ = std::thread([this] { keepaliveLoop(); });
 }
 
@@ -163,10 +163,9 @@ void EtcdStore::acquireLease(const std::string& what, Milliseconds timeout) {
   for (int attempt = 0;; ++attempt) {
     // Someone else's lease, still alive?
     Json r = client_.call("/v3/kv/range", {{"key", base64Encode(leaseKey)}}, timeout, what);
-    if (jsonInt(r, "count") > 0) {
-      const int64_t id = std::stoll(jsonBytes(r["kvs"][0], "value"));
+    if (const int64_t id = etcd::leaseIdOf(r, what); id != 0) {
       Json ka = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}}, timeout, what);
-      if (jsonInt(ka.value("result", Json::object()), "TTL") > 0) {
+      if (etcd::keepaliveTtl(ka, what) > 0) {
         MutexLock lock(leaseMu_);
         lease_ = id;
         return;
@@ -175,13 +174,14 @@ void EtcdStore::acquireLease(const std::string& what, Milliseconds timeout) {
     // None: grant one and publish it, unless another client published one first.
     Json g = client_.call("/v3/lease/grant", {{"TTL", ttl}}, timeout, what);
     const int64_t id = jsonInt(g, "ID");
-    Json txn = {
-        {"compare",
-         {{{"key", base64Encode(leaseKey)}, {"target", "VERSION"}, {"result", "EQUAL"},
-           {"version", "0"}}}},
-        {"success", {{{"request_put", putOp(leaseKey, std::to_string(id), id)}}}}};
+    Json txn = {{"compare",
+                 {{{"key", base64Encode(leaseKey)},
+                   {"target", "VERSION"},
+                   {"result", "EQUAL"},
+                   {"version", "0"}}}},
+                {"success", {{{"request_put", putOp(leaseKey, std::to_string(id), id)}}}}};
     Json t = client_.call("/v3/kv/txn", txn, timeout, what);
-    if (t.value("succeeded", false)) {
+    if (txnSucceeded(t, what)) {
       MutexLock lock(leaseMu_);
       lease_ = id;
       return;
@@ -207,12 +207,11 @@ void EtcdStore::keepaliveLoop() {
     try {
       const std::string what = "EtcdStore: keepalive of lease " + std::to_string(id);
       Json ka = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}}, timeout, what);
-      if (jsonInt(ka.value("result", Json::object()), "TTL") == 0) {
+      if (etcd::keepaliveTtl(ka, what) == 0) {
         std::fprintf(stderr,
                      "c10d: warning: EtcdStore: lease %lld of prefix '%s' expired (no keepalive "
                      "for %d s); etcd deleted the job's keys; taking a new lease\n",
-                     static_cast<long long>(id), options_.prefix.c_str(),
-                     options_.leaseTtlSeconds);
+                     static_cast<long long>(id), options_.prefix.c_str(), options_.leaseTtlSeconds);
         acquireLease(what, timeout);
       }
       failing = false;
@@ -240,15 +239,8 @@ EtcdStore::KeyState EtcdStore::read(const std::string& key, const std::string& w
                                     int64_t* revision) {
   Json r =
       client_.call("/v3/kv/range", {{"key", base64Encode(etcdKey(key))}}, requestTimeout(), what);
-  if (revision != nullptr) *revision = jsonInt(r.value("header", Json::object()), "revision");
-  KeyState s;
-  if (jsonInt(r, "count") > 0) {
-    const Json& kv = r["kvs"][0];
-    s.present = true;
-    s.value = jsonBytes(kv, "value");
-    s.modRevision = jsonInt(kv, "mod_revision");
-  }
-  return s;
+  if (revision != nullptr) *revision = etcd::headerRevision(r, what);
+  return etcd::rangeKeyValue(r, what);
 }
 
 void EtcdStore::set(const std::string& key, const Bytes& value) {
@@ -283,12 +275,12 @@ std::string EtcdStore::readModifyWrite(const std::string& key, const std::string
   KeyState s = read(key, what);
   for (int attempt = 0;; ++attempt) {
     const std::string next = update(s);
-    Json cmp = s.present ? Json{{"key", ek},
-                                {"target", "MOD"},
-                                {"result", "EQUAL"},
-                                {"mod_revision", std::to_string(s.modRevision)}}
-                         : Json{{"key", ek}, {"target", "VERSION"}, {"result", "EQUAL"},
-                                {"version", "0"}};
+    Json cmp =
+        s.present ? Json{{"key", ek},
+                         {"target", "MOD"},
+                         {"result", "EQUAL"},
+                         {"mod_revision", std::to_string(s.modRevision)}}
+                  : Json{{"key", ek}, {"target", "VERSION"}, {"result", "EQUAL"}, {"version", "0"}};
     Json r = callWithLease(
         "/v3/kv/txn",
         [&](int64_t lease) {
@@ -297,15 +289,9 @@ std::string EtcdStore::readModifyWrite(const std::string& key, const std::string
                       {"failure", {{{"request_range", {{"key", ek}}}}}}};
         },
         what);
-    if (r.value("succeeded", false)) return next;
+    if (txnSucceeded(r, what)) return next;
     // Someone else changed the key: retry from the value the failed transaction read.
-    const Json& range = r["responses"][0]["response_range"];
-    s = KeyState();
-    if (jsonInt(range, "count") > 0) {
-      s.present = true;
-      s.value = jsonBytes(range["kvs"][0], "value");
-      s.modRevision = jsonInt(range["kvs"][0], "mod_revision");
-    }
+    s = etcd::rangeKeyValue(etcd::txnRange(r, 0, what), what);
     if (Clock::now() > deadline) {
       C10D_THROW(TimeoutError, what, ": ", attempt + 1,
                  " attempts lost to concurrent writers of the key within the timeout of ",
@@ -351,10 +337,12 @@ Bytes EtcdStore::compareSet(const std::string& key, const Bytes& expected, const
   const std::string des = toString(desired);
   // First try: "absent" (expected empty) or "value == expected"; after a miss that was not a
   // real mismatch (the key is present with an empty value, or vanished), retry on the revision.
-  Json cmp = exp.empty() ? Json{{"key", ek}, {"target", "VERSION"}, {"result", "EQUAL"},
-                                {"version", "0"}}
-                         : Json{{"key", ek}, {"target", "VALUE"}, {"result", "EQUAL"},
-                                {"value", base64Encode(exp)}};
+  Json cmp = exp.empty()
+                 ? Json{{"key", ek}, {"target", "VERSION"}, {"result", "EQUAL"}, {"version", "0"}}
+                 : Json{{"key", ek},
+                        {"target", "VALUE"},
+                        {"result", "EQUAL"},
+                        {"value", base64Encode(exp)}};
   for (int attempt = 0;; ++attempt) {
     Json r = callWithLease(
         "/v3/kv/txn",
@@ -364,18 +352,17 @@ Bytes EtcdStore::compareSet(const std::string& key, const Bytes& expected, const
                       {"failure", {{{"request_range", {{"key", ek}}}}}}};
         },
         what);
-    if (r.value("succeeded", false)) return desired;
-    const Json& range = r["responses"][0]["response_range"];
-    if (jsonInt(range, "count") == 0) {
+    if (txnSucceeded(r, what)) return desired;
+    const KeyState current = etcd::rangeKeyValue(etcd::txnRange(r, 0, what), what);
+    if (!current.present) {
       if (!exp.empty()) return expected;  // missing: nothing to compare with
       cmp = Json{{"key", ek}, {"target", "VERSION"}, {"result", "EQUAL"}, {"version", "0"}};
     } else {
-      const std::string current = jsonBytes(range["kvs"][0], "value");
-      if (current != exp) return toBytes(current);
+      if (current.value != exp) return toBytes(current.value);
       cmp = Json{{"key", ek},
                  {"target", "MOD"},
                  {"result", "EQUAL"},
-                 {"mod_revision", std::to_string(jsonInt(range["kvs"][0], "mod_revision"))}};
+                 {"mod_revision", std::to_string(current.modRevision)}};
     }
     if (Clock::now() > deadline) {
       C10D_THROW(TimeoutError, what, ": ", attempt + 1,
@@ -386,8 +373,8 @@ Bytes EtcdStore::compareSet(const std::string& key, const Bytes& expected, const
   }
 }
 
-std::vector<std::string> EtcdStore::missing(const std::vector<std::string>& keys,
-                                            int64_t* revision, const std::string& what) {
+std::vector<std::string> EtcdStore::missing(const std::vector<std::string>& keys, int64_t* revision,
+                                            const std::string& what) {
   std::vector<std::string> out;
   *revision = std::numeric_limits<int64_t>::max();
   for (size_t begin = 0; begin < keys.size(); begin += kMaxTxnOps) {
@@ -398,11 +385,9 @@ std::vector<std::string> EtcdStore::missing(const std::vector<std::string>& keys
           {{"request_range", {{"key", base64Encode(etcdKey(keys[i]))}, {"count_only", true}}}});
     }
     Json r = client_.call("/v3/kv/txn", {{"success", ops}}, requestTimeout(), what);
-    *revision =
-        std::min(*revision, jsonInt(r.value("header", Json::object()), "revision"));
-    const Json& responses = r["responses"];
+    *revision = std::min(*revision, etcd::headerRevision(r, what));
     for (size_t i = begin; i < end; ++i) {
-      if (jsonInt(responses.at(i - begin)["response_range"], "count") == 0) {
+      if (jsonInt(etcd::txnRange(r, i - begin, what), "count") == 0) {
         out.push_back(keys[i]);
       }
     }
@@ -415,14 +400,9 @@ bool EtcdStore::watchForPut(const std::string& key, int64_t revision, Millisecon
   Json create = {{"key", base64Encode(etcdKey(key))},
                  {"start_revision", std::to_string(revision + 1)},
                  {"filters", {"NODELETE"}}};
-  return client_.watch(create, timeout, what, [](const Json& msg) {
-    const Json& result = msg.value("result", Json::object());
-    // Stop at the first put, or when etcd cancels the watch (e.g. the revision was compacted):
-    // either way the caller checks again.
-    if (result.value("canceled", false)) return false;
-    auto events = result.find("events");
-    return events == result.end() || events->empty();
-  });
+  // Stop at the first put, or when etcd cancels the watch: either way the caller checks again.
+  return client_.watch(create, timeout, what,
+                       [&](const Json& msg) { return !etcd::watchReplyEndsWait(msg, what); });
 }
 
 bool EtcdStore::check(const std::vector<std::string>& keys) {
@@ -475,11 +455,11 @@ std::vector<Bytes> EtcdStore::multiGet(const std::vector<std::string>& keys) {
     }
     Json r = client_.call("/v3/kv/txn", {{"success", ops}}, requestTimeout(), what);
     for (size_t i = begin; i < end; ++i) {
-      const Json& range = r["responses"].at(i - begin)["response_range"];
-      if (jsonInt(range, "count") == 0) {
-        absent.push_back(i);
+      const etcd::KeyValue kv = etcd::rangeKeyValue(etcd::txnRange(r, i - begin, what), what);
+      if (kv.present) {
+        values[i] = toBytes(kv.value);
       } else {
-        values[i] = toBytes(jsonBytes(range["kvs"][0], "value"));
+        absent.push_back(i);
       }
     }
   }
@@ -488,8 +468,8 @@ std::vector<Bytes> EtcdStore::multiGet(const std::vector<std::string>& keys) {
 }
 
 void EtcdStore::multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
-  C10D_CHECK_ARG(keys.size() == values.size(), "EtcdStore::multiSet: ", keys.size(),
-                 " keys but ", values.size(), " values");
+  C10D_CHECK_ARG(keys.size() == values.size(), "EtcdStore::multiSet: ", keys.size(), " keys but ",
+                 values.size(), " values");
   const std::string what = "EtcdStore::multiSet of keys " + describeKeys(keys);
   for (size_t begin = 0; begin < keys.size(); begin += kMaxTxnOps) {
     const size_t end = std::min(keys.size(), begin + kMaxTxnOps);

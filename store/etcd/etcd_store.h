@@ -40,6 +40,7 @@
 
 #include "base/thread_annotations.h"
 #include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_reply.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -81,11 +82,7 @@ class EtcdStore : public Store {
   const EtcdStoreOptions& options() const { return options_; }
 
  private:
-  struct KeyState {
-    bool present = false;
-    std::string value;
-    int64_t modRevision = 0;
-  };
+  using KeyState = etcd::KeyValue;
 
   std::string etcdKey(const std::string& key) const { return keyPrefix_ + key; }
   Milliseconds requestTimeout() const;

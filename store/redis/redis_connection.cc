@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "store/redis/redis_reply.h"
+
 namespace c10d {
 namespace redis {
 
@@ -79,9 +81,8 @@ void Connection::setTimeout(Milliseconds timeout) {
 void Connection::fail(const std::string& what, Milliseconds timeout) {
   broken_ = true;
   const std::string err = ctx_->errstr;
-  if (ctx_->err == REDIS_ERR_IO &&
-      (err.find("temporarily unavailable") != std::string::npos ||
-       err.find("timed out") != std::string::npos)) {
+  if (ctx_->err == REDIS_ERR_IO && (err.find("temporarily unavailable") != std::string::npos ||
+                                    err.find("timed out") != std::string::npos)) {
     C10D_THROW(TimeoutError, what, ": Redis at ", endpoint(), " did not answer within ",
                timeout.count(), " ms");
   }
@@ -110,14 +111,7 @@ std::vector<Reply> Connection::pipeline(const std::vector<std::vector<std::strin
     replies.emplace_back(static_cast<redisReply*>(r));
   }
   for (size_t i = 0; i < replies.size(); ++i) {
-    const redisReply* r = replies[i].get();
-    if (r->type != REDIS_REPLY_ERROR) continue;
-    const std::string msg(r->str, r->len);
-    if (msg.find("not an integer") != std::string::npos) {
-      C10D_THROW(InvalidArgument, what, ": Redis at ", endpoint(), " refused ", commands[i][0],
-                 ": ", msg);
-    }
-    C10D_THROW(Error, what, ": Redis at ", endpoint(), " refused ", commands[i][0], ": ", msg);
+    throwIfError(*replies[i], commands[i][0], what, endpoint());
   }
   return replies;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "store/redis/redis_connection.h"
+#include "store/redis/redis_reply.h"
 #include "store/store_util.h"
 
 namespace c10d {
@@ -50,12 +51,6 @@ std::string globEscape(const std::string& s) {
     out += c;
   }
   return out;
-}
-
-std::string replyString(const redisReply* r) {
-  return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS
-             ? std::string(r->str, r->len)
-             : std::string();
 }
 
 }  // namespace
@@ -139,8 +134,8 @@ RedisStore::Pooled RedisStore::connection(const std::string& what) {
       return Pooled(this, std::move(c));
     }
   }
-  return Pooled(this, std::make_unique<Connection>(options_.host, options_.port,
-                                                   options_.password, requestTimeout(), what));
+  return Pooled(this, std::make_unique<Connection>(options_.host, options_.port, options_.password,
+                                                   requestTimeout(), what));
 }
 
 void RedisStore::set(const std::string& key, const Bytes& value) {
@@ -156,7 +151,8 @@ Bytes RedisStore::get(const std::string& key) {
   const std::string what = "RedisStore::get of key '" + key + "'";
   while (true) {
     Reply r = connection(what)->command({"GET", redisKey(key)}, requestTimeout(), what);
-    if (r->type == REDIS_REPLY_STRING) return toBytes(replyString(r.get()));
+    std::string value;
+    if (redis::replyValue(*r, &value, what, endpoint())) return toBytes(value);
     const auto left = timeout - std::chrono::floor<Milliseconds>(Clock::now() - start);
     try {
       wait({key}, std::max(left, Milliseconds(0)));
@@ -173,14 +169,14 @@ int64_t RedisStore::add(const std::string& key, int64_t delta) {
   auto replies = connection(what)->pipeline(
       {{"INCRBY", redisKey(key), std::to_string(delta)}, {"PUBLISH", channel(key), ""}},
       requestTimeout(), what);
-  return replies[0]->integer;
+  return redis::replyInteger(*replies[0], what, endpoint());
 }
 
 void RedisStore::append(const std::string& key, const Bytes& value) {
   const std::string what = "RedisStore::append to key '" + key + "'";
   connection(what)->pipeline(
-      {{"APPEND", redisKey(key), toString(value)}, {"PUBLISH", channel(key), ""}},
-      requestTimeout(), what);
+      {{"APPEND", redisKey(key), toString(value)}, {"PUBLISH", channel(key), ""}}, requestTimeout(),
+      what);
 }
 
 Bytes RedisStore::compareSet(const std::string& key, const Bytes& expected, const Bytes& desired) {
@@ -188,7 +184,11 @@ Bytes RedisStore::compareSet(const std::string& key, const Bytes& expected, cons
   Reply r = connection(what)->command({"EVAL", kCompareSetScript, "1", redisKey(key),
                                        toString(expected), toString(desired), channel(key)},
                                       requestTimeout(), what);
-  return toBytes(replyString(r.get()));
+  std::string value;
+  if (!redis::replyValue(*r, &value, what, endpoint())) {
+    C10D_THROW(Error, what, ": Redis at ", endpoint(), " answered the compare-and-set with nil");
+  }
+  return toBytes(value);
 }
 
 std::vector<std::string> RedisStore::missing(const std::vector<std::string>& keys,
@@ -198,7 +198,7 @@ std::vector<std::string> RedisStore::missing(const std::vector<std::string>& key
   auto replies = connection(what)->pipeline(cmds, requestTimeout(), what);
   std::vector<std::string> out;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (replies[i]->integer == 0) out.push_back(keys[i]);
+    if (redis::replyInteger(*replies[i], what, endpoint()) == 0) out.push_back(keys[i]);
   }
   return out;
 }
@@ -214,7 +214,8 @@ void RedisStore::wait(const std::vector<std::string>& keys, Milliseconds timeout
   const std::string what = "RedisStore::wait for keys " + describeKeys(keys);
   std::vector<std::string> miss = missing(keys, what);
   if (miss.empty()) return;
-  const auto deadline = Clock::now() + std::min(timeout, Milliseconds(std::chrono::hours(24 * 365)));
+  const auto deadline =
+      Clock::now() + std::min(timeout, Milliseconds(std::chrono::hours(24 * 365)));
   auto left = [&] {  // rounded up: never time out before the deadline
     return std::max(Milliseconds(0), std::chrono::ceil<Milliseconds>(deadline - Clock::now()));
   };
@@ -225,8 +226,8 @@ void RedisStore::wait(const std::vector<std::string>& keys, Milliseconds timeout
   };
   if (left().count() == 0) timedOut();
   // A subscriber connection of this call's own: a subscribed connection takes no other commands.
-  Connection sub(options_.host, options_.port, options_.password,
-                 std::max(left(), Milliseconds(1)), what);
+  Connection sub(options_.host, options_.port, options_.password, std::max(left(), Milliseconds(1)),
+                 what);
   std::vector<std::string> subscribe{"SUBSCRIBE"};
   for (const auto& k : miss) subscribe.push_back(channel(k));
   sub.send(subscribe, std::max(left(), Milliseconds(1)), what);
@@ -250,7 +251,8 @@ void RedisStore::wait(const std::vector<std::string>& keys, Milliseconds timeout
 
 bool RedisStore::deleteKey(const std::string& key) {
   const std::string what = "RedisStore::deleteKey of key '" + key + "'";
-  return connection(what)->command({"DEL", redisKey(key)}, requestTimeout(), what)->integer > 0;
+  Reply r = connection(what)->command({"DEL", redisKey(key)}, requestTimeout(), what);
+  return redis::replyInteger(*r, what, endpoint()) > 0;
 }
 
 int64_t RedisStore::getNumKeys() {
@@ -260,12 +262,11 @@ int64_t RedisStore::getNumKeys() {
   int64_t count = 0;
   std::string cursor = "0";
   do {
-    Reply r = conn->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, requestTimeout(),
-                            what);
-    C10D_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2, what,
-               ": unexpected SCAN reply type ", r->type);
-    cursor = replyString(r->element[0]);
-    count += static_cast<int64_t>(r->element[1]->elements);
+    Reply r =
+        conn->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, requestTimeout(), what);
+    const redis::ScanPage page = redis::scanPage(*r, what, endpoint());
+    cursor = page.cursor;
+    count += static_cast<int64_t>(page.keys);
   } while (cursor != "0");
   return count;
 }
@@ -276,19 +277,17 @@ std::vector<Bytes> RedisStore::multiGet(const std::vector<std::string>& keys) {
   std::vector<std::string> cmd{"MGET"};
   for (const auto& k : keys) cmd.push_back(redisKey(k));
   Reply r = connection(what)->command(cmd, requestTimeout(), what);
-  C10D_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == keys.size(), what,
-             ": unexpected MGET reply");
+  const std::vector<const redisReply*> found = redis::mgetValues(*r, keys.size(), what, endpoint());
   std::vector<Bytes> values(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) {
-    const redisReply* e = r->element[i];
-    values[i] = e->type == REDIS_REPLY_STRING ? toBytes(replyString(e)) : get(keys[i]);
+    values[i] = found[i] != nullptr ? toBytes(redis::replyString(*found[i])) : get(keys[i]);
   }
   return values;
 }
 
 void RedisStore::multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) {
-  C10D_CHECK_ARG(keys.size() == values.size(), "RedisStore::multiSet: ", keys.size(),
-                 " keys but ", values.size(), " values");
+  C10D_CHECK_ARG(keys.size() == values.size(), "RedisStore::multiSet: ", keys.size(), " keys but ",
+                 values.size(), " values");
   if (keys.empty()) return;
   const std::string what = "RedisStore::multiSet of keys " + describeKeys(keys);
   std::vector<std::vector<std::string>> cmds{{"MSET"}};

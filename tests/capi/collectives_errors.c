@@ -104,6 +104,11 @@ void test_errors(c10d_pg_t* pg, int rank, int size) {
   c10d_op_options_init(&o);
   o.struct_size = 3;
   CHECK_FAILS(c10d_barrier(pg, &o, &w), C10D_STATUS_INVALID_ARGUMENT, "struct_size 3", NULL, NULL);
+  /* A size that ends inside a field: refused, never half copied over the default. */
+  c10d_op_options_init(&o);
+  o.struct_size = sizeof o - 4;
+  CHECK_FAILS(c10d_barrier(pg, &o, &w), C10D_STATUS_INVALID_ARGUMENT, "not a multiple of 8", NULL,
+              NULL);
   c10d_op_options_init(&o);
   o.timeout_ms = -5;
   CHECK_FAILS(c10d_barrier(pg, &o, &w), C10D_STATUS_INVALID_ARGUMENT, "timeout_ms -5", NULL, NULL);

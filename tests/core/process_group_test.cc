@@ -173,6 +173,34 @@ TEST_F(ProcessGroupTest, OutOfPlaceArguments) {
   EXPECT_NO_THROW(pg_->allreduceInto(t(), t())->wait());
 }
 
+TEST_F(ProcessGroupTest, OutputsThatPartlyOverlapAnInputAreRefused) {
+  // big_ as four 8-element blocks; this is rank 1 of 4. `skewed` straddles blocks 0 and 1.
+  auto block = [&](size_t k) { return tensorOf(big_.data() + 8 * k, 8); };
+  const Tensor skewed = tensorOf(big_.data() + 4, 8);
+  const std::vector<Tensor> blocks = {block(0), block(1), block(2), block(3)};
+  expectInvalid([&] { pg_->allgather(blocks, skewed); },
+                {"allgather", "outputs[0] (32 bytes at", "partly overlaps input"});
+  expectInvalid([&] { pg_->allgatherIntoTensor(big(), skewed); },
+                {"allgather_into_tensor", "input (32 bytes at", "partly overlaps output",
+                 "pass its block 1"});
+  expectInvalid([&] { pg_->allgatherIntoTensor(big(), block(0)); }, {"partly overlaps output"});
+  expectInvalid([&] { pg_->reduceScatterTensor(skewed, big()); }, {"partly overlaps input"});
+  expectInvalid([&] { pg_->reduceScatter(skewed, blocks); },
+                {"output", "partly overlaps inputs[0]"});
+  expectInvalid([&] { pg_->alltoallSingle(skewed, block(0), {}, {}); }, {"partly overlaps input"});
+  ScatterOptions so;
+  so.rootRank = 1;
+  expectInvalid([&] { pg_->scatter(skewed, blocks, so); }, {"scatter", "partly overlaps inputs"});
+  GatherOptions go;
+  go.rootRank = 1;
+  expectInvalid([&] { pg_->gather(blocks, skewed, go); }, {"gather", "outputs[0]"});
+  // In place: this rank's block of the larger tensor, or the same memory.
+  EXPECT_NO_THROW(pg_->allgatherIntoTensor(big(), block(1))->wait());
+  EXPECT_NO_THROW(pg_->reduceScatterTensor(block(1), big())->wait());
+  EXPECT_NO_THROW(pg_->allgather(blocks, block(1))->wait());
+  EXPECT_NO_THROW(pg_->reduceScatter(block(1), blocks)->wait());
+}
+
 TEST_F(ProcessGroupTest, OutOfPlaceIsTheSameCollective) {
   // The default copies input into output and runs the in-place op: the backend sees allreduce /
   // reduce with the output, and the sequence numbers go on as for any op.

@@ -1,11 +1,16 @@
 // Shared by the fuzz targets and the corpus generator: checks that abort with a message (so that
-// libFuzzer records the input), and the TCPStore fuzz server's fixed settings.
+// libFuzzer records the input), a scratch file for the readers that take a path, the repair of a
+// checksummed file, and the TCPStore fuzz server's fixed settings.
 #pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "store/tcp/tcp_store_auth.h"
 #include "store/tcp/tcp_store_config.h"
@@ -21,6 +26,36 @@
 
 namespace c10d {
 namespace fuzz {
+
+// Writes `data` to $TMPDIR (or /tmp)/c10d-fuzz-<tag>-<pid> and returns the path (one per process,
+// so parallel fuzzing jobs do not collide); the caller removes it.
+inline std::string writeScratchFile(const char* tag, const uint8_t* data, size_t size) {
+  const char* dir = std::getenv("TMPDIR");
+  const std::string path = std::string(dir != nullptr && *dir ? dir : "/tmp") + "/c10d-fuzz-" +
+                           tag + "-" + std::to_string(::getpid());
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  FUZZ_CHECK(fd >= 0, "cannot create the scratch file");
+  const bool written = size == 0 || ::write(fd, data, size) == static_cast<ssize_t>(size);
+  ::close(fd);
+  FUZZ_CHECK(written, "short write to the scratch file");
+  return path;
+}
+
+// The c10d checkpoint files (optimizer state, train_mlp's model file) share a frame: an 8-byte
+// magic, u32 version, u64 fileBytes at offset 12, ..., and an FNV-1a 64 checksum of everything
+// before it in the last 8 bytes (little-endian), from the offset basis `basis`. repairFrame sets
+// both to what the reader expects, so that mutations reach the fields behind the checksum.
+inline void repairFrame(std::string& file, uint64_t basis) {
+  if (file.size() < 28) return;
+  const uint64_t n = file.size();
+  for (int i = 0; i < 8; ++i) file[12 + i] = static_cast<char>(n >> (8 * i));
+  uint64_t h = basis;
+  for (size_t i = 0; i + 8 < file.size(); ++i) {
+    h ^= static_cast<uint8_t>(file[i]);
+    h *= 1099511628211ull;
+  }
+  for (int i = 0; i < 8; ++i) file[file.size() - 8 + i] = static_cast<char>(h >> (8 * i));
+}
 
 // The TCPStore fuzz server's secret and nonce (deterministic, so seeds can carry valid proofs).
 constexpr const char* kFuzzSecret = "fuzz-secret";

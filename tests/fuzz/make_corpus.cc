@@ -3,21 +3,31 @@
 //   cmake --build build --target fuzz_make_corpus && build/bin/fuzz_make_corpus tests/fuzz/corpus
 // Each seed is a small, valid example of what its harness parses (see the harness's header for the
 // input format), so that fuzzing starts from deep paths: authenticated sessions, parked requests,
-// limits, handshake expiry, intact and damaged logs, matched and unmatched p2p messages.
+// limits, handshake expiry, intact and damaged logs, matched and unmatched p2p messages, etcd's and
+// Redis's replies, checkpoint files written by the real writers, flight recorder dumps of a real
+// recorder, and C ABI call scripts; plus a few broken ones of each.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "backends/verbs/transport/tcp/tcp_transport.h"
+#include "core/flight_recorder.h"
+#include "layers/optim/optimizer_state.h"
 #include "store/file_store_log.h"
 #include "store/tcp/tcp_store_auth.h"
 #include "store/tcp/tcp_store_protocol.h"
 #include "tests/fuzz/fuzz_util.h"
+#ifdef C10D_FUZZ_CORPUS_TRAIN_MLP
+#include "examples/train_mlp/checkpoint.h"
+#endif
 
 namespace {
 
@@ -288,6 +298,297 @@ void helloSeeds() {
   write(t, "mixed", s);
 }
 
+Bytes text(const std::string& s) {
+  return Bytes(s.begin(), s.end());
+}
+
+// --- etcd replies (etcd_reply_fuzzer.cc) ---
+void etcdSeeds() {
+  const std::string t = "etcd_reply";
+  const std::string header =
+      R"("header":{"cluster_id":"14841639068965178418","member_id":"10276657743932975437",)"
+      R"("revision":"12","raft_term":"2"})";
+  const std::string kv =
+      R"({"key":"L2pvYi9rL2E=","create_revision":"5","mod_revision":"12","version":"3",)"
+      R"("value":"MTc="})";
+  write(t, "range-hit", text("U200{" + header + R"(,"kvs":[)" + kv + R"(],"count":"1"})"));
+  write(t, "range-miss", text("U200{" + header + "}"));
+  write(t, "txn-succeeded",
+        text("U200{" + header + R"(,"succeeded":true,"responses":[{"response_put":{"header":)" +
+             R"({"revision":"13"}}}]})"));
+  write(t, "txn-failed-range",
+        text("U200{" + header + R"(,"responses":[{"response_range":{)" + header + R"(,"kvs":[)" +
+             kv + R"(],"count":"1"}}]})"));
+  write(
+      t, "txn-count-only",
+      text("U200{" + header + R"(,"succeeded":true,"responses":[{"response_range":{"header":)" +
+           R"({"revision":"12"},"count":"1"}},{"response_range":{"header":{"revision":"12"}}}]})"));
+  write(t, "lease-grant", text("U200{" + header + R"(,"ID":"7587876543210123","TTL":"30"})"));
+  write(t, "lease-key",
+        text("U200{" + header + R"(,"kvs":[{"key":"L2pvYi9sZWFzZQ==","mod_revision":"3",)" +
+             R"("value":"NzU4Nzg3NjU0MzIxMDEyMw==","lease":"7587876543210123"}],"count":"1"})"));
+  write(t, "keepalive",
+        text(R"(U200{"result":{)" + header + R"(,"ID":"7587876543210123","TTL":"30"}})"));
+  write(t, "keepalive-expired",
+        text(R"(U200{"result":{)" + header + R"(,"ID":"7587876543210123"}})"));
+  write(t, "deleted", text("U200{" + header + R"(,"deleted":"1"})"));
+  write(t, "error-unary",
+        text(R"(U404{"error":"etcdserver: requested lease not found","code":5,)"
+             R"("message":"etcdserver: requested lease not found"})"));
+  write(t, "error-stream",
+        text(R"(U200{"error":{"grpc_code":5,"http_code":404,"message":"etcdserver: requested )"
+             R"(lease not found","http_status":"Not Found"}})"));
+  write(t, "not-json", text("U502<html><body>502 Bad Gateway</body></html>"));
+  write(t, "count-without-kvs", text("U200{" + header + R"(,"count":"2"})"));
+  write(t, "bad-fields",
+        text("U200{" + header +
+             R"(,"count":"x1","succeeded":"yes","kvs":[{"value":"!!!","mod_revision":1.5}]})"));
+  const std::string created = R"({"result":{)" + header +
+                              R"(,"created":true}})"
+                              "\n";
+  const std::string event = R"({"result":{)" + header + R"(,"events":[{"kv":)" + kv + "}]}}\n";
+  write(t, "watch-created-then-put", text("W\x07" + created + event));
+  write(t, "watch-whole", text(std::string("W\0", 2) + created + "\n" + event));
+  write(t, "watch-canceled",
+        text("W\x05" + created + R"({"result":{)" + header +
+             R"(,"canceled":true,"compact_revision":"10"}})"
+             "\n"));
+  write(t, "watch-error",
+        text("W\x40" + created +
+             R"({"error":{"grpc_code":14,"message":"etcdserver: no leader"}})"
+             "\n"));
+  write(t, "watch-torn", text("W\x03" + created + R"({"result":{"events":[{"kv":)"));
+}
+
+// --- Redis replies (redis_reply_fuzzer.cc): piece size, MGET key count, then the bytes ---
+void redisSeeds() {
+  const std::string t = "redis_reply";
+  auto seed = [&](const std::string& name, uint8_t piece, uint8_t keys, const std::string& resp) {
+    Bytes b{piece, keys};
+    b.insert(b.end(), resp.begin(), resp.end());
+    write(t, name, b);
+  };
+  seed("set-publish", 0, 0, "+OK\r\n:1\r\n");
+  seed("get-incr-exists-del", 3, 0, "$2\r\n17\r\n$-1\r\n:18\r\n:1\r\n:0\r\n");
+  seed("not-an-integer", 0, 0, "-ERR value is not an integer or out of range\r\n:1\r\n");
+  seed("wrongtype", 5, 0, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  seed("scan", 4, 2,
+       "*2\r\n$3\r\n112\r\n*2\r\n$7\r\njob/k/a\r\n$7\r\njob/k/b\r\n"
+       "*2\r\n$1\r\n0\r\n*0\r\n");
+  seed("mget", 0, 3, "*3\r\n$1\r\na\r\n$-1\r\n$0\r\n\r\n");
+  seed("subscribe", 1, 0,
+       "*3\r\n$9\r\nsubscribe\r\n$9\r\njob/ch/ka\r\n:1\r\n"
+       "*3\r\n$7\r\nmessage\r\n$9\r\njob/ch/ka\r\n$0\r\n\r\n");
+  seed("nested-nil-array", 0, 1, "*2\r\n*-1\r\n*1\r\n*1\r\n:7\r\n");
+  seed("protocol-error", 0, 0, "+OK\r\n?what\r\n");
+  seed("torn-bulk", 2, 0, "$10\r\nabc");
+}
+
+// --- optimizer state files (optimizer_state_fuzzer.cc): byte 0 = 1 repairs the frame ---
+void optimizerStateSeeds() {
+  const std::string t = "optimizer_state";
+  auto saved = [](const optim::OptimizerState& st) {
+    const std::string path = "/tmp/c10d-fuzz-make-corpus-" + std::to_string(::getpid());
+    st.save(path);
+    std::ifstream in(path, std::ios::binary);
+    Bytes b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ::unlink(path.c_str());
+    return b;
+  };
+  auto seed = [&](const std::string& name, uint8_t flags, Bytes file) {
+    file.insert(file.begin(), flags);
+    write(t, name, file);
+  };
+  optim::OptimizerState adam;
+  adam.options.algorithm = optim::Algorithm::kAdamW;
+  adam.options.lr = 1e-3;
+  adam.steps = 7;
+  adam.slotNames = adam.options.slotNames();
+  adam.slots = {{{0.5f, -1.f, 2.f}, {0.25f, 1.f, 4.f}}, {{3.f}, {9.f}}};
+  const Bytes adamFile = saved(adam);
+  optim::OptimizerState sgd;
+  sgd.options.momentum = 0.9;
+  sgd.options.nesterov = true;
+  sgd.steps = 2;
+  sgd.slotNames = sgd.options.slotNames();
+  sgd.slots.resize(2);
+  for (auto& p : sgd.slots) p.assign(sgd.slotNames.size(), std::vector<float>{1.f, 2.f});
+  seed("adamw", 0, adamFile);
+  seed("sgd-momentum", 0, saved(sgd));
+  seed("adamw-repaired", 1, adamFile);
+  Bytes truncated(adamFile.begin(), adamFile.end() - 13);
+  seed("truncated", 0, truncated);
+  seed("truncated-repaired", 1, truncated);
+  Bytes version = adamFile;
+  version[8] = 2;
+  seed("version-2", 1, version);
+  Bytes flipped = adamFile;
+  flipped[flipped.size() / 2] ^= 0x40;
+  seed("bit-flip", 0, flipped);
+  Bytes slotName = adamFile;
+  slotName[93] = 0xff;  // the first slot name's length (after header, options, steps, slot count)
+  seed("slot-name-length", 1, slotName);
+}
+
+// --- train_mlp model files (train_mlp_checkpoint_fuzzer.cc): byte 0 = 1 repairs the frame ---
+void trainMlpSeeds() {
+#ifdef C10D_FUZZ_CORPUS_TRAIN_MLP
+  const std::string t = "train_mlp_checkpoint";
+  example::MlpShape shape;
+  shape.inputDim = 3;
+  shape.hidden = 2;
+  shape.layers = 2;
+  shape.classes = 2;
+  example::Mlp model(shape);
+  model.initialize(1);
+  example::CheckpointMeta meta;
+  meta.step = 10;
+  meta.seed = 1;
+  meta.globalBatch = 8;
+  meta.datasetSize = 64;
+  meta.widths = shape.widths();
+  meta.mode = "ddp";
+  meta.worldSize = 2;
+  meta.optimizer = "sgd(lr=0.1)";
+  const std::string path = "/tmp/c10d-fuzz-make-corpus-" + std::to_string(::getpid());
+  example::writeModelFile(path, meta, model);
+  std::ifstream in(path, std::ios::binary);
+  const Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ::unlink(path.c_str());
+  auto seed = [&](const std::string& name, uint8_t flags, Bytes f) {
+    f.insert(f.begin(), flags);
+    write(t, name, f);
+  };
+  seed("model", 0, file);
+  seed("model-repaired", 1, file);
+  Bytes truncated(file.begin(), file.end() - 9);
+  seed("truncated-repaired", 1, truncated);
+  Bytes header = file;
+  header[24] = '[';  // the JSON header no longer an object
+  seed("header-not-object", 1, header);
+#endif
+}
+
+// --- flight recorder dumps (c10d_trace_dump_fuzzer.cc): dumps separated by form feeds ---
+void traceSeeds() {
+  const std::string t = "c10d_trace_dump";
+  auto desc = [](uint64_t seq, OpType op, uint64_t count, DataType dtype = DataType::kFloat32) {
+    OpDesc d;
+    d.seq = seq;
+    d.collSeq = seq;
+    d.op = op;
+    d.dtype = dtype;
+    d.count = count;
+    d.hasReduceOp = op == OpType::kAllreduce;
+    return d;
+  };
+  // A job of 3 ranks where rank 2 never reached the second allreduce, and one where the ranks
+  // called different allreduces.
+  std::string hang;
+  std::string diverge;
+  for (int rank = 0; rank < 3; ++rank) {
+    FlightRecorder fr(8, "world", "verbs", rank, 3);
+    const auto a = fr.record(desc(0, OpType::kAllreduce, 1024), 1000);
+    fr.onEnd(a, 2000, nullptr, 1500);
+    if (rank < 2) {
+      const auto b = fr.record(desc(1, OpType::kAllreduce, 1024), 3000);
+      fr.onStart(b, 3100);
+    }
+    hang += (rank ? "\f" : "") + fr.toJson("timeout");
+    FlightRecorder dv(8, "world", "gloo", rank, 3);
+    const auto c = dv.record(desc(0, OpType::kBroadcast, 4), 1000);
+    dv.onEnd(c, 1200, nullptr);
+    dv.record(desc(1, OpType::kAllreduce, rank == 1 ? 16 : 8), 1300);
+    diverge += (rank ? "\f" : "") + dv.toJson("on demand");
+  }
+  write(t, "hang-3-ranks", text(hang));
+  write(t, "divergence", text(diverge));
+  FlightRecorder p2p(4, "world/group1", "verbs", 1, 2);
+  OpDesc send = desc(0, OpType::kSend, 8);
+  send.peer = 0;
+  p2p.onEnd(p2p.record(send, 10), 20, std::make_exception_ptr(Error("peer 0 closed")), 15);
+  OpDesc a2a = desc(1, OpType::kAlltoallSingle, 0, DataType::kInt64);
+  a2a.setSplits({1, 2}, {2, 1});
+  p2p.record(a2a, 30);
+  p2p.record(desc(2, OpType::kBarrier, 0), 40);  // the ring wraps past its 4 slots below
+  p2p.record(desc(3, OpType::kAllreduce, 2, DataType::kBFloat16), 50);
+  p2p.record(desc(4, OpType::kAllreduce, 2, DataType::kBFloat16), 60);
+  write(t, "p2p-alltoall-failed", text(p2p.toJson("failure")));
+  const std::string one = FlightRecorder(2, "g", "gloo", 0, 2).toJson("timeout");
+  write(t, "truncated", text(one.substr(0, one.size() / 2)));
+  std::string version = one;
+  version.replace(version.find("\"version\":1"), 11, "\"version\":2");
+  write(t, "version-2", text(version));
+  write(t, "duplicate-rank", text(one + "\f" + one));
+}
+
+// --- C ABI call scripts (c10d_api_fuzzer.cc); each byte as the harness reads it ---
+void capiSeeds() {
+  const std::string t = "c10d_api";
+  // A hash store in slot 0 (1 ms timeout): call 0, timeout #1, options byte, size byte, slot, kind,
+  // out.
+  const Bytes hashStore = {0, 1, 5, 4, 0, 0, 1};
+  // A host store in slot 1 with every callback: call 0, options as above, slot, kind, fault byte
+  // (none), status, optional callbacks.
+  const Bytes hostStore = {0, 1, 5, 4, 1, 3, 0x11, 0, 0x0f};
+  // One that fails every 3rd call with TIMEOUT and a message: fault byte, period, status, ...
+  const Bytes faultyHostStore = {0, 1, 5, 4, 1, 3, 0x10, 2, 1, 0x0f};
+  // A one-rank group on store slot S in group slot 0: call 4, timeout #0 (200 ms), options,
+  // config, size, store slot, backend #B, rank/size byte, group slot.
+  auto group = [](uint8_t store, uint8_t backend) {
+    return Bytes{4, 0, 5, 1, 4, store, backend, 2, 0};
+  };
+  // A collective `which` on group 0 into work slot 0, its first tensor given by `t0`: call 6,
+  // group, NULL opts, op SUM, root 0, out, which, t0, t1 NULL, two empty lists, tag, splits,
+  // split counts, work slot.
+  auto collectiveWith = [](uint8_t which, const Bytes& t0) {
+    Bytes b = {6, 0, 0, 9, 0, 1, which};
+    b.insert(b.end(), t0.begin(), t0.end());
+    const Bytes rest = {0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    b.insert(b.end(), rest.begin(), rest.end());
+    return b;
+  };
+  // ... of `dtype` x 16 at arena offset 0: present, how, dtype, offset, numel.
+  auto collective = [&](uint8_t which, uint8_t dtype) {
+    return collectiveWith(which, {1, 0, dtype, 0, 16});
+  };
+  // c10d_work_wait(work 0, 10 ms), c10d_work_test, a callback.
+  const Bytes wait = {9, 0, 0, 0, 2};
+  const Bytes test = {9, 0, 0, 1};
+  const Bytes callback = {9, 0, 0, 4, 1};
+  auto cat = [](std::initializer_list<Bytes> parts) {
+    Bytes out;
+    for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  write(t, "verbs-allreduce", cat({hashStore, group(0, 0), collective(1, 0), wait, callback}));
+  write(t, "gloo-broadcast", cat({hashStore, group(0, 2), collective(0, 7), test, wait}));
+  write(t, "host-store-group",
+        cat({hostStore, group(1, 0), collective(14, 0), callback, wait,
+             Bytes{5, 0, 5, 1, 1, 0}}));  // c10d_monitored_barrier(5 ms)
+  write(t, "host-store-faults",
+        cat({faultyHostStore, group(1, 0), Bytes{2, 1, 0, 0, 8, 1, 0}, Bytes{2, 1, 0, 1, 0, 2},
+             Bytes{2, 1, 4, 2, 5, 0, 0, 0, 0, 0, 0, 0, 1}, Bytes{2, 1, 0, 3, 2, 0, 1, 1, 1}}));
+  // Store calls on the hash store: set, get, add, check, wait, delete, num_keys, set_timeout,
+  // tcp_port, status names.
+  write(t, "store-calls",
+        cat({hashStore, Bytes{2, 0, 0, 0, 8, 1, 0}, Bytes{2, 0, 0, 1, 0, 2},
+             Bytes{2, 0, 4, 2, 5, 0, 0, 0, 0, 0, 0, 0, 1}, Bytes{2, 0, 0, 3, 2, 0, 1, 1, 1},
+             Bytes{2, 0, 0, 4, 1, 0, 1, 1}, Bytes{2, 0, 0, 5, 1}, Bytes{2, 0, 0, 6, 1},
+             Bytes{2, 0, 0, 7, 1}, Bytes{2, 0, 0, 8, 1}, Bytes{2, 0, 0, 9, 3}}));
+  // Collectives with bad arguments: a NULL group, NULL data with a huge count, a bad dtype.
+  Bytes nullGroup = collective(1, 0);
+  nullGroup[1] = 7;
+  write(t, "bad-arguments",
+        cat({hashStore, group(0, 0), nullGroup, collectiveWith(1, {1, 5, 0, 6}),
+             collectiveWith(2, {1, 1, 0, 1, 0, 8})}));
+  // A sub-group of rank 0 and a split of the group, a shutdown, and an allreduce after it.
+  write(t, "subgroups-shutdown",
+        cat({hashStore, group(0, 0), Bytes{10, 0, 0, 5, 1, 4, 0, 1, 1, 1, 0, 1, 1},
+             Bytes{10, 0, 0, 5, 1, 4, 0, 1, 0, 0, 0, 2}, Bytes{11, 1, 0, 1}, collective(1, 0),
+             wait}));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -301,5 +602,11 @@ int main(int argc, char** argv) {
   fileStoreSeeds();
   p2pSeeds();
   helloSeeds();
+  etcdSeeds();
+  redisSeeds();
+  optimizerStateSeeds();
+  trainMlpSeeds();
+  traceSeeds();
+  capiSeeds();
   return 0;
 }

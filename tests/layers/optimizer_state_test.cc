@@ -209,6 +209,65 @@ TEST(OptimizerStateTest, LoadErrorsNameThePath) {
   std::remove(path.c_str());
 }
 
+// Files saved in format version 1 (tests/layers/data/), checked field by field and bit by bit.
+// The format has not changed since it was introduced; these files pin version 1, so that a
+// future format change must keep loading them (or say so, and move them to a test of refusal).
+// Made by OptimizerState::save of the states below, and checked against the format written in
+// optimizer_state.h by a separate reader.
+TEST(OptimizerStateTest, LoadsVersion1Files) {
+  auto bitsOf = [](const std::vector<float>& v) {
+    std::vector<uint32_t> bits(v.size());
+    if (!v.empty()) std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+    return bits;
+  };
+  auto expectBits = [&](const std::vector<float>& got, const std::vector<float>& want,
+                        const std::string& what) { EXPECT_EQ(bitsOf(got), bitsOf(want)) << what; };
+  const std::string dir = C10D_LAYERS_TEST_DATA;
+
+  const OptimizerState adamw = OptimizerState::load(dir + "/optimizer_state_v1_adamw.bin");
+  EXPECT_EQ(adamw.options.algorithm, Algorithm::kAdamW);
+  EXPECT_EQ(adamw.options.lr, 0.001);
+  EXPECT_EQ(adamw.options.weightDecay, 0.01);
+  EXPECT_EQ(adamw.options.beta1, 0.9);
+  EXPECT_EQ(adamw.options.beta2, 0.999);
+  EXPECT_EQ(adamw.options.eps, 1e-8);
+  EXPECT_EQ(adamw.options.momentum, 0.0);
+  EXPECT_EQ(adamw.options.dampening, 0.0);
+  EXPECT_FALSE(adamw.options.nesterov);
+  EXPECT_EQ(adamw.steps, 12345678901u);  // past 2^32: all 64 bits are read
+  EXPECT_EQ(adamw.slotNames, (std::vector<std::string>{"exp_avg", "exp_avg_sq"}));
+  ASSERT_EQ(adamw.slots.size(), 2u);
+  ASSERT_EQ(adamw.slots[0].size(), 2u);
+  ASSERT_EQ(adamw.slots[1].size(), 2u);
+  expectBits(adamw.slots[0][0], {0.5f, -1.25f, 3.0f}, "parameter 0, exp_avg");
+  expectBits(adamw.slots[0][1], {0.0625f, 2.0f, 1024.0f}, "parameter 0, exp_avg_sq");
+  expectBits(adamw.slots[1][0], {-0.0f}, "parameter 1, exp_avg (negative zero)");
+  expectBits(adamw.slots[1][1], {1e-45f}, "parameter 1, exp_avg_sq (a subnormal)");
+
+  const OptimizerState sgd = OptimizerState::load(dir + "/optimizer_state_v1_sgd.bin");
+  EXPECT_EQ(sgd.options.algorithm, Algorithm::kSgd);
+  EXPECT_EQ(sgd.options.lr, 0.1);
+  EXPECT_EQ(sgd.options.momentum, 0.9);
+  EXPECT_EQ(sgd.options.dampening, 0.0);
+  EXPECT_TRUE(sgd.options.nesterov);
+  EXPECT_EQ(sgd.options.weightDecay, 0.0);
+  EXPECT_EQ(sgd.steps, 3u);
+  EXPECT_EQ(sgd.slotNames, std::vector<std::string>{"momentum_buffer"});
+  ASSERT_EQ(sgd.slots.size(), 2u);
+  ASSERT_EQ(sgd.slots[0].size(), 1u);
+  ASSERT_EQ(sgd.slots[1].size(), 1u);
+  expectBits(sgd.slots[0][0], {1.5f, -2.0f}, "parameter 0, momentum_buffer");
+  EXPECT_TRUE(sgd.slots[1][0].empty()) << "parameter 1 has no elements";
+
+  // Saving what was loaded gives the same bytes: the writer still writes version 1.
+  for (const auto& [name, st] : {std::make_pair("adamw", adamw), std::make_pair("sgd", sgd)}) {
+    const std::string copy = uniqueTempPath("optstate-v1") + ".bin";
+    st.save(copy);
+    EXPECT_EQ(readFile(copy), readFile(dir + "/optimizer_state_v1_" + name + ".bin")) << name;
+    std::remove(copy.c_str());
+  }
+}
+
 TEST(OptimizerStateTest, SaveErrorsNameThePath) {
   const OptimizerState st = OptimizerState::fromFlat(trained(adamw(), 4, 1), {4});
   const std::string dir = "/nonexistent-c10d-dir/state.bin";

@@ -70,6 +70,7 @@ class Reader {
 };
 
 const std::set<std::string> kStates = {"issued", "started", "completed", "failed"};
+constexpr int64_t kMaxRanks = int64_t{1} << 20;
 
 std::string ranksText(std::vector<int> r) {
   std::sort(r.begin(), r.end());
@@ -119,7 +120,7 @@ Dump parseDump(const std::string& text, const std::string& path) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number out of range (406)
     throw TraceError(str(path, ": not valid JSON (", e.what(), ")"));
   }
   Reader top(j, path);
@@ -136,15 +137,23 @@ Dump parseDump(const std::string& text, const std::string& path) {
   d.backend = top.string("backend");
   d.host = top.string("host");
   d.reason = top.string("reason");
-  d.rank = static_cast<int>(top.i64("rank"));
-  d.size = static_cast<int>(top.i64("size"));
+  const int64_t rank = top.i64("rank");
+  const int64_t size = top.i64("size");
   d.pid = top.i64("pid");
   d.dumpedUs = top.i64("dumped_us");
   d.capacity = top.u64("capacity");
   d.recorded = top.u64("recorded");
-  if (d.size < 1 || d.rank < 0 || d.rank >= d.size) {
-    throw TraceError(str(path, ": rank ", d.rank, " is out of range for size ", d.size));
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw TraceError(str(path, ": rank ", rank, " is out of range for size ", size));
   }
+  // The analysis goes over every rank of the group: a size no job has is a corrupt dump, not a
+  // reason to run for hours.
+  if (size > kMaxRanks) {
+    throw TraceError(str(path, ": size ", size, " is beyond the ", kMaxRanks,
+                         " ranks a group of this tool can have (a corrupt dump?)"));
+  }
+  d.rank = static_cast<int>(rank);
+  d.size = static_cast<int>(size);
   const json& entries = top.field("entries", json::value_t::array);
   uint64_t prevSeq = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -290,11 +299,16 @@ Report analyzeGroup(const std::vector<const Dump*>& dumps) {
     << "position (oldest op not completed, else last op)"
     << "  last completed\n";
   for (int r = 0; r < rep.size; ++r) {
-    t << std::left << std::setw(6) << r;
     if (!byRank.count(r)) {
-      t << "(no dump: stopped, killed, or it never failed or dumped)\n";
+      // One row for a run of ranks without a dump.
+      int last = r;
+      while (last + 1 < rep.size && !byRank.count(last + 1)) ++last;
+      t << std::left << std::setw(6) << (last == r ? std::to_string(r) : str(r, "-", last))
+        << "(no dump: stopped, killed, or it never failed or dumped)\n";
+      r = last;
       continue;
     }
+    t << std::left << std::setw(6) << r;
     const Pos& p = pos[r];
     if (p.at == nullptr) {
       t << std::setw(10) << "empty"

@@ -58,7 +58,7 @@ struct Report {
   std::string group;
   int size = 0;
   std::vector<int> missingRanks;  // no dump
-  std::string table;              // one row per rank
+  std::string table;              // one row per rank (one per run of ranks without a dump)
   std::string verdict;            // the first divergence, or who is stuck and who never came
   bool divergence = false;
 };

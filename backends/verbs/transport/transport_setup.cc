@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "backends/verbs/spin_wait.h"
@@ -50,9 +51,17 @@ TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::
   std::vector<int> pids(size), localRanks;
   std::vector<std::string> hostIds(size);
   for (int r = 0; r < size; ++r) {
-    std::string id = c10d::toString(ids[r]);
-    auto bar = id.rfind('|');
-    pids[r] = std::atoi(id.c_str() + bar + 1);
+    const std::string id = c10d::toString(ids[r]);
+    const size_t bar = id.rfind('|');
+    char* end = nullptr;
+    const long pid = bar == std::string::npos ? 0 : std::strtol(id.c_str() + bar + 1, &end, 10);
+    if (bar == std::string::npos || end == id.c_str() + bar + 1 || *end != '\0' || pid <= 0 ||
+        pid > std::numeric_limits<int>::max()) {
+      C10D_THROW(Error, how.group, ": rank ", rank, ": the store's entry of rank ", r, " (",
+                 keys[r], ") is '", id.substr(0, 80),
+                 "', not HOST|PID: a store shared with another job or c10d version?");
+    }
+    pids[r] = static_cast<int>(pid);
     hostIds[r] = id.substr(0, bar);
     if (hostIds[r] == myHost) localRanks.push_back(r);
   }

@@ -170,13 +170,21 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
   const size_t total = off;
 
   Fd fd;
+  // A constructor that throws runs no destructor: until this one returns, a failure (the store,
+  // mmap, a peer) must remove the workspace rank 0 created, or it stays in /dev/shm.
+  struct UnlinkOnThrow {
+    const std::string* name = nullptr;
+    ~UnlinkOnThrow() {
+      if (name != nullptr) shm_unlink(name->c_str());
+    }
+  } created;
   if (rank == 0) {
     shmName_ = randomName();
     fd.reset(shm_open(shmName_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
     C10D_SYSCHECK(fd.get(), "shm_open(", shmName_, ") for the verbs workspace of ", size, " ranks");
+    created.name = &shmName_;
     if (ftruncate(fd.get(), static_cast<off_t>(total)) != 0) {
       int err = errno;
-      shm_unlink(shmName_.c_str());
       C10D_THROW(Error, "ftruncate(", shmName_, ", ", total,
                  " bytes) failed: ", detail::errnoString(err), " (is /dev/shm large enough?)");
     }
@@ -237,6 +245,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     if (store.add("shm/probed", 1) == size) store.set("shm/all_probed", "1");
     store.wait({"shm/all_probed"}, timeout);
   }
+  created.name = nullptr;  // the destructor unlinks it from here on
 }
 
 ShmTransport::~ShmTransport() {
