@@ -1,5 +1,6 @@
 #include "examples/train_mlp/modes.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/error.h"

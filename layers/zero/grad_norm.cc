@@ -1,5 +1,6 @@
 #include "layers/zero/grad_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
