@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "core/flight_recorder.h"
 #include "examples/train_mlp/random.h"
-#include "layers/common/comm_event.h"
 
 namespace c10d {
 namespace example {
@@ -86,11 +86,11 @@ std::vector<size_t> Mlp::layerParameters(size_t layer) const {
 
 void Mlp::enter(size_t l, bool backward) {
   if (storage_) storage_->enter(l, backward);
-  if (recordTimings_) timings_.push_back({l, backward, layers::steadyNowNs(), 0});
+  if (recordTimings_) timings_.push_back({l, backward, FlightRecorder::nowNs(), 0});
 }
 
 void Mlp::leave(size_t l, bool backward) {
-  if (recordTimings_ && !timings_.empty()) timings_.back().endNs = layers::steadyNowNs();
+  if (recordTimings_ && !timings_.empty()) timings_.back().endNs = FlightRecorder::nowNs();
   if (storage_) storage_->leave(l, backward);
 }
 

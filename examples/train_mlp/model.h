@@ -114,7 +114,7 @@ class Mlp {
   void releaseArrays();
   void restoreArrays();
 
-  // Each layer's compute in the passes since the last take (--trace): steady-clock ns, not
+  // Each layer's compute in the passes since the last take (--trace): FlightRecorder::nowNs, not
   // counting what a LayerStorage does before and after.
   struct LayerSpan {
     size_t layer = 0;

@@ -108,6 +108,7 @@ class DdpMode : public TrainingMode {
     ddp::ReducerOptions r;
     r.bucketCapBytes = o.bucketCapBytes;
     r.firstBucketBytes = o.firstBucketBytes;
+    r.recordComm = !o.traceFile.empty();
     return r;
   }
 
@@ -167,6 +168,7 @@ class ZeroMode : public TrainingMode {
     z.optimizer = o.optimizer;
     z.gradReduction = o.gradReduction;
     z.bucketCapBytes = o.bucketCapBytes;
+    z.recordComm = !o.traceFile.empty();
     return z;
   }
 
@@ -249,6 +251,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     f.optimizer = o.optimizer;
     f.prefetch = o.prefetch;
     f.timeout = o.timeout;
+    f.recordComm = !o.traceFile.empty();
     return f;
   }
 

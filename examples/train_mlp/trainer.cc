@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/settings.h"
 #include "bootstrap/init.h"
+#include "core/flight_recorder.h"
 #include "core/process_group.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
@@ -259,14 +260,15 @@ void runTraining(const TrainOptions& o) {
   for (uint64_t step = start + 1; step <= o.steps; ++step) {
     if (step == o.crashAtStep && rank == 1 && attempt == 0) crash(step, rank);
     const auto t0 = Clock::now();
-    const int64_t stepBeginNs = trace ? layers::steadyNowNs() : 0;
+    const int64_t stepBeginNs = trace ? FlightRecorder::nowNs() : 0;
     data.gather(plan.indices(step), &x, &labels);
     const double loss = model.forward(x.data(), labels.data(), labels.size());
     model.backward([&](size_t p) { mode->markReady(p); });
     mode->step();
     const double ms = secondsSince(t0) * 1e3;
     if (trace) {
-      trace->step(step, stepBeginNs, layers::steadyNowNs(), model.takeTimings(), mode->takeComm());
+      trace->step(step, stepBeginNs, FlightRecorder::nowNs(), model.takeTimings(),
+                  mode->takeComm());
     }
     if (step % o.logEvery == 0 || step == o.steps) {
       const double mean = pg ? meanAcrossRanks(*pg, loss) : loss;

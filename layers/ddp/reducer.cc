@@ -252,8 +252,10 @@ IterationStats Reducer::finalize() {
       const int64_t launch = bucket.launchNs;
       const int64_t done = std::max(bucket.doneNs->load(), launch);
       st.bucketBytes.push_back(bucket.flat.nbytes());
-      st.comm.push_back({"allreduce bucket " + std::to_string(st.comm.size()), bucket.flat.nbytes(),
-                         launch, done});
+      if (options_.recordComm) {
+        st.comm.push_back({"allreduce bucket " + std::to_string(st.bucketBytes.size() - 1),
+                           bucket.flat.nbytes(), launch, done});
+      }
       st.commSeconds += seconds(done - launch);
       st.overlappedSeconds += seconds(std::max<int64_t>(0, std::min(done, finStart) - launch));
       st.bucketsDoneBeforeFinalize += done <= finStart ? 1 : 0;

@@ -114,6 +114,7 @@ struct NamedBuffer {
 
 struct ReducerOptions {
   size_t bucketCapBytes = 25u << 20;   // torch's bucket_cap_mb = 25
+  bool recordComm = false;             // fill IterationStats::comm (timelines)
   size_t firstBucketBytes = 1u << 20;  // torch's _DEFAULT_FIRST_BUCKET_BYTES
   bool gradientAsBucketView = false;
   bool findUnusedParameters = false;
@@ -162,7 +163,7 @@ struct IterationStats {
   size_t locallyUnusedParameters = 0;   // findUnusedParameters: not marked on this rank
   size_t globallyUnusedParameters = 0;  // findUnusedParameters: marked on no rank
   bool rebuiltBuckets = false;          // the buckets were rebuilt at the end of this finalize()
-  std::vector<layers::CommEvent> comm;  // each bucket's allreduce: launch and completion
+  std::vector<layers::CommEvent> comm;  // recordComm: each bucket's allreduce, launch to completion
 };
 
 class Reducer {

@@ -108,6 +108,7 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   }
 
   MutexLock lock(mu_);
+  events_.enable(options_.recordComm);
   units_.resize(unitParams_.size());
   shardParam_ = std::make_shared<layers::Floats>(local_, 0.0f);
   shardGrad_ = std::make_shared<layers::Floats>(local_, 0.0f);
@@ -173,14 +174,13 @@ void FullyShardedModel::startGather(size_t unit, bool prefetch) {
   const size_t chunk = unitChunk_[unit];
   u.full = std::make_shared<layers::Floats>(static_cast<size_t>(size_) * chunk, 0.0f);
   if (chunk == 0) return;  // no elements: nothing to move
-  const int64_t issued = layers::steadyNowNs();
+  const int64_t issued = events_.stamp();
   u.gather =
       group_->allgatherIntoTensor(tensorOf(u.full->data(), u.full->size()),
                                   tensorOf(shardParam_->data() + unitShardOffset_[unit], chunk),
                                   AllgatherOptions{options_.timeout});
   u.keep = layers::KeepAlive(*u.gather, {shardParam_, u.full});
-  events_.launched("allgather unit " + std::to_string(unit), u.full->size() * sizeof(float), issued,
-                   *u.gather);
+  events_.launched("allgather unit", unit, u.full->size() * sizeof(float), issued, *u.gather);
   ++current_.gathers;
   if (prefetch) ++current_.gathersPrefetched;
 }
@@ -270,13 +270,12 @@ void FullyShardedModel::reduceGrads(size_t unit) {
     Reduction r;
     r.unit = unit;
     r.out = std::make_shared<layers::Floats>(chunk, 0.0f);
-    const int64_t issued = layers::steadyNowNs();
+    const int64_t issued = events_.stamp();
     r.work = group_->reduceScatterTensor(tensorOf(r.out->data(), chunk),
                                          tensorOf(grad->data(), grad->size()),
                                          ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
     r.keep = layers::KeepAlive(*r.work, {grad, r.out});
-    events_.launched("reduce-scatter unit " + std::to_string(unit), grad->size() * sizeof(float),
-                     issued, *r.work);
+    events_.launched("reduce-scatter unit", unit, grad->size() * sizeof(float), issued, *r.work);
     reductions_.push_back(std::move(r));
     ++current_.reduceScatters;
   } catch (...) {

@@ -95,6 +95,7 @@ struct FsdpOptions {
   // Per-group lr and weight decay (indices into the parameters, units flattened in order).
   std::vector<optim::ParamGroup> paramGroups;
   GradClip clip;  // the mean gradient's total norm over every shard, clipped (grad_norm.h)
+  bool recordComm = false;  // fill FsdpStepStats::comm (timelines; a callback per collective)
 };
 
 enum class Pass { kForward, kBackward };
@@ -109,7 +110,7 @@ struct FsdpStepStats {
   double reduceWaitSeconds = 0;  // reduceGrads() and step() blocked on reduce-scatters
   double stepSeconds = 0;        // the optimizer's arithmetic on the local shard
   double gradNorm = 0;           // the mean gradient's total norm before clipping (0: no clip)
-  std::vector<layers::CommEvent> comm;  // every gather and reduce-scatter: launch and completion
+  std::vector<layers::CommEvent> comm;  // with recordComm: each gather's and reduce-scatter's
   size_t localStateBytes = 0;           // this rank's optimizer state
   size_t shardBytes = 0;                // this rank's parameter and gradient shards
   // The layers' memory in this process after the step, and its peak since the process started or

@@ -130,11 +130,10 @@ void ShardedOptimizer::launchReadyBuckets() {
     Bucket& b = buckets_[nextBucket_++];
     if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients
       packGrads(b.owner, b.offset, b.numel, shardGrad_->data() + b.offset);
-      const int64_t issued = layers::steadyNowNs();
+      const int64_t issued = events_.stamp();
       b.work = group_->reduce(floats(*shardGrad_, b.offset, b.numel),
                               ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
-      events_.launched("reduce bucket " + std::to_string(nextBucket_ - 1), b.numel * sizeof(float),
-                       issued, *b.work);
+      events_.launched("reduce bucket", nextBucket_ - 1, b.numel * sizeof(float), issued, *b.work);
       auto keep = shardGrad_;
       b.work->then([keep](Work&) {});
       continue;
@@ -143,11 +142,10 @@ void ShardedOptimizer::launchReadyBuckets() {
     layers::Floats& buf = acquireStaging();
     markWaitSeconds_ += secondsSince(t0);
     packGrads(b.owner, b.offset, b.numel, buf.data());
-    const int64_t issued = layers::steadyNowNs();
+    const int64_t issued = events_.stamp();
     b.work = group_->reduce(floats(buf, 0, b.numel),
                             ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
-    events_.launched("reduce bucket " + std::to_string(nextBucket_ - 1), b.numel * sizeof(float),
-                     issued, *b.work);
+    events_.launched("reduce bucket", nextBucket_ - 1, b.numel * sizeof(float), issued, *b.work);
     useStaging(b.work);
   }
 }
@@ -161,12 +159,12 @@ void ShardedOptimizer::reduceScatterRounds(ZeroStepStats& st) {
     layers::Floats& buf = acquireStaging();
     for (size_t r = 0; r < n; ++r)
       packGrads(static_cast<int>(r), begin, count, buf.data() + r * count);
-    const int64_t issued = layers::steadyNowNs();
+    const int64_t issued = events_.stamp();
     auto work =
         group_->reduceScatterTensor(floats(*shardGrad_, begin, count), floats(buf, 0, n * count),
                                     ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
-    events_.launched("reduce-scatter round " + std::to_string(st.bucketsLaunched),
-                     n * count * sizeof(float), issued, *work);
+    events_.launched("reduce-scatter round", st.bucketsLaunched, n * count * sizeof(float), issued,
+                     *work);
     auto keep = shardGrad_;
     work->then([keep](Work&) {});
     useStaging(work);
@@ -200,12 +198,11 @@ void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
     f.begin = begin;
     f.count = std::min(round_, chunk_ - begin);
     f.buf = staging_[k];
-    const int64_t issued = layers::steadyNowNs();
+    const int64_t issued = events_.stamp();
     f.work = group_->allgatherIntoTensor(floats(*f.buf, 0, n * f.count),
                                          floats(*shardParam_, begin, f.count),
                                          AllgatherOptions{options_.timeout});
-    events_.launched("allgather round " + std::to_string(st.rounds), n * f.count * sizeof(float),
-                     issued, *f.work);
+    events_.launched("allgather round", st.rounds, n * f.count * sizeof(float), issued, *f.work);
     auto keepIn = shardParam_;
     auto keepOut = f.buf;
     f.work->then([keepIn, keepOut](Work&) {});

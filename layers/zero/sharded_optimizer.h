@@ -140,6 +140,7 @@ struct ZeroOptions {
   std::vector<optim::ParamGroup> paramGroups;
   // Clip the mean gradient's total norm over every shard before the update (grad_norm.h).
   GradClip clip;
+  bool recordComm = false;  // fill ZeroStepStats::comm (timelines; costs a callback per collective)
 };
 
 const char* gradReductionName(ZeroOptions::GradReduction mode);  // "reduce_scatter", ...
@@ -157,7 +158,7 @@ struct ZeroStepStats {
   size_t rounds = 0;                // allgather rounds (and kReduceScatter's reduce-scatter rounds)
   size_t stagingBytes = 0;          // the two round buffers
   double gradNorm = 0;              // the mean gradient's total norm before clipping (0: no clip)
-  std::vector<layers::CommEvent> comm;  // every collective of the step: launch and completion
+  std::vector<layers::CommEvent> comm;  // with recordComm: each collective's launch, completion
   // The layers' own memory in this process after the step, measured (layers/common/memory.h:
   // this optimizer's buffers and state, and any other layer object's), and its peak since the
   // process started or the last resetLayerMemoryPeak().

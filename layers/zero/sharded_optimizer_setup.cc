@@ -65,6 +65,7 @@ ShardedOptimizer::ShardedOptimizer(std::vector<layers::Parameter> params,
   partition();
   if (options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) buildBuckets();
   allocateStaging();
+  events_.enable(options_.recordComm);
   marked_.assign(params_.size(), 0);
   resetStep();
 }
