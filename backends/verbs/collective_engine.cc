@@ -27,13 +27,15 @@ thread_local const CollectiveEngine* tlsFinishing = nullptr;
 thread_local bool* tlsDestroyed = nullptr;
 }  // namespace
 
-CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct)
+CollectiveEngine::CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct,
+                                   int sliceUs)
     : group_(std::move(group)),
       inlineBytes_(inlineBytes),
       inlineUs_(inlineUs),
       direct_(direct || inlineUs < 0) {
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, sliceUs] {
     pthread_setname_np(pthread_self(), "c10d-verbs-coll");
+    requestShortSlice(sliceUs);
     loop();
   });
 }
@@ -103,7 +105,9 @@ bool CollectiveEngine::catchUp() {
         state_.compare_exchange_strong(idle, kInline, std::memory_order_acquire,
                                        std::memory_order_relaxed))
       return true;
-    relax();  // yield: on a busy host the thread we wait for may need this CPU
+    // Yield: on a busy host the thread we wait for may need this CPU. A yield that gave the
+    // CPU away says the host is busy: queue the op rather than wait on.
+    if (relax()) return false;
     if ((i & 7) != 0) continue;
     const auto now = Clock::now();
     const uint64_t c = completed_.load(std::memory_order_relaxed);

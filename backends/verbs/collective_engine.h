@@ -82,8 +82,9 @@ class CollectiveEngine {
   using Body = std::function<std::exception_ptr(Handoff* handoff)>;
 
   // direct: small ops run on the caller's stack and never hand off (a group of one, or
-  // C10D_INLINE_US=-1).
-  CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct = false);
+  // C10D_INLINE_US=-1). sliceUs: the thread's scheduler slice (requestShortSlice; 0: default).
+  CollectiveEngine(std::string group, size_t inlineBytes, int inlineUs, bool direct = false,
+                   int sliceUs = 0);
   ~CollectiveEngine();
   CollectiveEngine(const CollectiveEngine&) = delete;
   CollectiveEngine& operator=(const CollectiveEngine&) = delete;

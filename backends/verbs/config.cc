@@ -106,6 +106,11 @@ const SettingsTable<VerbsConfig>& table() {
                   "microseconds a waiter polls with no syscall before the sched_yield phase (-1: "
                   "auto, 20 when the host's ranks fit its CPUs, else 0)",
                   -1, 10000000, &VerbsConfig::busyUs),
+          integer("C10D_ENGINE_SLICE_US",
+                  "the engine threads' scheduler slice (sched_setattr; Linux >= 6.12 honours it): "
+                  "a short one lets an engine thread woken by a peer preempt the application's "
+                  "compute on its CPU at once (0: the kernel's default)",
+                  0, 100000, &VerbsConfig::engineSliceUs),
           integer(
               "C10D_SHM_SPREAD",
               "shm: a barrier waiter that finds a peer on its own CPU moves itself to a CPU of "

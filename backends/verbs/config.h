@@ -22,14 +22,15 @@ struct VerbsConfig {
   size_t shmCmaBytes = 0;           // C10D_SHM_CMA: single-copy sends from this size (0: never)
   size_t inlineBytes = 1 << 20;     // C10D_INLINE_BYTES: ops this small may start inline
   int inlineUs = 100;               // C10D_INLINE_US: inline polling budget before a hand-off
-  int spinUs = -1;               // C10D_SPIN_US: sched_yield phase before a futex sleep; -1 = auto
-  int busyUs = -1;               // C10D_BUSY_US: pure polling before that; -1 = auto
-  int shmSpread = -1;            // C10D_SHM_SPREAD: move off a CPU a peer shares; -1 = auto
-  size_t smallBytes = 32 << 10;  // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
-  std::string ibDevice;          // C10D_IB_DEVICE: ibverbs device name (first one if empty)
-  int ibPort = 1;                // C10D_IB_PORT
-  int ibGidIndex = 0;            // C10D_IB_GID_INDEX (RoCE)
-  std::string tcpIfaddr;         // C10D_TCP_IFADDR: address to advertise (else hostname's)
+  int spinUs = -1;          // C10D_SPIN_US: sched_yield phase before a futex sleep; -1 = auto
+  int busyUs = -1;          // C10D_BUSY_US: pure polling before that; -1 = auto
+  int engineSliceUs = 100;  // C10D_ENGINE_SLICE_US: engine threads' scheduler slice; 0 = default
+  int shmSpread = -1;       // C10D_SHM_SPREAD: move off a CPU a peer shares; -1 = auto
+  size_t smallBytes = 32 << 10;    // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
+  std::string ibDevice;            // C10D_IB_DEVICE: ibverbs device name (first one if empty)
+  int ibPort = 1;                  // C10D_IB_PORT
+  int ibGidIndex = 0;              // C10D_IB_GID_INDEX (RoCE)
+  std::string tcpIfaddr;           // C10D_TCP_IFADDR: address to advertise (else hostname's)
   size_t tcpBufBytes = 256 << 10;  // C10D_TCP_BUF: SO_SNDBUF / SO_RCVBUF (0: autotuning)
 
   // Reads each setting from `overrides` (keys as the env names, e.g. "C10D_TRANSPORT") or else

@@ -25,7 +25,8 @@ size_t physicalMemoryBytes() {
 }  // namespace
 
 P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
-                     std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes)
+                     std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes,
+                     int sliceUs)
     : t_(t),
       rank_(rank),
       size_(size),
@@ -35,8 +36,9 @@ P2PEngine::P2PEngine(Transport& t, int rank, int size, std::string groupName,
       sends_(size),
       incoming_(size),
       gone_(size) {
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, sliceUs] {
     pthread_setname_np(pthread_self(), "c10d-verbs-p2p");
+    requestShortSlice(sliceUs);
     loop();
   });
 }

@@ -45,8 +45,10 @@ namespace verbs {
 
 class P2PEngine {
  public:
+  // sliceUs: the thread's scheduler slice (requestShortSlice; 0: the default).
   P2PEngine(Transport& t, int rank, int size, std::string groupName,
-            std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes = 0);
+            std::function<void(std::exception_ptr)> onError, size_t maxUnexpectedBytes = 0,
+            int sliceUs = 0);
   // An engine without its thread, driven by poll() on the caller's thread: for the fuzzer
   // (tests/fuzz/verbs_p2p_fuzzer.cc), where a thread per input would cost more than the input.
   struct ManualDrive {};

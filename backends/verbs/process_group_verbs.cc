@@ -41,9 +41,11 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   shm_ = setup.shm;
   hosts_ = std::move(setup.hosts);
   useHosts_ = hosts_.multiHost && cfg_.transport == "auto";
-  p2p_ = std::make_unique<P2PEngine>(*transport_, rank, size, name(),
-                                     [this](std::exception_ptr e) { setBroken(e); });
-  engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs, size == 1);
+  p2p_ = std::make_unique<P2PEngine>(
+      *transport_, rank, size, name(), [this](std::exception_ptr e) { setBroken(e); }, 0,
+      cfg_.engineSliceUs);
+  engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs, size == 1,
+                                               cfg_.engineSliceUs);
   touchWorkHeap();
 }
 

@@ -4,11 +4,18 @@
 
 #include "base/launch_env.h"
 
+#include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,9 +43,74 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs) {
   w.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-void relax() {
+bool relax() {
+  const auto start = Clock::now();
   cpuPause();
   sched_yield();
+  return Clock::now() - start > kYieldedAway && otherThreadRunnable();
+}
+
+namespace {
+bool scanForRunnableThread() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return false;
+  const long self = syscall(SYS_gettid);
+  bool found = false;
+  while (dirent* e = readdir(dir)) {
+    char* end = nullptr;
+    const long tid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || tid == self) continue;
+    char path[64], buf[512];
+    std::snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // the thread exited meanwhile
+    const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "tid (comm) S ...": the state follows the last ')' (a comm may hold parentheses).
+    const char* paren = std::strrchr(buf, ')');
+    if (paren != nullptr && paren[1] == ' ' && paren[2] == 'R') {
+      found = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+}  // namespace
+
+bool otherThreadRunnable() {
+  static std::atomic<int64_t> scannedAt{0};  // steady clock: long past at start-up
+  static std::atomic<bool> lastAnswer{false};
+  const int64_t now = Clock::now().time_since_epoch().count();
+  const int64_t every = std::chrono::duration_cast<Clock::duration>(kRunnableScanEvery).count();
+  if (now - scannedAt.load(std::memory_order_acquire) < every)
+    return lastAnswer.load(std::memory_order_relaxed);
+  const bool answer = scanForRunnableThread();
+  lastAnswer.store(answer, std::memory_order_relaxed);
+  scannedAt.store(now, std::memory_order_release);
+  return answer;
+}
+
+bool requestShortSlice(int us) {
+  if (us <= 0 || sched_getscheduler(0) != SCHED_OTHER) return false;
+  // struct sched_attr (linux/sched/types.h; glibc declares no wrapper before 2.41).
+  struct {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+  } attr{};
+  attr.size = sizeof(attr);
+  attr.policy = SCHED_OTHER;
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+  if (errno != 0) return false;
+  attr.nice = nice;
+  attr.runtime = static_cast<uint64_t>(us) * 1000;
+  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
 }
 
 int ranksOnThisHost(int groupRanksHere) {

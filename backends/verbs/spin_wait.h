@@ -9,6 +9,14 @@
 // once pays a futex wake-up per step. The long auto spin keeps ranks runnable, so the scheduler
 // keeps them on CPUs of their own (a rank that sleeps between steps gets placed beside its waker).
 //
+// The spin ends early when the application computes beside it (relax()): a sched_yield() gave
+// the CPU away while another thread of this process was runnable (backward running beside a
+// bucket's allreduce). Yielding to that compute, the waiter comes back only when the scheduler
+// next picks it, a slice or more later, at every step of a collective; sleeping instead, it is
+// woken by the peer that releases it. The engine threads ask for a short scheduler slice
+// (requestShortSlice), so that this wake-up preempts the compute at once. Another process's load
+// does not end the spin: there, staying runnable is what keeps the ranks on CPUs of their own.
+//
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
 //
@@ -106,8 +114,26 @@ size_t resolveShmChunkBytes(size_t configured, int hostRanks);
 
 // Non-template core: sleeps on w while w.value == seen, at most `sliceMs`.
 void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
-// sched_yield, with a pause instruction first.
-void relax();
+// sched_yield, with a pause instruction first. True when the waiter should stop spinning and
+// sleep: the yield gave the CPU away (it took longer than kYieldedAway; with nothing else to run
+// it returns in about a microsecond) and another thread of this process is runnable
+// (otherThreadRunnable), so the application computes beside the wait.
+bool relax();
+constexpr std::chrono::microseconds kYieldedAway{50};
+
+// Whether a thread of this process other than the caller is running or runnable (state R in
+// /proc/self/task/*/stat). A scan costs microseconds per thread, so its answer is reused for
+// kRunnableScanEvery (by every thread of the process).
+bool otherThreadRunnable();
+constexpr std::chrono::milliseconds kRunnableScanEvery{5};
+
+// Asks the scheduler for a `us`-microsecond slice for the calling thread (sched_setattr's
+// sched_runtime for SCHED_OTHER, honoured by EEVDF from Linux 6.12; older kernels ignore it):
+// a thread with a shorter slice than the one running preempts it when woken. For the engine
+// threads, which sleep and wake once per step of a collective while the application computes on
+// the same CPUs. Only for a SCHED_OTHER thread (an application that chose a policy keeps it),
+// keeping its nice value; us <= 0 leaves the default. Returns whether the kernel took it.
+bool requestShortSlice(int us);
 
 inline void cpuPause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -148,8 +174,9 @@ void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs
   const auto spinFull = Clock::now() + std::chrono::microseconds(spinUs);
   auto spinEnd = std::min(spinFull, spinUntil);
   for (int i = 0;; ++i) {
-    relax();
+    const bool yieldedAway = relax();
     if (ready()) return;
+    if (yieldedAway) break;  // the CPU has other work: sleep, to be woken (check() runs first)
     if ((i & 7) != 7 || Clock::now() < spinEnd) continue;
     if (spinEnd == spinFull) break;
     check();  // spinUntil: an inline op hands off here, then spins on on the engine thread

@@ -1,9 +1,17 @@
 """DDP step time of one model on torch's gloo and on our backend, side by side in one run.
 
 Both groups live in the same processes (the default group is torch's gloo, the second ours), so
-the two columns see the same machine at the same time; the model, data and step are identical. A
-step is forward + backward (DDP's bucketed gradient allreduce) + SGD update; the median and the
-mean of --steps timed steps after --warmup are reported, rank 0 prints a Markdown table.
+the columns see the same machine at the same time; the model, data and step are identical. A
+step is forward + backward (DDP's bucketed gradient allreduce) + SGD update.
+
+Beside them, in the same processes: `compute` is the same step without DDP (every rank computing
+at once, so it sees the contention the DDP steps see), and each backend's allreduce of one flat
+buffer of the gradients' bytes. Each of the --warmup + --steps iterations runs every one of these
+once, in an order that rotates with the iteration, after a barrier; a step's time is the slowest
+rank's; rank 0 prints the median and mean of the timed ones as a Markdown table. `exposed` = a
+backend's median step - compute's: the communication backward did not hide; `exposed /
+allreduce` is 1 when the step exposes exactly one allreduce of its gradients, 0 when overlap
+hides it all.
 
   c10drun --nproc-per-node 2 /usr/bin/python3 bench_ddp.py [--engine gloo] [--width 1024]"""
 import argparse
@@ -25,26 +33,26 @@ def make_model(width, depth):
     return nn.Sequential(*layers, nn.Linear(width, 10))
 
 
-def time_steps(group, args, x, y):
+def step_fn(group, args, x, y, ddp):
+    """One training step of a fresh model (DDP over `group` if ddp), as a closure."""
     torch.manual_seed(0)
-    model = DDP(make_model(args.width, args.depth), process_group=group,
-                bucket_cap_mb=args.bucket_mb)
+    model = make_model(args.width, args.depth)
+    if ddp:
+        model = DDP(model, process_group=group, bucket_cap_mb=args.bucket_mb,
+                    gradient_as_bucket_view=args.view)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    times = []
-    for step in range(args.warmup + args.steps):
-        dist.barrier(group=group)
-        start = time.perf_counter()
+
+    def step():
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-        elapsed = time.perf_counter() - start
-        if step >= args.warmup:
-            times.append(elapsed)
-    # The slowest rank's time per step is the step time.
-    t = torch.tensor(times, dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
-    params = sum(p.numel() for p in model.parameters())
-    return t.tolist(), params
+
+    return step, sum(p.numel() for p in model.parameters())
+
+
+def allreduce_fn(group, numel):
+    buf = torch.ones(numel)
+    return lambda: dist.all_reduce(buf, group=group)
 
 
 def main():
@@ -54,7 +62,9 @@ def main():
     parser.add_argument("--depth", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--bucket-mb", type=float, default=25)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--view", action="store_true",
+                        help="gradient_as_bucket_view=True (no copies into and out of buckets)")
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
     if args.engine:
@@ -65,22 +75,44 @@ def main():
     g = torch.Generator().manual_seed(rank)
     x, y = torch.randn(args.batch, 256, generator=g), torch.randint(0, 10, (args.batch,),
                                                                     generator=g)
-    rows = []
-    # Alternate the two, twice, so that neither always runs on a warmer (or busier) machine.
-    results = {"torch gloo": [], f"c10d ({c10d_torch.engine()})": []}
-    for _ in range(2):
-        for name, group in zip(results, (dist.group.WORLD, ours)):
-            times, params = time_steps(group, args, x, y)
-            results[name] += times
+    names = ["torch gloo", f"c10d ({c10d_torch.engine()})"]
+    groups = (dist.group.WORLD, ours)
+    compute, params = step_fn(None, args, x, y, ddp=False)
+    runs = {"compute (no DDP)": compute}
+    for name, group in zip(names, groups):
+        runs[name] = step_fn(group, args, x, y, ddp=True)[0]
+        runs[f"allreduce {name}"] = allreduce_fn(group, params)
+    keys = list(runs)
+    times = {k: [] for k in keys}
+    for it in range(args.warmup + args.steps):
+        for j in range(len(keys)):
+            key = keys[(it + j) % len(keys)]
+            dist.barrier()
+            start = time.perf_counter()
+            runs[key]()
+            if it >= args.warmup:
+                times[key].append(time.perf_counter() - start)
+    # The slowest rank's time per step is the step time.
+    for key in keys:
+        t = torch.tensor(times[key], dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        times[key] = t.tolist()
     if rank == 0:
         print(f"DDP step time, {params / 1e6:.2f} M parameters ({4 * params / 2**20:.1f} MiB of "
               f"fp32 gradients), batch {args.batch}/rank, {world} ranks, "
-              f"{2 * args.steps} timed steps each")
-        print("| backend | median ms/step | mean ms/step |")
-        print("|---|---:|---:|")
-        for name, times in results.items():
-            rows.append((name, 1e3 * statistics.median(times), 1e3 * statistics.mean(times)))
-            print(f"| {name} | {rows[-1][1]:.2f} | {rows[-1][2]:.2f} |")
+              f"{args.steps} timed steps each, interleaved")
+        print("| backend | median ms/step | mean ms/step | exposed ms | allreduce ms | "
+              "exposed / allreduce |")
+        print("|---|---:|---:|---:|---:|---:|")
+        floor = 1e3 * statistics.median(times["compute (no DDP)"])
+        for key in ["compute (no DDP)"] + names:
+            med, mean = 1e3 * statistics.median(times[key]), 1e3 * statistics.mean(times[key])
+            if key not in names:
+                print(f"| {key} | {med:.2f} | {mean:.2f} | | | |")
+                continue
+            ar = 1e3 * statistics.median(times[f"allreduce {key}"])
+            print(f"| {key} | {med:.2f} | {mean:.2f} | {med - floor:.2f} | {ar:.2f} | "
+                  f"{(med - floor) / ar:.2f} |")
     dist.destroy_process_group(ours)
     dist.destroy_process_group()
 

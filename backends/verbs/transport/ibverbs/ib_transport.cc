@@ -114,6 +114,9 @@ class IbTransport : public Transport {
   ibv_comp_channel* chan_[kNumChannels] = {nullptr, nullptr};
   ibv_cq* cq_[kNumChannels] = {nullptr, nullptr};
   Fd eventFds_[kNumChannels];
+  // The stall (its SpinWindow::since) whose spin a yield that gave the CPU away ended: its later
+  // waits sleep at once.
+  Clock::time_point yieldedStall_[kNumChannels]{};
   int inflight_[kNumChannels] = {0, 0};
   std::vector<Endpoint> eps_;
   std::unique_ptr<MrCache> mrs_[kNumChannels];
@@ -392,14 +395,18 @@ size_t IbTransport::tryRecv(int ch, int peer, void* buf, size_t n) {
 
 void IbTransport::wait(int ch, uint32_t, const std::vector<Interest>&, Milliseconds maxWait,
                        SpinWindow spin) {
-  // The stall spins once (C10D_SPIN_US from spin.since, cut at spin.until), then sleeps.
+  // The stall spins once (C10D_SPIN_US from spin.since, cut at spin.until, or by a yield that
+  // gave the CPU away), then sleeps.
   const auto spinEnd =
-      spin.since == Clock::time_point::min()
-          ? spin.since
+      spin.since == Clock::time_point::min() || yieldedStall_[ch] == spin.since
+          ? Clock::time_point::min()
           : std::min(spin.since + std::chrono::microseconds(cfg_.spinUs), spin.until);
   while (Clock::now() < spinEnd) {
     if (pollCq(ch) > 0) return;
-    relax();
+    if (relax()) {
+      yieldedStall_[ch] = spin.since;
+      break;
+    }
   }
   C10D_IBV_CHECK(ibv_req_notify_cq(cq_[ch], 0), "arming the CQ");
   if (pollCq(ch) > 0) return;

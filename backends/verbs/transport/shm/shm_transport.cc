@@ -451,20 +451,29 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
   auto changed = [&] { return db.value.load(std::memory_order_acquire) != token; };
   if (changed()) return;
   if (spin.since != Clock::time_point::min()) {
-    // The stall's spin phase: the busy budget and C10D_SPIN_US from `since`. A later wait of a
-    // long stall polls the busy budget once more (20 us per maxWait slice) and then sleeps.
+    // The stall's spin phase: the busy budget and C10D_SPIN_US from `since`, cut short by a
+    // yield that gave the CPU away. A later wait of a long stall polls the busy budget once more
+    // (20 us per maxWait slice) and then sleeps.
     BusyBudget& busy = busy_[ch];
     if (busy.poll(changed)) return;  // no clock read
     const auto start = busy.pollStart();
     const auto spinEnd =
-        std::min(spin.since + std::chrono::microseconds(busy.current() + spinUs_), spin.until);
+        yieldedStall_[ch] == spin.since
+            ? Clock::time_point::min()
+            : std::min(spin.since + std::chrono::microseconds(busy.current() + spinUs_),
+                       spin.until);
     while (Clock::now() < spinEnd) {
-      for (int k = 0; k < 8; ++k) {
+      bool yieldedAway = false;
+      for (int k = 0; k < 8 && !yieldedAway; ++k) {
         if (changed()) {
           busy.record(Clock::now() - start);
           return;
         }
-        relax();
+        yieldedAway = relax();
+      }
+      if (yieldedAway) {
+        yieldedStall_[ch] = spin.since;
+        break;
       }
     }
     busy.record(Clock::now() - start);

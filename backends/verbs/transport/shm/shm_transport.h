@@ -168,6 +168,9 @@ class ShmTransport : public Transport, public StagingSlots {
   const int spinUs_;
   // Resolved C10D_BUSY_US, adapted per wait; one per channel (each channel has its own thread).
   BusyBudget busy_[kNumChannels];
+  // The stall (its SpinWindow::since) whose spin a yield that gave the CPU away ended: its later
+  // waits sleep at once.
+  Clock::time_point yieldedStall_[kNumChannels]{};
   std::string shmName_;
   std::unique_ptr<ShmMapping> map_;
   size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
