@@ -15,29 +15,15 @@ args=("$@")
 [[ ${#args[@]} -gt 0 ]] || args=(-b 64K -e 64M -f 4 -n 10 -w 3 -c 1)
 [[ $(id -u) == 0 ]] || { echo "hier-perf: needs root (network namespaces)" >&2; exit 77; }
 
-tag=c10dh$$
-cleanup() {
-  ip netns del ${tag}a 2>/dev/null || true
-  ip netns del ${tag}b 2>/dev/null || true
-}
-trap cleanup EXIT
-ip netns add ${tag}a
-ip netns add ${tag}b
-ip link add ${tag}x netns ${tag}a type veth peer name ${tag}y netns ${tag}b
-ip -n ${tag}a addr add 10.214.0.1/24 dev ${tag}x
-ip -n ${tag}b addr add 10.214.0.2/24 dev ${tag}y
-for ns in ${tag}a ${tag}b; do
-  ip -n $ns link set lo up
-done
-ip -n ${tag}a link set ${tag}x up
-ip -n ${tag}b link set ${tag}y up
+source "$(dirname "$0")/netns-hosts.sh"
+trap netns_hosts_down EXIT
+netns_hosts_up c10dh$$
 
 run() {  # ALGO_SPEC: one job, both hosts; prints host 0's table
   local algo=$1 port=$((29600 + RANDOM % 300))
   local out=$(mktemp)
   for h in 0 1; do
-    local ns=${tag}a addr=10.214.0.1
-    [[ $h == 1 ]] && ns=${tag}b && addr=10.214.0.2
+    local ns=${HOST_NS[$h]} addr=${HOST_ADDR[$h]}
     ip netns exec $ns env C10D_HOST_ID=host$h C10D_TCP_IFADDR=$addr C10D_ALGO="$algo" \
       C10D_STORE_SECRET=hier-perf \
       timeout 600 "$build/bin/c10drun" --nnodes 2 --node-rank $h --nproc-per-node "$nproc_per_host" \
