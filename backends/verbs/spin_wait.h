@@ -122,8 +122,8 @@ bool relax();
 constexpr std::chrono::microseconds kYieldedAway{50};
 
 // Whether a thread of this process other than the caller is running or runnable (state R in
-// /proc/self/task/*/stat). A scan costs microseconds per thread, so its answer is reused for
-// kRunnableScanEvery (by every thread of the process).
+// /proc/self/task/*/stat). A scan costs microseconds per thread, so its answer is reused (by
+// every thread of the process) for kRunnableScanEvery, or 50x the scan's time when longer.
 bool otherThreadRunnable();
 constexpr std::chrono::milliseconds kRunnableScanEvery{5};
 

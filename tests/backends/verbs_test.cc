@@ -194,8 +194,9 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
   if (child == 0) {
     for (;;) cpuPause();  // inherits the one-CPU mask; killed below
   }
-  // The cached answer of an earlier scan (a test's own busy thread) expires first.
-  std::this_thread::sleep_for(2 * kRunnableScanEvery);
+  // The cached answer of an earlier scan (a test's own busy thread) expires first: it is kept
+  // kRunnableScanEvery or 50 scans' time (slow under a sanitizer).
+  std::this_thread::sleep_for(20 * kRunnableScanEvery);
   int stops = 0;
   const auto start = Clock::now();
   for (int i = 0; i < 200; ++i) stops += relax() ? 1 : 0;
