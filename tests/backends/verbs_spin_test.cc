@@ -1,0 +1,171 @@
+// The verbs engine's waits beside the application's compute (backends/verbs/spin_wait.h): a yield
+// that gives the CPU away to a thread of this process ends the spin, another process's load does
+// not, and the engine threads ask for a short scheduler slice.
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/verbs/process_group_verbs.h"
+#include "backends/verbs/spin_wait.h"
+#include "tests/backends/verbs_test_util.h"
+#include "tests/common/multiproc.h"
+
+namespace c10d {
+namespace verbs {
+namespace {
+
+using test::uniqueTempPath;
+
+// A CPU hog pinned to the calling thread's CPU (the caller pinned there too) for the scope's
+// lifetime: what the application's compute is to a waiting engine thread.
+class HogOnMyCpu {
+ public:
+  HogOnMyCpu() {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_), 0);
+    EXPECT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+    hog_ = std::thread([this, one] {
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      started_.store(true);
+      while (!stop_.load(std::memory_order_relaxed)) cpuPause();
+    });
+    while (!started_.load()) std::this_thread::yield();
+  }
+  ~HogOnMyCpu() {
+    stop_.store(true);
+    hog_.join();
+    pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+  }
+
+ private:
+  cpu_set_t saved_;
+  std::atomic<bool> started_{false}, stop_{false};
+  std::thread hog_;
+};
+
+// relax() says when its sched_yield gave the CPU away: with a busy thread on the same CPU the
+// yield runs it for a slice, far past kYieldedAway.
+TEST(VerbsSpin, YieldToABusyThreadOnTheCpuSaysSo) {
+  HogOnMyCpu hog;
+  int away = 0;
+  for (int i = 0; i < 200 && away == 0; ++i) away += relax() ? 1 : 0;
+  EXPECT_GT(away, 0) << "200 yields beside a busy thread on the same CPU never gave it away";
+}
+
+// Another process's load on the CPU does not end the spin (staying runnable is what keeps ranks
+// on CPUs of their own beside it): the yields give the CPU away, but no thread of ours is runnable.
+TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
+  cpu_set_t saved, one;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) cpuPause();  // inherits the one-CPU mask; killed below
+  }
+  // The cached answer of an earlier scan (a test's own busy thread) expires first: it is kept
+  // kRunnableScanEvery or 50 scans' time (slow under a sanitizer).
+  std::this_thread::sleep_for(20 * kRunnableScanEvery);
+  int stops = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < 200; ++i) stops += relax() ? 1 : 0;
+  const auto took = Clock::now() - start;
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  EXPECT_EQ(stops, 0);
+  EXPECT_GT(took, 200 * std::chrono::microseconds(1)) << "the busy child never ran";
+}
+
+// A waiter whose spin phase is 10 s, beside a busy thread on its CPU, goes to sleep on the futex
+// soon (its first yield that gives the CPU away) and is woken from there; spinning on, it would
+// hold its CPU (and its peer, which needs it) for the whole phase.
+TEST(VerbsSpin, WaiterBesideComputeSleepsInsteadOfSpinning) {
+  WaitWord w;
+  std::atomic<bool> sawSleeper{false};
+  std::thread waker([&] {
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (w.sleepers.load() == 0 && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    sawSleeper.store(w.sleepers.load() != 0);
+    w.value.fetch_add(1);
+    wake(w);
+  });
+  {
+    HogOnMyCpu hog;
+    const auto start = Clock::now();
+    waitUntil(
+        w, 0, [&] { return w.value.load() != 0; }, 0, 10 * 1000 * 1000, [] {});
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  }
+  waker.join();
+  EXPECT_TRUE(sawSleeper.load()) << "the waiter spun instead of sleeping";
+}
+
+// The engine threads ask for a C10D_ENGINE_SLICE_US slice (default 100 us), which
+// /proc/self/task/*/sched shows as se.slice on kernels that have it (EEVDF slices, 6.12+); 0
+// leaves the kernel's default.
+TEST(VerbsSpin, EngineThreadsAskForAShortSlice) {
+  EXPECT_FALSE(requestShortSlice(0));
+  auto slices = [] {
+    std::map<std::string, long long> out;
+    DIR* d = opendir("/proc/self/task");
+    if (d == nullptr) return out;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string dir = std::string("/proc/self/task/") + e->d_name;
+      std::string comm, line;
+      std::getline(std::ifstream(dir + "/comm") >> std::ws, comm);
+      std::ifstream sched(dir + "/sched");
+      while (std::getline(sched, line))
+        if (line.rfind("se.slice", 0) == 0) out[comm] = std::stoll(line.substr(line.find(':') + 1));
+    }
+    closedir(d);
+    return out;
+  };
+  if (slices().empty()) GTEST_SKIP() << "this kernel shows no se.slice in /proc/self/task/*/sched";
+  // The threads name themselves, then ask for the slice: read until both show it (or 5 s).
+  auto settled = [&](long long want) {
+    std::map<std::string, long long> s;
+    for (int i = 0; i < 500; ++i) {
+      s = slices();
+      if (s.count("c10d-verbs-coll") && s.count("c10d-verbs-p2p") &&
+          (want == 0 || (s["c10d-verbs-coll"] == want && s["c10d-verbs-p2p"] == want)))
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return s;
+  };
+  {
+    auto pg = makeVerbs(uniqueTempPath("verbs-slice"), 0, 1, {});
+    auto s = settled(100000);
+    EXPECT_EQ(s["c10d-verbs-coll"], 100000);
+    EXPECT_EQ(s["c10d-verbs-p2p"], 100000);
+  }
+  {
+    auto pg = makeVerbs(uniqueTempPath("verbs-slice"), 0, 1, {{"C10D_ENGINE_SLICE_US", "0"}});
+    auto s = settled(0);
+    ASSERT_TRUE(s.count("c10d-verbs-coll"));
+    EXPECT_NE(s["c10d-verbs-coll"], 100000) << "0 must leave the kernel's default";
+  }
+}
+
+}  // namespace
+}  // namespace verbs
+}  // namespace c10d
