@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 
+#include "base/error.h"
 #include "store/tcp/tcp_store_auth.h"
 #include "store/tcp/tcp_store_config.h"
 
@@ -55,6 +57,31 @@ inline void repairFrame(std::string& file, uint64_t basis) {
     h *= 1099511628211ull;
   }
   for (int i = 0; i < 8; ++i) file[file.size() - 8 + i] = static_cast<char>(h >> (8 * i));
+}
+
+// The harness of a checkpoint-file reader. Input byte 0 bit 0 repairs the frame (repairFrame with
+// `basis`); the rest is the file, written to a scratch file that `read(path)` reads and checks,
+// then removed. `read` must return or throw a c10d::Error naming the file: any other exception
+// aborts, as does an error that does not say which file.
+template <typename Read>
+int fuzzCheckpointFile(const uint8_t* data, size_t size, const char* tag, uint64_t basis,
+                       Read&& read) {
+  if (size == 0) return 0;
+  std::string file(reinterpret_cast<const char*>(data + 1), size - 1);
+  if (data[0] & 1) repairFrame(file, basis);
+  const std::string path =
+      writeScratchFile(tag, reinterpret_cast<const uint8_t*>(file.data()), file.size());
+  try {
+    read(path);
+  } catch (const Error& e) {
+    FUZZ_CHECK(std::string(e.what()).find(path) != std::string::npos,
+               "a read error does not name the file");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
+    FUZZ_CHECK(false, "an exception outside c10d's Error hierarchy");
+  }
+  ::unlink(path.c_str());
+  return 0;
 }
 
 // The TCPStore fuzz server's secret and nonce (deterministic, so seeds can carry valid proofs).

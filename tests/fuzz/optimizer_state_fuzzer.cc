@@ -9,45 +9,28 @@
 // or an allocation past libFuzzer's -rss_limit_mb is a bug. A state that loaded must be consistent
 // (slot names of its algorithm, every parameter with every slot, of one size) and pass the checks
 // applyTo makes against the numels it holds.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <string>
 #include <vector>
 
-#include "base/error.h"
 #include "layers/optim/optimizer_state.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  std::string file(reinterpret_cast<const char*>(data + 1), size - 1);
   // The state file's checksum starts from this basis (optimizer_state.h), not FNV's usual one.
-  if (data[0] & 1) c10d::fuzz::repairFrame(file, 1469598103934665603ull);
-  const std::string path = c10d::fuzz::writeScratchFile(
-      "optstate", reinterpret_cast<const uint8_t*>(file.data()), file.size());
-  try {
-    const c10d::optim::OptimizerState st = c10d::optim::OptimizerState::load(path);
-    FUZZ_CHECK(st.slotNames == st.options.slotNames(), "slot names of another algorithm");
-    std::vector<size_t> numels;
-    for (const auto& perParam : st.slots) {
-      FUZZ_CHECK(perParam.size() == st.slotNames.size(), "a parameter without every slot");
-      for (const auto& slot : perParam) {
-        FUZZ_CHECK(slot.size() == perParam[0].size(), "slots of one parameter differ in size");
-      }
-      numels.push_back(perParam.empty() ? 0 : perParam[0].size());
-    }
-    st.options.validate();
-    st.checkCompatible(st.options, numels, "fuzz");
-  } catch (const c10d::Error& e) {
-    FUZZ_CHECK(std::string(e.what()).find(path) != std::string::npos,
-               "a load error does not name the file");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
-    FUZZ_CHECK(false, "an exception outside c10d's Error hierarchy");
-  }
-  ::unlink(path.c_str());
-  return 0;
+  return c10d::fuzz::fuzzCheckpointFile(
+      data, size, "optstate", 1469598103934665603ull, [](const std::string& path) {
+        const c10d::optim::OptimizerState st = c10d::optim::OptimizerState::load(path);
+        FUZZ_CHECK(st.slotNames == st.options.slotNames(), "slot names of another algorithm");
+        std::vector<size_t> numels;
+        for (const auto& perParam : st.slots) {
+          FUZZ_CHECK(perParam.size() == st.slotNames.size(), "a parameter without every slot");
+          for (const auto& slot : perParam) {
+            FUZZ_CHECK(slot.size() == perParam[0].size(), "slots of one parameter differ in size");
+          }
+          numels.push_back(perParam.empty() ? 0 : perParam[0].size());
+        }
+        st.options.validate();
+        st.checkCompatible(st.options, numels, "fuzz");
+      });
 }

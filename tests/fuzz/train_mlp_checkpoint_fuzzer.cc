@@ -8,38 +8,22 @@
 // throw a c10d::Error naming the file; any other exception, a crash, a sanitizer report or an
 // allocation past libFuzzer's -rss_limit_mb is a bug. A checkpoint that was read must hold one
 // numel per parameter name, and exactly their sum of values.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <exception>
 #include <string>
 
-#include "base/error.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size == 0) return 0;
-  std::string file(reinterpret_cast<const char*>(data + 1), size - 1);
-  if (data[0] & 1) c10d::fuzz::repairFrame(file, 0xcbf29ce484222325ull);  // FNV-1a's basis
-  const std::string path = c10d::fuzz::writeScratchFile(
-      "model", reinterpret_cast<const uint8_t*>(file.data()), file.size());
-  try {
-    const c10d::example::Checkpoint ck = c10d::example::readModelFile(path);
-    FUZZ_CHECK(ck.names.size() == ck.numels.size(), "a numel per parameter name");
-    size_t total = 0;
-    for (size_t n : ck.numels) {
-      FUZZ_CHECK(!__builtin_add_overflow(total, n, &total), "numels that overflow were accepted");
-    }
-    FUZZ_CHECK(total == ck.params.size(), "the values are not the parameters' numels");
-  } catch (const c10d::Error& e) {
-    FUZZ_CHECK(std::string(e.what()).find(path) != std::string::npos,
-               "a read error does not name the file");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "unexpected exception: %s\n", e.what());
-    FUZZ_CHECK(false, "an exception outside c10d's Error hierarchy");
-  }
-  ::unlink(path.c_str());
-  return 0;
+  return c10d::fuzz::fuzzCheckpointFile(
+      data, size, "model", 0xcbf29ce484222325ull /* FNV-1a's basis */, [](const std::string& path) {
+        const c10d::example::Checkpoint ck = c10d::example::readModelFile(path);
+        FUZZ_CHECK(ck.names.size() == ck.numels.size(), "a numel per parameter name");
+        size_t total = 0;
+        for (size_t n : ck.numels) {
+          FUZZ_CHECK(!__builtin_add_overflow(total, n, &total),
+                     "numels that overflow were accepted");
+        }
+        FUZZ_CHECK(total == ck.params.size(), "the values are not the parameters' numels");
+      });
 }
