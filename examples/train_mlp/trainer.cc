@@ -188,28 +188,39 @@ void writeCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank, int worl
 }  // namespace
 
 void runTraining(const TrainOptions& o) {
-  // 1. The world.
+  // 1. The world. The arguments that depend on the world size are checked between the
+  // rendezvous and the backend: every rank raises the same error on its own, and none has yet
+  // made a transport (a verbs shm workspace) that the first rank to fail would tear down under
+  // the others.
   std::shared_ptr<ProcessGroup> pg;
+  int rank = 0;
+  int world = 1;
+  Rendezvous rv;
   if (o.mode == Mode::kLocal) {
-    const int world = envInt("WORLD_SIZE", 1, 1);
+    world = envInt("WORLD_SIZE", 1, 1);
     C10D_CHECK_ARG(world == 1, "--mode local runs in one process, but WORLD_SIZE=", world,
                    ": launch it with --nproc-per-node 1 (or without c10drun), or use --mode ddp "
                    "or zero");
   } else {
-    InitOptions init;
-    init.backend = o.backend;
-    init.initMethod = o.initMethod;
-    init.timeout = o.timeout;
-    pg = c10d::init(init);
+    rv = rendezvous(o.initMethod, -1, -1, o.timeout);
+    rank = rv.rank;
+    world = rv.worldSize;
   }
-  const int rank = pg ? pg->rank() : 0;
-  const int world = pg ? pg->size() : 1;
   C10D_CHECK_ARG(o.crashAtStep == 0 || world >= 2,
                  "--crash-at-step crashes rank 1, but the job has a single rank (run it under "
                  "c10drun --nproc-per-node >= 2)");
+  BatchPlan plan(o.datasetSize, o.globalBatch, world, rank, o.seed);
+  if (rv.store) {
+    InitOptions init;
+    init.backend = o.backend;
+    init.timeout = o.timeout;
+    init.store = rv.store;
+    init.rank = rank;
+    init.worldSize = world;
+    pg = c10d::init(init);
+  }
 
   // 2. Data and model.
-  BatchPlan plan(o.datasetSize, o.globalBatch, world, rank, o.seed);
   SyntheticDataset data({o.seed, o.datasetSize, o.evalSize, o.shape.inputDim, o.shape.classes});
   Mlp model(o.shape);
   model.initialize(o.seed);
