@@ -35,11 +35,14 @@ namespace verbs {
 
 using Clock = std::chrono::steady_clock;
 
-// A word processes wait on, with the count of sleepers beside it (both in shared memory).
-struct alignas(64) WaitWord {
+// A word processes wait on, with the count of sleepers beside it (both in shared memory). Eight
+// bytes, so that what a waiter reads once woken may share its cache line (ShmTransport's
+// arrivals); PaddedWaitWord has a line of its own.
+struct WaitWord {
   std::atomic<uint32_t> value{0};
   std::atomic<uint32_t> sleepers{0};
 };
+struct alignas(64) PaddedWaitWord : WaitWord {};
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be lock-free");
 
 // Wakes every sleeper on `w` if any announced itself. Call after changing w.value.

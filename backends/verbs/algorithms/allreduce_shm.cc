@@ -10,7 +10,8 @@
 // pieces are reduced: one barrier per chunk, plus one at the end.
 //
 // Small messages (<= C10D_SMALL_BYTES) take one barrier in all: every rank reduces the whole
-// chunk from all slots, in rank order, so all get identical bits.
+// chunk from all slots, in rank order, so all get identical bits. Up to kSmallSlotBytes they go
+// in the small slots, which peers read with the barrier's arrival.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -68,9 +69,12 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
 
   if (count * es <= std::min(smallBytes, s.slotBytes())) {
     const uint64_t t = s.step();
-    std::memcpy(s.slot(r, t), src, count * es);
+    // The smallest ride with the barrier's arrival: one cache-line transfer per peer, not two.
+    const bool withArrival = count * es <= StagingSlots::kSmallSlotBytes;
+    auto slot = [&](int q) { return withArrival ? s.smallSlot(q, t) : s.slot(q, t); };
+    std::memcpy(slot(r), src, count * es);
     c.shmBarrier();
-    for (int q = 0; q < n; ++q) srcs[q] = s.slot(q, t);
+    for (int q = 0; q < n; ++q) srcs[q] = slot(q);
     reduceSources(d, srcs.data(), n, count, dtype, op);
     if (avg) divide(d, count, dtype, n);
     return;

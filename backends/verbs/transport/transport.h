@@ -116,20 +116,37 @@ class Transport {
 // barrier steps (Comm::shmBarrier()). The slot of step t is written before barrier t and read by
 // peers until they reach barrier t+2, so three rotating slots per rank make one barrier per
 // pipeline step enough. Plain data: the shm fast paths pay no virtual call.
+//
+// Each rank also has a small slot per barrier (kSmallSlotBytes, two rotating) in the cache lines
+// that carry its arrival at that barrier: a peer that sees the arrival has the bytes with it, one
+// line moved between cores where slot() costs a second. Written before barrier `step`, read by
+// peers only between that barrier and the next.
 class StagingSlots {
  public:
+  static constexpr size_t kSmallSlotBytes = 304;
   size_t slotBytes() const { return slotBytes_; }
   // Rank r's staging slot for barrier number `step` (one of three, rotating).
   uint8_t* slot(int r, uint64_t step) const {
     return slots_ + (static_cast<size_t>(r) * 3 + step % 3) * slotBytes_;
   }
+  // Rank r's small slot for barrier number `step` (as slot(); see above).
+  uint8_t* smallSlot(int r, uint64_t step) const {
+    return arrivals_ + (static_cast<size_t>(r) * 2 + (step + 1) % 2) * kArrivalBytes +
+           kArrivalHeaderBytes;
+  }
   // The number of the next barrier (every rank counts the same sequence).
   uint64_t step() const { return step_; }
 
  protected:
+  // One rank's arrival at a barrier: a header (the arrival word and the fingerprint hash), then
+  // the small slot. Two per rank, by the barrier's number mod 2.
+  static constexpr size_t kArrivalHeaderBytes = 16;
+  static constexpr size_t kArrivalBytes = kArrivalHeaderBytes + kSmallSlotBytes;
+  static_assert(kArrivalBytes % 64 == 0, "arrivals are whole cache lines");
   explicit StagingSlots(size_t slotBytes) : slotBytes_(slotBytes) {}
   ~StagingSlots() = default;
-  uint8_t* slots_ = nullptr;  // 3 x size slots, set by the transport once its memory is mapped
+  uint8_t* slots_ = nullptr;     // 3 x size slots, set by the transport once its memory is mapped
+  uint8_t* arrivals_ = nullptr;  // 2 x size arrivals, likewise
   const size_t slotBytes_;
   uint64_t step_ = 0;  // advanced by the transport's barrier
 };

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -41,7 +42,7 @@ struct alignas(64) ShmTransport::RingCtl {
 };
 
 struct alignas(64) ShmTransport::RankCtl {
-  WaitWord doorbell[kNumChannels];
+  PaddedWaitWord doorbell[kNumChannels];
   // Set by the rank's destructor: its process may end now without that being a failure (a rank
   // that finished its last op and exited, while slower ranks finish theirs).
   alignas(64) std::atomic<uint32_t> departed{0};
@@ -50,7 +51,7 @@ struct alignas(64) ShmTransport::RankCtl {
   alignas(64) std::atomic<uint32_t> boardVersion{0};
   std::atomic<uint64_t> board[kWireWords];
   // Full fingerprints per barrier step (mod 3): written by this rank on every barrier (its own
-  // line, so no traffic), read by peers only when the barrier's hash check failed.
+  // line, so no traffic), read by peers only when the fingerprint hashes differed.
   alignas(64) OpDesc::Wire fp[3];
   // The CPU this rank's collective thread ran on when it last arrived at a barrier (-1: not
   // known); written beside fp, read by a waiter to notice that it shares its CPU (C10D_SHM_SPREAD).
@@ -61,18 +62,12 @@ struct alignas(64) ShmTransport::RankCtl {
   std::atomic<uint64_t> cmaProbeValue{0};
 };
 
-struct alignas(64) ShmTransport::BarrierCtl {
-  // One word per barrier, so arriving is one atomic add: the low kArrivalBits count the ranks
-  // that arrived, the bits above sum (mod 2^44) the top 44 bits of their fingerprint hashes.
-  static constexpr int kArrivalBits = 20;
-  static constexpr uint64_t kArrivalMask = (uint64_t(1) << kArrivalBits) - 1;
-  std::atomic<uint64_t> arrivals{0};
-  char pad[56];
-  WaitWord generation;
-  // The last barrier step whose hashes differed (0: none), written by the releasing rank before
-  // it bumps the generation. Written only on a mismatch, so every waiter's read after the
-  // release hits its own cache's shared copy: no line moves between cores on the fast path.
-  alignas(64) std::atomic<uint64_t> mismatchStep{0};
+// A rank's arrival at a barrier (StagingSlots' layout): `word` holds the barrier's number (mod
+// 2^32) once the rank arrived, `hash` its fingerprint's hash; the small slot follows.
+struct alignas(64) ShmTransport::Arrival {
+  WaitWord word;
+  std::atomic<uint64_t> hash{0};
+  uint8_t small[kSmallSlotBytes];
 };
 
 ShmMapping::~ShmMapping() {
@@ -152,14 +147,11 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
       cmaBytes_(cfg.shmCmaBytes),
       spread_(cfg.shmSpread >= 0 ? cfg.shmSpread != 0 : ranksFitCpus(ranksOnThisHost(size))) {
   C10D_CHECK_ARG((ringBytes_ & (ringBytes_ - 1)) == 0, "shm ring bytes must be a power of two");
-  C10D_CHECK_ARG(static_cast<uint64_t>(size) <= BarrierCtl::kArrivalMask, "shm transport: ", size,
-                 " ranks on one host is more than the barrier counts (", BarrierCtl::kArrivalMask,
-                 ")");
   size_t off = 4096;
   rankCtlOff_ = off;
   off = alignUp(off + sizeof(RankCtl) * size, 4096);
-  barrierOff_ = off;
-  off = alignUp(off + sizeof(BarrierCtl), 4096);
+  arrivalOff_ = off;
+  off = alignUp(off + sizeof(Arrival) * 2 * size, 4096);
   ringCtlOff_ = off;
   const size_t nRings = static_cast<size_t>(kNumChannels) * size * size;
   off = alignUp(off + sizeof(RingCtl) * nRings, 4096);
@@ -210,6 +202,7 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
   }
   map_ = std::make_unique<ShmMapping>(base, total);
   slots_ = map_->base() + slotOff_;
+  arrivals_ = map_->base() + arrivalOff_;
   for (int ch = 0; ch < kNumChannels; ++ch) {
     probed_[ch].assign(size, 0);
     taken_[ch].assign(size, 0);
@@ -265,6 +258,13 @@ uint8_t* ShmTransport::ringData(int ch, int from, int to) const {
 
 ShmTransport::RankCtl& ShmTransport::rankCtl(int r) const {
   return reinterpret_cast<RankCtl*>(map_->base() + rankCtlOff_)[r];
+}
+
+ShmTransport::Arrival& ShmTransport::arrival(int r, uint64_t step) const {
+  static_assert(sizeof(Arrival) == kArrivalBytes && offsetof(Arrival, small) == kArrivalHeaderBytes,
+                "Arrival is StagingSlots' arrival layout");
+  return reinterpret_cast<Arrival*>(map_->base() +
+                                    arrivalOff_)[static_cast<size_t>(r) * 2 + step % 2];
 }
 
 namespace {
@@ -557,49 +557,73 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
   static const OpDesc::Wire kNone{};
   static const uint64_t kNoneHash = OpDesc::hash(kNone);
   const OpDesc::Wire& w = fp != nullptr ? *fp : kNone;
-  // The hash's top bits, shifted above the arrival count (overflow past bit 63 is the mod).
-  const uint64_t h = (fp != nullptr ? OpDesc::hash(w) : kNoneHash) & ~BarrierCtl::kArrivalMask;
+  const uint64_t h = fp != nullptr ? OpDesc::hash(w) : kNoneHash;
   RankCtl& me = rankCtl(rank_);
   std::memcpy(&me.fp[step_ % 3], &w, sizeof(w));
   if (spread_) me.cpu.store(sched_getcpu(), std::memory_order_relaxed);  // glibc: rseq, no syscall
-  auto& b = *reinterpret_cast<BarrierCtl*>(map_->base() + barrierOff_);
-  uint32_t gen = b.generation.value.load(std::memory_order_acquire);
-  const uint64_t before = b.arrivals.fetch_add(h + 1, std::memory_order_acq_rel);
-  if ((before & BarrierCtl::kArrivalMask) == static_cast<uint64_t>(size_ - 1)) {
-    // Equal fingerprints sum to size * h; differing ones do so only by a 44-bit accident.
-    const uint64_t all = before + h + 1;
-    const bool differ = (all & ~BarrierCtl::kArrivalMask) != h * static_cast<uint64_t>(size_);
-    if (differ) b.mismatchStep.store(step_, std::memory_order_relaxed);
-    b.arrivals.store(0, std::memory_order_relaxed);
-    b.generation.value.store(gen + 1, std::memory_order_seq_cst);
-    wake(b.generation);
-    return differ;
-  }
-  auto released = [&] { return b.generation.value.load(std::memory_order_acquire) != gen; };
-  auto differed = [&] { return b.mismatchStep.load(std::memory_order_relaxed) == step_; };
-  if (released()) return differed();
+  // Arriving: the hash, then the number (release: it publishes the fingerprint and the slots).
+  const uint32_t tag = static_cast<uint32_t>(step_);
+  Arrival& mine = arrival(rank_, step_);
+  mine.hash.store(h, std::memory_order_relaxed);
+  mine.word.value.store(tag, std::memory_order_release);
+  // Then every peer's arrival. A peer's word for this barrier's parity goes from the number two
+  // barriers back to this one; it cannot move on to the next before this rank arrives there.
+  auto arrived = [&](int r) {
+    return arrival(r, step_).word.value.load(std::memory_order_acquire) == tag;
+  };
+  int next = 0;  // the peers below `next` arrived
+  auto allArrived = [&] {
+    for (; next < size_; ++next)
+      if (next != rank_ && !arrived(next)) return false;
+    return true;
+  };
   // The direct collectives (and so barriers) run on the collective channel's thread.
   BusyBudget& busy = busy_[kCollectiveChannel];
-  // Two pauses before the first poll (hidden in the wait for the peer): polling the generation
-  // word right after arriving slows small allreduces (backends/verbs/README.md).
-  for (int k = 0; k < 2; ++k) cpuPause();
-  // The common case, a peer that arrives while we poll: no clock read, no CheckFn made.
-  if (busy.poll(released)) return differed();
-  const auto start = busy.pollStart();
-  if (spread_) spreadIfSharingCpu();
-  auto checkAll = [&] {
-    check();
-    // A rank gone while the barrier is still not released cannot come any more (had it been the
-    // last to arrive, its release was written before it left). All of them are named: one that
-    // failed first and left may be seen before the rank that started it all.
-    PeerLeft left;
-    for (int r = 0; r < size_; ++r)
-      if (peerGone(r)) left.ranks.push_back(groupRank(r));
-    if (!left.ranks.empty() && !released()) throw left;
-  };
-  waitUntil(b.generation, gen, released, 0, spinUs_, checkAll, spinUntil);
-  busy.record(Clock::now() - start);
-  return differed();
+  // The common case, peers that arrive while we poll: no clock read, no CheckFn made. Two pauses
+  // before the first poll (hidden in the wait for the peers): polling a peer's line right after
+  // arriving slows small allreduces (backends/verbs/README.md).
+  bool all = allArrived();
+  if (!all) {
+    for (int k = 0; k < 2; ++k) cpuPause();
+    all = busy.poll(allArrived);
+  }
+  // A peer asleep on our word is woken only now, after the polling: a fence right after the
+  // store would wait for the line to come back from the peers polling it (most of a small
+  // allreduce's time), here it has. (Store, fence, then the sleepers: no wake-up is lost.)
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake(mine.word);
+  if (!all) {
+    const auto start = busy.pollStart();
+    if (spread_) spreadIfSharingCpu();
+    auto checkAll = [&] {
+      check();
+      // A rank gone before it arrived cannot come any more (had it arrived, its word was
+      // written before it left). All the ranks gone are named: one that failed first and left
+      // may be seen before the rank that started it all.
+      bool missing = false;
+      PeerLeft left;
+      for (int r = 0; r < size_; ++r) {
+        if (r == rank_ || !peerGone(r)) continue;
+        left.ranks.push_back(groupRank(r));
+        missing = missing || !arrived(r);
+      }
+      if (missing) throw left;
+    };
+    // One peer at a time: a sleeper is woken by the peer it waits for.
+    while (!allArrived()) {
+      WaitWord& word = arrival(next, step_).word;
+      const uint32_t seen = word.value.load(std::memory_order_seq_cst);
+      const int r = next;
+      waitUntil(
+          word, seen, [&] { return arrived(r); }, 0, spinUs_, checkAll, spinUntil);
+    }
+    busy.record(Clock::now() - start);
+  }
+  // Every rank compares each peer's hash with its own: if any two differ, every rank finds one
+  // that differs from its own.
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && arrival(r, step_).hash.load(std::memory_order_relaxed) != h) return true;
+  return false;
 }
 
 void ShmTransport::spreadIfSharingCpu() {

@@ -8,7 +8,8 @@
 // Workspace layout (offsets in Layout):
 //   per rank:   a control block: one doorbell per channel (WaitWord), bumped by whoever changed
 //               one of this rank's streams (data in, or space freed)
-//   barrier:    a sense-free counter + generation WaitWord
+//   arrivals:   two per rank (by barrier number mod 2): the number of the barrier the rank last
+//               arrived at (a WaitWord), its fingerprint's hash and its small slot
 //   rings:      one SPSC byte ring per (channel, sender, receiver): the Transport streams
 //   staging:    three slots per rank of C10D_SHM_CHUNK bytes, used by the direct collectives
 //               (allreduce_shm.cc, broadcast_shm.cc). Barriers are numbered (step()); the slot
@@ -102,16 +103,18 @@ class ShmTransport : public Transport, public StagingSlots {
   int rank() const { return rank_; }
   int size() const { return size_; }
   // Blocks until every rank arrived (spin, then futex); CommError / TimeoutError via `check`.
-  // Every rank of this host waits for every other: a rank that left (it shut its group down, or
-  // exited) before the barrier released makes it throw PeerLeft at once (a barrier it never
-  // reached cannot complete). `check` runs before each sleep (Comm::check: deadline, dead peers).
-  // With `fp` (the op's fingerprint), every rank adds its 64-bit hash to a sum on the barrier's
-  // counter line and the releasing rank compares the sum with size * its own, flagging the step
-  // in a word written only then: no extra line moves between cores on the fast path. When flagged
-  // every rank reads the others' full fingerprints (stored per step in its control block) and
-  // throws Mismatch naming one that differs from its own. Fingerprints rotate over three sets
-  // like the slots. The wait's sched_yield phase ends at `spinUntil` at the latest (then `check`
-  // runs: an inline op hands off there instead of holding its caller for C10D_SPIN_US).
+  // Each rank writes its arrival in lines of its own and polls every peer's: a peer's arrival
+  // reaches a waiter in one cache-line transfer, with the small slot beside it (a shared counter
+  // costs a transfer per rank, one after another, then the release's). Every rank of this host
+  // waits for every other: a rank that left (it shut its group down, or exited) before it arrived
+  // makes the barrier throw PeerLeft at once (a barrier it never reached cannot complete). `check`
+  // runs before each sleep (Comm::check: deadline, dead peers). With `fp` (the op's fingerprint),
+  // each rank arrives with its 64-bit hash, and compares its peers' with its own in the lines it
+  // read anyway. When one differs it reads the others' full fingerprints (stored per step in
+  // their control blocks) and throws Mismatch naming one that differs from its own.
+  // Fingerprints rotate over three sets like the slots. The wait's sched_yield phase ends at
+  // `spinUntil` at the latest (then `check` runs: an inline op hands off there instead of holding
+  // its caller for C10D_SPIN_US).
   void barrier(const CheckFn& check, const OpDesc::Wire* fp = nullptr,
                Clock::time_point spinUntil = Clock::time_point::max());
   struct PeerLeft {
@@ -137,14 +140,15 @@ class ShmTransport : public Transport, public StagingSlots {
  private:
   struct RingCtl;
   struct RankCtl;
-  struct BarrierCtl;
+  struct Arrival;
   RingCtl& ring(int ch, int from, int to) const;
   uint8_t* ringData(int ch, int from, int to) const;
   RankCtl& rankCtl(int r) const;
+  Arrival& arrival(int r, uint64_t step) const;  // rank r's arrival at barrier number `step`
   // Local rank `r` as the group numbers it (what errors name).
   int groupRank(int r) const { return groupRanks_.empty() ? r : groupRanks_[r]; }
-  // The barrier proper: stores `fp` (all zero when null) for this step, adds its hash to the
-  // barrier's sum, waits; returns whether the ranks' hashes differed.
+  // The barrier proper: stores `fp` (all zero when null) for this step, arrives with its hash,
+  // waits; returns whether the ranks' hashes differed.
   bool barrierWait(const CheckFn& check, const OpDesc::Wire* fp, Clock::time_point spinUntil);
   static constexpr int kWireWords = sizeof(OpDesc::Wire) / sizeof(uint64_t);
   // Single copy: tryRecvHdr's part once the ring is drained and `peer` has an offer pending.
@@ -173,7 +177,7 @@ class ShmTransport : public Transport, public StagingSlots {
   Clock::time_point yieldedStall_[kNumChannels]{};
   std::string shmName_;
   std::unique_ptr<ShmMapping> map_;
-  size_t rankCtlOff_ = 0, barrierOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
+  size_t rankCtlOff_ = 0, arrivalOff_ = 0, ringCtlOff_ = 0, ringDataOff_ = 0, slotOff_ = 0;
   std::vector<int> pids_;
   std::vector<int> groupRanks_;  // empty: local rank == group rank
   std::vector<Fd> pidfds_;       // invalid where pidfd_open failed (then /proc is checked)
