@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/fast_clock.h"
 
 namespace c10d {
 
@@ -79,9 +80,7 @@ const char* FlightRecorder::toString(State s) {
 }
 
 int64_t FlightRecorder::nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return fastNowNs();
 }
 
 FlightRecorder::FlightRecorder(size_t capacity, std::string group, std::string backend, int rank,

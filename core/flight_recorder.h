@@ -99,7 +99,7 @@ class FlightRecorder {
   // A few lines for stderr: the last `n` ops with state and times.
   std::string summary(size_t n) const;
 
-  // steady clock now, in ns.
+  // steady clock now, in ns (base/fast_clock.h: from the TSC where it is invariant).
   static int64_t nowNs();
 
  private:

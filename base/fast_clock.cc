@@ -1,0 +1,113 @@
+#include "base/fast_clock.h"
+
+#include <atomic>
+#include <chrono>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
+
+namespace c10d {
+
+int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+#if defined(__x86_64__)
+
+namespace {
+
+constexpr int64_t kReanchorNs = 10'000'000;  // 10 ms
+constexpr int64_t kMinBaselineNs = 2'000'000;
+
+bool invariantTsc() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, a, b, c, d);
+  return (d & (1u << 8)) != 0;
+}
+
+// The calibration, under a sequence lock (odd while a thread re-anchors it).
+struct Calibration {
+  std::atomic<uint64_t> seq{0};
+  // The anchor: ns = anchorNs + ((tsc - anchorTsc) * mult >> 32) for tsc - anchorTsc < limit.
+  std::atomic<uint64_t> anchorTsc{0};
+  std::atomic<int64_t> anchorNs{0};
+  std::atomic<uint64_t> mult{0};  // ns per tick, 32.32 fixed point; 0 = not calibrated yet
+  std::atomic<uint64_t> limit{0};
+  // The baseline's start: the first read.
+  std::atomic<uint64_t> firstTsc{0};
+  std::atomic<int64_t> firstNs{0};
+};
+
+Calibration& calibration() {
+  static Calibration c;
+  return c;
+}
+
+const bool kUseTsc = invariantTsc();
+
+// steady_clock now; and, when no other thread is at it, a new anchor and scale from this read.
+int64_t reanchor(Calibration& c, uint64_t tsc) {
+  const int64_t ns = steadyNowNs();
+  uint64_t s = c.seq.load(std::memory_order_relaxed);
+  if ((s & 1) != 0 || !c.seq.compare_exchange_strong(s, s + 1, std::memory_order_acquire))
+    return ns;
+  std::atomic_thread_fence(std::memory_order_release);  // the odd count before the new values
+  const uint64_t firstTsc = c.firstTsc.load(std::memory_order_relaxed);
+  const int64_t firstNs = c.firstNs.load(std::memory_order_relaxed);
+  if (firstNs == 0) {
+    c.firstTsc.store(tsc, std::memory_order_relaxed);
+    c.firstNs.store(ns, std::memory_order_relaxed);
+  } else if (ns - firstNs >= kMinBaselineNs && tsc > firstTsc) {
+    const uint64_t ticks = tsc - firstTsc;
+    const uint64_t span = static_cast<uint64_t>(ns - firstNs);
+    const uint64_t mult =
+        static_cast<uint64_t>((static_cast<unsigned __int128>(span) << 32) / ticks);
+    if (mult > 0) {
+      c.anchorTsc.store(tsc, std::memory_order_relaxed);
+      c.anchorNs.store(ns, std::memory_order_relaxed);
+      c.mult.store(mult, std::memory_order_relaxed);
+      // kReanchorNs in ticks; also bounds (tsc - anchor) * mult below 2^64.
+      c.limit.store(
+          static_cast<uint64_t>((static_cast<unsigned __int128>(kReanchorNs) << 32) / mult),
+          std::memory_order_relaxed);
+    }
+  }
+  c.seq.store(s + 2, std::memory_order_release);
+  return ns;
+}
+
+}  // namespace
+
+int64_t fastNowNs() {
+  if (!kUseTsc) return steadyNowNs();
+  Calibration& c = calibration();
+  const uint64_t tsc = __rdtsc();
+  const uint64_t s = c.seq.load(std::memory_order_acquire);
+  if ((s & 1) == 0) {
+    const uint64_t anchorTsc = c.anchorTsc.load(std::memory_order_relaxed);
+    const int64_t anchorNs = c.anchorNs.load(std::memory_order_relaxed);
+    const uint64_t mult = c.mult.load(std::memory_order_relaxed);
+    const uint64_t limit = c.limit.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    // Unsigned: a counter behind the anchor (another CPU's, a hair behind) wraps past the limit.
+    const uint64_t ticks = tsc - anchorTsc;
+    if (c.seq.load(std::memory_order_relaxed) == s && mult != 0 && ticks < limit)
+      return anchorNs + static_cast<int64_t>((ticks * mult) >> 32);
+  }
+  return reanchor(c, tsc);
+}
+
+#else
+
+int64_t fastNowNs() {
+  return steadyNowNs();
+}
+
+#endif
+
+}  // namespace c10d
