@@ -21,12 +21,18 @@ int64_t steadyNowNs() {
 namespace {
 
 constexpr int64_t kReanchorNs = 10'000'000;  // 10 ms
-constexpr int64_t kMinBaselineNs = 2'000'000;
+// The scale needs this baseline before it is used: its ends are known to ~1 us (below), so its
+// error is at most ~2e-4 at first (2 us over an anchor interval), ~1e-6 after a second.
+constexpr int64_t kMinBaselineNs = 10'000'000;
+// At most this many ticks around an anchor's steady_clock read (~1-2 us; the read itself takes
+// ~30 ns through kvm-clock, 60-150 ticks): a pair split by an interrupt or a preemption is not an
+// anchor (milliseconds between the two would offset every value until the next anchor).
+constexpr uint64_t kMaxPairTicks = 4'000;
 
 bool invariantTsc() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
-  __cpuid(0x80000007u, a, b, c, d);
+  // 0: the leaf is beyond the CPU's highest extended leaf.
+  if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) return false;
   return (d & (1u << 8)) != 0;
 }
 
@@ -51,8 +57,13 @@ Calibration& calibration() {
 const bool kUseTsc = invariantTsc();
 
 // steady_clock now; and, when no other thread is at it, a new anchor and scale from this read.
-int64_t reanchor(Calibration& c, uint64_t tsc) {
+int64_t reanchor(Calibration& c) {
+  // The counter on both sides of the read: an anchor is a pair read together.
+  const uint64_t before = __rdtsc();
   const int64_t ns = steadyNowNs();
+  const uint64_t after = __rdtsc();
+  if (after - before > kMaxPairTicks) return ns;
+  const uint64_t tsc = before + (after - before) / 2;
   uint64_t s = c.seq.load(std::memory_order_relaxed);
   if ((s & 1) != 0 || !c.seq.compare_exchange_strong(s, s + 1, std::memory_order_acquire))
     return ns;
@@ -99,7 +110,7 @@ int64_t fastNowNs() {
     if (c.seq.load(std::memory_order_relaxed) == s && mult != 0 && ticks < limit)
       return anchorNs + static_cast<int64_t>((ticks * mult) >> 32);
   }
-  return reanchor(c, tsc);
+  return reanchor(c);
 }
 
 #else

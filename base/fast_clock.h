@@ -7,12 +7,14 @@
 //
 // How: the counter is scaled by ns-per-tick measured against steady_clock from the first read on
 // (over a baseline that grows with the process's age, so NTP's slewing of the monotonic clock is
-// averaged), and re-anchored on steady_clock every kReanchorNs: a value strays from steady_clock
-// by at most the scale's error over that interval (~ns; NTP's 500 ppm bound gives 5 us). Until
-// the baseline is 2 ms long, and on any read that finds the anchor being updated, it is
-// steady_clock itself. Thread-safe, lock-free (a sequence lock over atomic words). Values from
-// different threads are as comparable as steady_clock's, to within that error: use it for
-// timestamps and deadlines at op granularity, not for ordering events between threads.
+// averaged), and re-anchored on steady_clock every 10 ms: a value strays from steady_clock by at
+// most the scale's error over that interval (2 us at first, ns after a second; NTP's 500 ppm
+// slewing bound gives 5 us). Anchors are pairs of reads taken within ~1 us of each other (not
+// split by an interrupt or a preemption). Until the baseline is 10 ms long, and on any read that
+// finds the anchor being updated, it is steady_clock itself. Thread-safe, lock-free (a sequence
+// lock over atomic words). Values from different threads are as comparable as steady_clock's, to
+// within that error: use it for timestamps and deadlines at op granularity, not for ordering events
+// between threads.
 #pragma once
 
 #include <cstdint>
