@@ -1,7 +1,7 @@
 #!/bin/sh
 # perf/compare and perf/plot end to end: compare runs all_reduce_perf twice (2 ranks under
 # c10drun) and prints its table -- on gloo and verbs where gloo is built, else on verbs alone; plot
-# turns a -J file into a PNG. Exit 77 (ctest: skipped) when matplotlib is missing.
+# turns a -J file into a PNG; scripts/ab-allreduce.sh runs one round. Exit 77 (ctest: skipped) when matplotlib is missing.
 set -eu
 BIN="$1"; SRC="$2"
 TMP=$(mktemp -d /tmp/c10d-perf-scripts.XXXXXX)
@@ -32,6 +32,12 @@ if [ -x "$BIN/mpi_all_reduce_perf" ] && command -v mpirun > /dev/null; then
   grep -q "mpi/$A" "$TMP/mpi.txt"
   [ "$(grep -c '^ *[0-9]' "$TMP/mpi.txt")" -eq 2 ] || { echo "expected 2 rows with --mpi"; exit 1; }
 fi
+
+# scripts/ab-allreduce.sh: one round of the build against itself, 8 and 16 B.
+bash "$SRC/scripts/ab-allreduce.sh" "$BIN" "$BIN" 2 1 16 > "$TMP/ab.txt"
+cat "$TMP/ab.txt"
+[ "$(grep -c '^ *[0-9]' "$TMP/ab.txt")" -eq 2 ] || { echo "expected 2 rows from ab-allreduce"; exit 1; }
+[ "$(awk '/^ *8 / {print NF}' "$TMP/ab.txt")" -ge 5 ] || { echo "ab-allreduce: A or B missing"; exit 1; }
 
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3  # Debian's, with python3-matplotlib
 $PY -c 'import matplotlib' 2>/dev/null || { echo "no matplotlib: plot skipped"; exit 77; }
