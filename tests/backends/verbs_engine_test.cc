@@ -365,7 +365,10 @@ TEST(VerbsEngine, AnIdleGroupSleeps) {
 // CPU, then get their whole mask back (where a store wake-up can leave them, and where this VM's
 // scheduler kept them ~10 ms); rank 1 comes 5 ms late to the next op, and rank 0, waiting in the
 // barrier on the CPU rank 1 last used, moves to another (it stays inline: no sleep, no hand-off).
-// Checked by the move's count: where the rank runs afterwards is up to the scheduler.
+// Checked by the move's count: where the rank runs afterwards is up to the scheduler. So is
+// whether the setup holds on a loaded machine: rank 0 may be moved by the scheduler first, or be
+// preempted until rank 1 has arrived (no wait, no move). So up to 10 attempts, and rank 0 must
+// move in one of them; the ranks agree on the outcome through an allreduce.
 TEST(VerbsEngine, RanksSharingACpuMoveApart) {
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -389,22 +392,28 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(first, &one);
-    ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-    std::vector<float> x(16, 1.0f);
-    for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(x.data(), x.size()))->wait();
-    ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
-    auto w = pg->allreduce(tensorOf(x.data(), x.size()));
-    if (rank == 0) {
-      EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
-      // Where it runs now is the scheduler's business (a busy host may move it back): the move
-      // itself is what is checked.
-      EXPECT_EQ(shmCpuMovesForTesting(*pg), movesBefore + 1)
-          << "rank 0 did not move off the CPU rank 1 shares";
+    int attempts = 0;
+    float moved = 0.0f;  // rank 0's moves in the last attempt, summed over the ranks
+    while (moved == 0.0f && attempts < 10) {
+      ++attempts;
+      // Past the transport's limit of one move per 10 ms.
+      std::this_thread::sleep_for(std::chrono::milliseconds(15));
+      ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+      std::vector<float> x(16, 1.0f);
+      for (int i = 0; i < 3; ++i) pg->allreduce(tensorOf(x.data(), x.size()))->wait();
+      ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+      if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
+      auto w = pg->allreduce(tensorOf(x.data(), x.size()));
+      if (rank == 0) EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
+      w->wait();
+      EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
+      moved = rank == 0 ? static_cast<float>(shmCpuMovesForTesting(*pg) - movesBefore) : 0.0f;
+      pg->allreduce(tensorOf(&moved, 1))->wait();
     }
-    w->wait();
-    EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
+    EXPECT_GE(moved, 1.0f) << "rank 0 did not move off the CPU rank 1 shares in " << attempts
+                           << " attempts";
+    EXPECT_LE(moved, 1.0f) << "rank 0 moved more than once in one op";
   });
 }
 
