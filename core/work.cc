@@ -103,7 +103,8 @@ bool Work::wait(Milliseconds timeout) {
   }
   MutexLock lock(mu_);
   auto done = [this]() C10D_REQUIRES(mu_) { return completed_; };
-  if (!lock.waitFor(cv_, t, done)) {
+  if (!completed_ && !cv_) cv_ = std::make_unique<std::condition_variable>();
+  if (!completed_ && !lock.waitFor(*cv_, t, done)) {
     // The op's own timeout passed: report it through the group's diagnostics (desync report,
     // dump), which waits for a report the backend may be running for the same stuck op.
     // Pending, so diagOwner_ is set if diag_ is (see retainDiagnostics()).
@@ -261,7 +262,7 @@ bool Work::finish(std::exception_ptr error) {
       }
     }
     // Notified under the lock: a waiter may destroy the Work as soon as it sees completed_.
-    cv_.notify_all();
+    if (cv_) cv_->notify_all();
   }
   for (auto& cb : callbacks) runCallback(cb, *this);
   // The last touch of *this: a wait() that sees it may return and let the Work be destroyed.

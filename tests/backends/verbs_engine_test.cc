@@ -405,7 +405,9 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
       if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
       auto w = pg->allreduce(tensorOf(x.data(), x.size()));
-      if (rank == 0) EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
+      if (rank == 0) {
+        EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
+      }
       w->wait();
       EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
       moved = rank == 0 ? static_cast<float>(shmCpuMovesForTesting(*pg) - movesBefore) : 0.0f;
