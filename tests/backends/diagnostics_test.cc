@@ -151,11 +151,21 @@ TEST_P(Diagnostics, RankBehindInAnEarlierOpIsNamed) {
       ADD_FAILURE() << "rank " << rank << ": allreduce #2 completed without rank 2";
     } catch (const TimeoutError& e) {
       const std::string msg = e.what();
-      for (const char* want :
-           {"allreduce #2", "rank 2 is still at recv #1", "ranks 0, 1 wait in allreduce #2"}) {
+      for (const char* want : {"allreduce #2", "rank 2 is still at recv #1"}) {
         EXPECT_NE(msg.find(want), std::string::npos)
             << "rank " << rank << ": message lacks '" << want << "': " << msg;
       }
+      // The report has both waiting ranks. On gloo the other one may have failed by the time
+      // this rank reads the states (its op ended with the lost connection, as below; seen in a
+      // full-suite run beside a fuzzing job): then the report says that of it.
+      const std::string other = "rank " + std::to_string(1 - rank);
+      const bool bothWait = msg.find("ranks 0, 1 wait in allreduce #2") != std::string::npos;
+      const bool otherFailed =
+          bp.backend == "gloo" &&
+          msg.find(other + " failed in allreduce #2") != std::string::npos &&
+          msg.find("rank " + std::to_string(rank) + " waits in allreduce #2") != std::string::npos;
+      EXPECT_TRUE(bothWait || otherFailed)
+          << "rank " << rank << ": the report lacks ranks 0 and 1 in allreduce #2: " << msg;
     } catch (const CommError& e) {
       // gloo: when the other waiting rank times out first (a loaded machine starts the two
       // allreduces far apart), its broken group closes its pairs and this rank's op ends with the
