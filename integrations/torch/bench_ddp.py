@@ -24,6 +24,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import c10d_torch
+import common
 
 
 def make_model(width, depth):
@@ -113,8 +114,7 @@ def main():
             ar = 1e3 * statistics.median(times[f"allreduce {key}"])
             print(f"| {key} | {med:.2f} | {mean:.2f} | {med - floor:.2f} | {ar:.2f} | "
                   f"{(med - floor) / ar:.2f} |")
-    dist.destroy_process_group(ours)
-    dist.destroy_process_group()
+    common.finish(ours, reference=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 import c10d_torch
+import common
 
 TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 GLOO_DTYPES = [torch.float32, torch.float64, torch.float16, torch.int8, torch.uint8, torch.int32,
@@ -386,8 +387,7 @@ def main():
             print(f"ok {name}: {counts[name]} cases")
         print(f"collectives_vs_gloo: all {sum(counts.values())} cases agree "
               f"(world {w}, engine {c10d_torch.engine()})")
-    dist.destroy_process_group(ours)
-    dist.destroy_process_group()
+    common.finish(ours, reference=True)
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ def main():
     if rank == 0:
         print(f"{args.backend}: {len(losses)} steps, loss {losses[0]:.5f} -> {losses[-1]:.5f}")
     common.write_losses(args, losses)
-    dist.destroy_process_group()
+    common.finish(reference=args.backend == "gloo")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 
   compare_runs.py --c10drun build/bin/c10drun --nproc 2 integrations/torch/train_ddp.py [args...]
 
-Exit status 0 when they agree; otherwise prints the first differing step."""
+Exit status 0 when they agree; otherwise prints the first differing step.
+
+Each run has --timeout seconds (both runs fit in ctest's 180 s). A run still going then has its
+workers' Python stacks printed (the script's --watchdog, armed 15 s earlier) and is stopped, so a
+hang fails the test with where it hung rather than by ctest's kill."""
 import argparse
 import json
 import math
@@ -13,11 +17,23 @@ import sys
 import tempfile
 
 
-def run(c10drun, nproc, script, backend, extra, out):
+def run(c10drun, nproc, script, backend, extra, out, timeout):
     cmd = [c10drun, "--nproc-per-node", str(nproc), sys.executable, script, "--backend", backend,
-           "--out", out] + extra
+           "--out", out, "--watchdog", str(max(1, timeout - 15))] + extra
     print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, timeout=300)
+    proc = subprocess.Popen(cmd)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # c10drun stops its workers, then exits
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        sys.exit(f"FAIL: the {backend} run did not end within {timeout} s")
+    if rc != 0:
+        sys.exit(f"FAIL: the {backend} run exited with status {rc}")
     with open(out) as f:
         return json.load(f)["losses"]
 
@@ -28,14 +44,15 @@ def main():
     parser.add_argument("--nproc", type=int, required=True)
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--atol", type=float, default=1e-5)
+    parser.add_argument("--timeout", type=int, default=70, help="seconds per run (default 70)")
     parser.add_argument("script")
     parser.add_argument("extra", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ref = run(args.c10drun, args.nproc, args.script, "gloo", args.extra,
-                  os.path.join(tmp, "gloo.json"))
+                  os.path.join(tmp, "gloo.json"), args.timeout)
         ours = run(args.c10drun, args.nproc, args.script, "c10d", args.extra,
-                   os.path.join(tmp, "c10d.json"))
+                   os.path.join(tmp, "c10d.json"), args.timeout)
     if len(ref) != len(ours) or not ref:
         sys.exit(f"FAIL: gloo logged {len(ref)} steps, c10d {len(ours)}")
     worst = 0.0

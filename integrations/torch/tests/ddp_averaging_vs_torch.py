@@ -13,6 +13,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+
 
 def free_port():
     with socket.socket() as s:
@@ -46,7 +49,7 @@ def worker(rank, ws, port, view, results):
             print("ws %d view %d %s: equal to g0 * (1/ws); %d elements differ from g0 / ws"
                   % (ws, view, dtype, int((got != divided).sum())), flush=True)
     results[rank] = "; ".join(bad)
-    dist.destroy_process_group()
+    common.finish(reference=True)
 
 
 def main():

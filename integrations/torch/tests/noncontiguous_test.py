@@ -15,11 +15,16 @@ with torch's message.
 import collections
 import datetime
 import faulthandler
+import os
+import sys
 
 import torch
 import torch.distributed as dist
 
 import c10d_torch  # noqa: F401 - registers backend "c10d"
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
 
 ROWS, COLS = 3, 5
 DTYPES = [torch.float32, torch.int64, torch.float16]
@@ -265,8 +270,7 @@ def main():
         for name in sorted(counts):
             print(f"ok {name}: {counts[name]}")
         print(f"noncontiguous_test: all {sum(counts.values())} cases agree (world {w})")
-    dist.destroy_process_group(ours)
-    dist.destroy_process_group()
+    common.finish(ours, reference=True)
 
 
 if __name__ == "__main__":

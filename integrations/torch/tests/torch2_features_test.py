@@ -11,6 +11,7 @@ Prints one line per feature and exits non-zero on the first disagreement."""
 import copy
 import datetime
 import faulthandler
+import os
 import sys
 
 import torch
@@ -18,6 +19,9 @@ import torch.distributed as dist
 import torch.nn as nn
 
 import c10d_torch  # noqa: F401 - registers backend "c10d"
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
 
 STEPS = 4
 
@@ -156,8 +160,7 @@ def main():
     if dist.get_rank() == 0:
         print(f"torch2_features_test: all features agree with gloo (world {w}, "
               f"torch {torch.__version__})")
-    dist.destroy_process_group(ours)
-    dist.destroy_process_group()
+    common.finish(ours, reference=True)
 
 
 if __name__ == "__main__":

@@ -69,14 +69,13 @@ def main():
     if rank == 0:
         print(f"two_groups_test ({args.init}://): c10d and torch gloo groups in one process agree "
               f"(libc10d {c10d_torch.library_path()})")
-    dist.destroy_process_group(gloo)
     # A pending op whose tensor only the op still references (its Python object is gone, so torch
     # hands the object's ownership to the tensor): destroying the group fails the op, and dropping
     # that tensor on an engine thread takes the GIL, which the destroying thread must not hold.
     ours = dist.distributed_c10d._get_default_group()
     ours.recv([torch.zeros(1000)], (rank + 1) % w, 4242)
     del ours
-    dist.destroy_process_group()
+    common.finish(reference=True)  # destroys ours; torch's gloo group is left to the exit
 
 
 if __name__ == "__main__":
