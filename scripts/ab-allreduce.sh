@@ -6,7 +6,8 @@
 # Usage: scripts/ab-allreduce.sh BIN_A BIN_B [NP] [ROUNDS] [MAX_BYTES]
 #   BIN_A, BIN_B  bin directories holding c10drun and all_reduce_perf (e.g. build/bin and the
 #                 bin of a worktree built at the base commit)
-#   NP 2, ROUNDS 5, MAX_BYTES 1K (8 B up, doubling); -n 20000 -w 1000 per run.
+#   NP 2, ROUNDS 5, MAX_BYTES 1K (8 B up, doubling); -n ITERS -w WARMUP per run (environment;
+#   default 20000 and 1000).
 # Open MPI's run uses mpi_all_reduce_perf from BIN_A (skipped when it or mpirun is missing).
 set -euo pipefail
 A=${1:?BIN_A}
@@ -16,7 +17,7 @@ ROUNDS=${4:-5}
 MAX=${5:-1K}
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
-flags=(-b 8 -e "$MAX" -f 2 -n 20000 -w 1000)
+flags=(-b 8 -e "$MAX" -f 2 -n "${ITERS:-20000}" -w "${WARMUP:-1000}")
 ours() {  # label bindir
   "$2/c10drun" --standalone --nproc-per-node "$NP" "$2/all_reduce_perf" "${flags[@]}" 2>&1 |
     awk -v v="$1" '/^\[rank0\]: +[0-9]/ {print v, $2, $7}' >>"$raw"
