@@ -287,7 +287,8 @@ std::string ProcessGroupGloo::peerFromMessage(const std::string& msg) const {
       // in order.
       const std::string rendezvousKey = std::to_string(j);
       if (size() > 1 && peerStore_->check({rendezvousKey})) {
-        const Bytes blob = peerStore_->get(rendezvousKey);
+        const std::vector<char> blob =
+            GlooStoreAdapter::unframe(rendezvousKey, peerStore_->get(rendezvousKey));
         const size_t entry = blob.size() / static_cast<size_t>(size() - 1);
         if (entry > 0 && blob.size() % static_cast<size_t>(size() - 1) == 0) {
           const size_t index = static_cast<size_t>(rank() < j ? rank() : rank() - 1);

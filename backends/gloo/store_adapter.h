@@ -1,7 +1,9 @@
 // GlooStoreAdapter: lets Gloo's rendezvous (gloo::rendezvous::Store: set/get/wait) run over a
-// c10d::Store. Keys and values pass through unchanged (the caller scopes the store with a
-// PrefixStore). Every get/wait blocks at most `timeout` and then throws c10d::TimeoutError naming
-// the key(s). Thread-safety is the underlying store's (all c10d stores are thread-safe).
+// c10d::Store. Keys pass through unchanged (the caller scopes the store with a PrefixStore);
+// values are framed with their length and a checksum, and a get whose value is not such a frame
+// throws c10d::CommError naming the key (Gloo would read past a short value). Every get/wait blocks
+// at most `timeout` and then throws c10d::TimeoutError naming the key(s). Thread-safety is the
+// underlying store's (all c10d stores are thread-safe).
 #pragma once
 
 #include <chrono>
@@ -12,10 +14,9 @@
 #include <gloo/rendezvous/store.h>
 
 #include "base/types.h"
+#include "store/store.h"
 
 namespace c10d {
-
-class Store;
 
 class GlooStoreAdapter : public ::gloo::rendezvous::Store {
  public:
@@ -26,6 +27,10 @@ class GlooStoreAdapter : public ::gloo::rendezvous::Store {
   void wait(const std::vector<std::string>& keys) override;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override;
+
+  // The payload of a value set() wrote under `key`; CommError naming the key if `value` is not
+  // such a frame. For a caller that reads the store directly.
+  static std::vector<char> unframe(const std::string& key, const Bytes& value);
 
  private:
   std::shared_ptr<c10d::Store> store_;
