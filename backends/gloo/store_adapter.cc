@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "store/store.h"
 
 namespace c10d {
@@ -17,15 +18,6 @@ namespace {
 // checks the frame first and throws instead.
 constexpr char kMagic[8] = {'c', '1', '0', 'd', 'g', 'l', 'o', '1'};
 constexpr size_t kHeader = sizeof(kMagic) + 2 * sizeof(uint64_t);
-
-uint64_t fnv1a(const char* p, size_t n) {
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
 
 void putU64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "base/hash.h"
 
 namespace c10d {
 namespace example {
@@ -29,15 +30,6 @@ constexpr uint32_t kVersion = 1;
 constexpr const char* kModelFile = "model.bin";
 constexpr const char* kOptimizerFile = "optimizer.bin";
 constexpr const char* kStepPrefix = "step-";
-
-uint64_t fnv1a64(const char* data, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -139,7 +131,7 @@ void writeModelFile(const std::string& path, const CheckpointMeta& meta, const M
   put<uint32_t>(out, static_cast<uint32_t>(text.size()));
   out += text;
   out.append(reinterpret_cast<const char*>(model.params()), dataBytes);
-  put<uint64_t>(out, fnv1a64(out.data(), out.size()));
+  put<uint64_t>(out, fnv1a(out.data(), out.size()));
   C10D_CHECK_EQ(out.size(), fileBytes);
   writeFileSynced(path, out);
 }
@@ -179,7 +171,7 @@ Checkpoint readModelFile(const std::string& path) {
   size_t end = data.size() - 8;
   uint64_t stored = 0;
   std::memcpy(&stored, data.data() + end, 8);
-  const uint64_t computed = fnv1a64(data.data(), end);
+  const uint64_t computed = fnv1a(data.data(), end);
   if (stored != computed) {
     std::ostringstream msg;
     msg << "checksum mismatch (stored 0x" << std::hex << stored << ", computed 0x" << computed

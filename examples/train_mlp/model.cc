@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "core/flight_recorder.h"
 #include "examples/train_mlp/random.h"
 
@@ -140,13 +141,7 @@ void Mlp::initialize(uint64_t seed) {
 
 uint64_t Mlp::checksum() const {
   C10D_CHECK(storage_ == nullptr, "Mlp::checksum: the parameters are in a LayerStorage");
-  uint64_t h = 0xcbf29ce484222325ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(params_.data());
-  for (size_t i = 0; i < params_.size() * sizeof(float); ++i) {
-    h ^= bytes[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return fnv1a(params_.data(), params_.size() * sizeof(float));
 }
 
 void Mlp::setParams(const std::vector<float>& values) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/hash.h"
 
 namespace c10d {
 namespace optim {
@@ -158,11 +159,8 @@ void validateGroups(const std::vector<ParamGroup>& groups, size_t numParams) {
 }
 
 int64_t fingerprint(const std::vector<ParamGroup>& groups) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  Fnv1a h(kFnv1aShortBasis);
+  auto mix = [&h](const void* p, size_t n) { h.add(p, n); };
   for (const ParamGroup& g : groups) {
     const size_t n = g.params.size();
     mix(&n, sizeof(n));
@@ -170,7 +168,7 @@ int64_t fingerprint(const std::vector<ParamGroup>& groups) {
     mix(&g.lr, sizeof(g.lr));
     mix(&g.weightDecay, sizeof(g.weightDecay));
   }
-  return static_cast<int64_t>(h >> 1);
+  return static_cast<int64_t>(h.value() >> 1);
 }
 
 void appendSpan(std::vector<Span>& spans, size_t begin, size_t end, double lr, double wd) {

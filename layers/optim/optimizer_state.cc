@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/fd.h"
+#include "base/hash.h"
 
 namespace c10d {
 namespace optim {
@@ -24,13 +25,9 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 8;
 constexpr size_t kChecksumBytes = 8;
 
-uint64_t fnv1a(const uint8_t* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;  // not FNV's basis (see the header): part of the format
-  for (size_t i = 0; i < n; ++i) {
-    h ^= data[i];
-    h *= 1099511628211ull;
-  }
-  return h;
+// Not FNV's basis (see the header): part of the format.
+uint64_t checksum(const void* data, size_t n) {
+  return fnv1a(data, n, kFnv1aShortBasis);
 }
 
 std::string paramName(size_t p, const std::vector<std::string>& names) {
@@ -309,7 +306,7 @@ void OptimizerState::save(const std::string& path) const {
   for (int i = 0; i < 8; ++i) {
     buf[sizeof(kMagic) + 4 + i] = static_cast<char>(static_cast<uint8_t>(fileBytes >> (8 * i)));
   }
-  w.u64(fnv1a(reinterpret_cast<const uint8_t*>(buf.data()), buf.size()));
+  w.u64(checksum(buf.data(), buf.size()));
 
   // Write beside the target, flush to disk, then rename over it: readers see the old file or the
   // whole new one.
@@ -366,7 +363,7 @@ OptimizerState OptimizerState::load(const std::string& path) {
   Reader tail(data, data.size(), path);
   tail.str(body);
   const uint64_t stored = tail.u64();
-  const uint64_t actual = fnv1a(reinterpret_cast<const uint8_t*>(data.data()), body);
+  const uint64_t actual = checksum(data.data(), body);
   C10D_CHECK_ARG(stored == actual, where, "bad checksum (stored ", stored, ", computed ", actual,
                  "): the file is corrupt");
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "layers/common/failure.h"
 
 namespace c10d {
@@ -34,11 +35,8 @@ struct LocalProblem {
 
 // A 63-bit fingerprint of the optimizer's options (the fields its algorithm reads).
 int64_t fingerprint(const optim::OptimizerOptions& o) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  };
+  Fnv1a h(kFnv1aShortBasis);
+  auto mix = [&h](const void* p, size_t n) { h.add(p, n); };
   const int algorithm = static_cast<int>(o.algorithm);
   mix(&algorithm, sizeof(algorithm));
   mix(&o.lr, sizeof(double));
@@ -53,7 +51,7 @@ int64_t fingerprint(const optim::OptimizerOptions& o) {
     mix(&o.beta2, sizeof(double));
     mix(&o.eps, sizeof(double));
   }
-  return static_cast<int64_t>(h >> 1);
+  return static_cast<int64_t>(h.value() >> 1);
 }
 
 LocalProblem findLocalProblem(const StartUpCheck& c) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "store/tcp/tcp_store_auth.h"
 #include "store/tcp/tcp_store_config.h"
 
@@ -51,11 +52,7 @@ inline void repairFrame(std::string& file, uint64_t basis) {
   if (file.size() < 28) return;
   const uint64_t n = file.size();
   for (int i = 0; i < 8; ++i) file[12 + i] = static_cast<char>(n >> (8 * i));
-  uint64_t h = basis;
-  for (size_t i = 0; i + 8 < file.size(); ++i) {
-    h ^= static_cast<uint8_t>(file[i]);
-    h *= 1099511628211ull;
-  }
+  const uint64_t h = fnv1a(file.data(), file.size() - 8, basis);
   for (int i = 0; i < 8; ++i) file[file.size() - 8 + i] = static_cast<char>(h >> (8 * i));
 }
 
