@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A fuzzing campaign: builds the libFuzzer targets into build-fuzz (clang, ASan, UBSan; as
-# scripts/fuzz.sh does), runs each target (every one, or those named) for RUNS executions, then
-# keeps what it found in the tree:
+# scripts/fuzz.sh does, plus the gloo backend, which c10d_api's groups may pick), runs each
+# target (every one, or those named) for RUNS executions, then keeps what it found in the tree:
 #  - the corpus: tests/fuzz/corpus/<target> becomes its seeds (seed-*), its regressions
 #    (regress-*) and the inputs that add coverage to them, minimized by libFuzzer's -merge=1 over
 #    the old corpus and everything the run found;
@@ -32,7 +32,7 @@ FUZZ_ARGS=${FUZZ_ARGS:-}
 
 CC=clang CXX=clang++ nice -n "$NICE" cmake -S . -B build-fuzz -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DC10D_FUZZ=ON -DC10D_BUILD_TESTS=OFF \
-  -DC10D_BUILD_TOOLS=OFF -DC10D_WITH_GLOO=OFF -DC10D_FUZZ_WHOLE_LIBRARY=ON >/dev/null
+  -DC10D_BUILD_TOOLS=OFF -DC10D_WITH_GLOO=AUTO -DC10D_FUZZ_WHOLE_LIBRARY=ON >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   nice -n "$NICE" cmake --build build-fuzz --target c10d_fuzzers -j "$(nproc)"

@@ -402,7 +402,7 @@ struct Run {
       case 5: {
         const int64_t t = in.pick({int64_t{0}, int64_t{5}, int64_t{-1}, int64_t{-2}});
         if (t == C10D_TIMEOUT_DEFAULT && groupTimeout(g) > 200) break;
-        checked(c10d_monitored_barrier(g, t, in.u8() & 1), "c10d_monitored_barrier");
+        checked(c10d_monitored_barrier(g, t, in.u8() & 1), "c10d_monitored_barrier", oomPossible);
         break;
       }
     }
@@ -425,14 +425,15 @@ struct Run {
         n = in.pick(kHugeCounts);
       }
       if (created(c10d_pg_new_subgroup(g, ptr, n, opts, nullOut ? nullptr : &sub), sub,
-                  "c10d_pg_new_subgroup", false, true)) {
+                  "c10d_pg_new_subgroup", oomPossible, true)) {
         putGroup(freeSlot(in), sub, timeoutMs);
       }
     } else {
       const int color = in.pick({0, 1, C10D_NO_COLOR, -2, std::numeric_limits<int>::max()});
       const int k = rankArg(in);
+      // Like new_subgroup, split talks to the group's store: its OUT_OF_MEMORY may come back.
       if (created(c10d_pg_split(g, color, k, opts, nullOut ? nullptr : &sub), sub, "c10d_pg_split",
-                  false, true)) {
+                  oomPossible, true)) {
         putGroup(freeSlot(in), sub, timeoutMs);
       }
     }
