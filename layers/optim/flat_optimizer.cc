@@ -160,13 +160,12 @@ void validateGroups(const std::vector<ParamGroup>& groups, size_t numParams) {
 
 int64_t fingerprint(const std::vector<ParamGroup>& groups) {
   Fnv1a h(kFnv1aShortBasis);
-  auto mix = [&h](const void* p, size_t n) { h.add(p, n); };
   for (const ParamGroup& g : groups) {
     const size_t n = g.params.size();
-    mix(&n, sizeof(n));
-    for (size_t p : g.params) mix(&p, sizeof(p));
-    mix(&g.lr, sizeof(g.lr));
-    mix(&g.weightDecay, sizeof(g.weightDecay));
+    h.add(&n, sizeof(n));
+    for (size_t p : g.params) h.add(&p, sizeof(p));
+    h.add(&g.lr, sizeof(g.lr));
+    h.add(&g.weightDecay, sizeof(g.weightDecay));
   }
   return static_cast<int64_t>(h.value() >> 1);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "core/broadcast_coalesced.h"
 #include "layers/zero/start_up.h"
 
@@ -28,7 +29,7 @@ std::shared_ptr<ProcessGroup> checkedGroup(std::shared_ptr<ProcessGroup> group) 
 
 // A 63-bit FNV-1a of the unit layout (parameters per unit), compared across ranks.
 int64_t layoutFingerprint(const std::vector<std::vector<size_t>>& units) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aShortBasis;  // FNV-1a over the units' sizes as whole words
   for (const auto& u : units) h = (h ^ u.size()) * 1099511628211ull;
   return static_cast<int64_t>(h >> 1);
 }

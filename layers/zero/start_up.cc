@@ -36,20 +36,19 @@ struct LocalProblem {
 // A 63-bit fingerprint of the optimizer's options (the fields its algorithm reads).
 int64_t fingerprint(const optim::OptimizerOptions& o) {
   Fnv1a h(kFnv1aShortBasis);
-  auto mix = [&h](const void* p, size_t n) { h.add(p, n); };
   const int algorithm = static_cast<int>(o.algorithm);
-  mix(&algorithm, sizeof(algorithm));
-  mix(&o.lr, sizeof(double));
-  mix(&o.weightDecay, sizeof(double));
+  h.add(&algorithm, sizeof(algorithm));
+  h.add(&o.lr, sizeof(double));
+  h.add(&o.weightDecay, sizeof(double));
   if (o.algorithm == optim::Algorithm::kSgd) {
-    mix(&o.momentum, sizeof(double));
-    mix(&o.dampening, sizeof(double));
+    h.add(&o.momentum, sizeof(double));
+    h.add(&o.dampening, sizeof(double));
     const int nesterov = o.nesterov ? 1 : 0;
-    mix(&nesterov, sizeof(nesterov));
+    h.add(&nesterov, sizeof(nesterov));
   } else {
-    mix(&o.beta1, sizeof(double));
-    mix(&o.beta2, sizeof(double));
-    mix(&o.eps, sizeof(double));
+    h.add(&o.beta1, sizeof(double));
+    h.add(&o.beta2, sizeof(double));
+    h.add(&o.eps, sizeof(double));
   }
   return static_cast<int64_t>(h.value() >> 1);
 }

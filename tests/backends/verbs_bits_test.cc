@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/hash.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
 
@@ -77,12 +78,6 @@ double epsilon(DataType dt) {
     default:
       return std::ldexp(1.0, -8);
   }
-}
-
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 // All ranks' result bytes agree; else one failure naming the first differing element.

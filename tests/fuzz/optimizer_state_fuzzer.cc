@@ -13,13 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "base/hash.h"
 #include "layers/optim/optimizer_state.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The state file's checksum starts from this basis (optimizer_state.h), not FNV's usual one.
   return c10d::fuzz::fuzzCheckpointFile(
-      data, size, "optstate", 1469598103934665603ull, [](const std::string& path) {
+      data, size, "optstate", c10d::kFnv1aShortBasis, [](const std::string& path) {
         const c10d::optim::OptimizerState st = c10d::optim::OptimizerState::load(path);
         FUZZ_CHECK(st.slotNames == st.options.slotNames(), "slot names of another algorithm");
         std::vector<size_t> numels;

@@ -11,12 +11,13 @@
 #include <cstdint>
 #include <string>
 
+#include "base/hash.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return c10d::fuzz::fuzzCheckpointFile(
-      data, size, "model", 0xcbf29ce484222325ull /* FNV-1a's basis */, [](const std::string& path) {
+      data, size, "model", c10d::kFnv1aBasis, [](const std::string& path) {
         const c10d::example::Checkpoint ck = c10d::example::readModelFile(path);
         FUZZ_CHECK(ck.names.size() == ck.numels.size(), "a numel per parameter name");
         size_t total = 0;
