@@ -21,6 +21,7 @@
 #include "backends/gloo/p2p_work.h"
 #include "backends/gloo/socket_names.h"
 #include "backends/gloo/store_adapter.h"
+#include "base/rank_list.h"
 #include "core/group_diagnostics.h"
 #include "core/rendezvous_wait.h"
 #include "store/prefix_store.h"
@@ -81,6 +82,30 @@ std::vector<std::string> splitLines(const std::string& s) {
   return out;
 }
 
+// Gloo keys each rank's address record by its rank ("3" in Gloo 0.5, "rank_3" in Gloo 2023).
+// Given the key a wait timed out on, "rank 3 never published its address record", naming every
+// rank whose record is still missing; the bare key when it does not end in a rank.
+std::string missingAddressRecords(Store& store, const std::string& timedOutKey, int self,
+                                  int size) {
+  const size_t digits = timedOutKey.find_last_not_of("0123456789") + 1;
+  if (digits == timedOutKey.size() || timedOutKey.size() - digits > 9) {
+    return "key '" + timedOutKey + "' was never set";
+  }
+  const std::string prefix = timedOutKey.substr(0, digits);
+  std::vector<int> missing;
+  try {
+    for (int r = 0; r < size; ++r) {
+      if (r != self && !store.check({prefix + std::to_string(r)})) missing.push_back(r);
+    }
+  } catch (const std::exception&) {
+    missing.clear();  // the store failed too: name the rank the wait was for
+  }
+  if (missing.empty()) missing.push_back(std::stoi(timedOutKey.substr(digits)));
+  return formatRanks(missing) +
+         (missing.size() == 1 ? " never published its" : " never published their") +
+         " Gloo address record";
+}
+
 bool isTimeoutMessage(const std::string& msg) {
   return msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
 }
@@ -114,6 +139,7 @@ void ProcessGroupGloo::connect() {
   // order, so the count scopes this group's rendezvous keys even when a store is reused.
   const int64_t instance = store()->add("gloo/instances/rank" + std::to_string(rank()), 1);
   auto scoped = std::make_shared<PrefixStore>("gloo/" + std::to_string(instance), store());
+  std::unique_ptr<GlooStoreAdapter> adapter;
   try {
     device_ = ::gloo::transport::tcp::CreateDevice(attr);
     // Join first, through the wait that reports who is missing (gloo's own wait names a key).
@@ -130,11 +156,21 @@ void ProcessGroupGloo::connect() {
     how.timeout = options().timeout;
     how.progressMs = diagnostics().config().rendezvousProgressMs;
     waitForRanks(*scoped, joinKeys, ranks, how);
-    GlooStoreAdapter adapter(scoped, options().timeout);
+    adapter = std::make_unique<GlooStoreAdapter>(scoped, options().timeout);
     auto context = std::make_shared<::gloo::rendezvous::Context>(rank(), size());
     context->setTimeout(options().timeout);
-    context->connectFullMesh(adapter, device_);
+    context->connectFullMesh(*adapter, device_);
     context_ = std::move(context);
+  } catch (const TimeoutError& e) {
+    // Every rank joined, then one never published Gloo's address record: the store's own
+    // message names only a key, so name the group, this rank and the ranks whose record is missing.
+    const std::string key = adapter ? adapter->timedOutKey() : std::string();
+    if (key.empty()) throw;
+    throw TimeoutError(detail::str(
+        "gloo: rank ", rank(), " of group ", name(), " (size ", size(),
+        "): every rank joined, but ", missingAddressRecords(*scoped, key, rank(), size()),
+        " within ", options().timeout.count(), " ms (key 'gloo/", instance, "/", key,
+        "'): a rank that joined stopped or stalled before connecting. The store said: ", e.what()));
   } catch (const c10d::Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -44,7 +44,7 @@ void GlooStoreAdapter::set(const std::string& key, const std::vector<char>& data
 }
 
 std::vector<char> GlooStoreAdapter::get(const std::string& key) {
-  store_->wait({key}, timeout_);
+  waitFor({key});
   return unframe(key, store_->get(key));
 }
 
@@ -68,13 +68,39 @@ std::vector<char> GlooStoreAdapter::unframe(const std::string& key, const Bytes&
 }
 
 void GlooStoreAdapter::wait(const std::vector<std::string>& keys) {
-  store_->wait(keys, timeout_);
+  waitFor(keys);
 }
 
 void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
                             const std::chrono::milliseconds& /*timeout*/) {
   // Gloo may pass its own 30 s default here; the group's timeout is the one the user chose.
-  store_->wait(keys, timeout_);
+  waitFor(keys);
+}
+
+void GlooStoreAdapter::waitFor(const std::vector<std::string>& keys) {
+  try {
+    store_->wait(keys, timeout_);
+  } catch (const TimeoutError&) {
+    std::string missing = keys.empty() ? std::string() : keys.front();
+    try {
+      for (const auto& key : keys) {
+        if (!store_->check({key})) {
+          missing = key;
+          break;
+        }
+      }
+    } catch (const std::exception&) {
+      // The store failed as well: keep the first key, and rethrow the timeout.
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    timedOutKey_ = missing;
+    throw;
+  }
+}
+
+std::string GlooStoreAdapter::timedOutKey() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timedOutKey_;
 }
 
 }  // namespace c10d

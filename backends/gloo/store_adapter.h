@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,17 @@ class GlooStoreAdapter : public ::gloo::rendezvous::Store {
   // such a frame. For a caller that reads the store directly.
   static std::vector<char> unframe(const std::string& key, const Bytes& value);
 
+  // The key the last get or wait timed out on (the first of its keys still missing then), or
+  // empty: lets the caller name the rank whose value never came.
+  std::string timedOutKey() const;
+
  private:
+  void waitFor(const std::vector<std::string>& keys);
+
   std::shared_ptr<c10d::Store> store_;
   Milliseconds timeout_;
+  mutable std::mutex mu_;
+  std::string timedOutKey_;  // guarded by mu_
 };
 
 }  // namespace c10d

@@ -266,6 +266,41 @@ TEST(GlooBackend, AStoreThatAltersRendezvousValuesIsAnErrorNotACrash) {
   EXPECT_GE(named, 1) << errors[0] << "\n" << errors[1];
 }
 
+TEST(GlooBackend, ARankThatJoinsButNeverConnectsIsNamedByItsPeers) {
+  // Ranks 0 and 1 (threads) and a rank 2 that joins the group and then stops: it never publishes
+  // the address record Gloo's full mesh waits for. Both live ranks must time out naming rank 2 and
+  // their group, not only a store key.
+  auto store = std::make_shared<HashStore>(Milliseconds(1500));
+  store->add("gloo/instances/rank2", 1);
+  store->set("gloo/1/join/2", Bytes{'1'});
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      ProcessGroup::Options o;
+      o.timeout = Milliseconds(1500);
+      o.groupName = "stalled_mesh";
+      try {
+        createProcessGroup("gloo", store, r, 3, o);
+        errors[r] = "no error: a group of 3 connected without rank 2";
+      } catch (const TimeoutError& e) {
+        errors[r] = e.what();
+      } catch (const std::exception& e) {
+        errors[r] = std::string("not a TimeoutError: ") + e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + errors[r]);
+    EXPECT_NE(
+        errors[r].find("gloo: rank " + std::to_string(r) + " of group gloo:stalled_mesh (size 3)"),
+        std::string::npos);
+    EXPECT_NE(errors[r].find("rank 2 never published its Gloo address record"), std::string::npos);
+    EXPECT_NE(errors[r].find("key 'gloo/1/"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace c10d
