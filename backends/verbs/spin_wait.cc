@@ -43,11 +43,28 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs) {
   w.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 
-bool relax() {
+namespace {
+thread_local Clock::time_point foreignLoadUntil;  // relax(true) polls until then
+}  // namespace
+
+bool relax(bool pollOnForeignLoad) {
   const auto start = Clock::now();
+  if (pollOnForeignLoad && start < foreignLoadUntil) {
+    if (otherThreadRunnable()) return true;
+    for (int i = 0; i < 16; ++i) cpuPause();
+    return false;
+  }
   cpuPause();
   sched_yield();
-  return Clock::now() - start > kYieldedAway && otherThreadRunnable();
+  const auto end = Clock::now();
+  if (end - start <= kYieldedAway) return false;
+  if (otherThreadRunnable()) return true;
+  if (pollOnForeignLoad) foreignLoadUntil = end + kForeignLoadPoll;
+  return false;
+}
+
+bool pollingThroughForeignLoad() {
+  return Clock::now() < foreignLoadUntil;
 }
 
 namespace {

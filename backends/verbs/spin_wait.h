@@ -16,6 +16,11 @@
 // woken by the peer that releases it. The engine threads ask for a short scheduler slice
 // (requestShortSlice), so that this wake-up preempts the compute at once. Another process's load
 // does not end the spin: there, staying runnable is what keeps the ranks on CPUs of their own.
+// But a yield to another process gives it a whole slice (milliseconds, at every wait: an 8 B
+// allreduce beside two busy loops at nice 0 took 2.3 ms): where the ranks have a CPU each, once a
+// yield went to another process the waiter polls with pauses instead of yielding for the next
+// kForeignLoadPoll, as Open MPI does (1.4 us there), still sleeping when a thread of its own
+// process becomes runnable.
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -54,12 +59,14 @@ using CheckFn = std::function<void()>;
 
 // Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
 // `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
-// never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase; `check`
-// runs before each sleep slice, and also at `spinUntil` if that comes first (an inline op's
-// hand-off budget: it hands off there and the engine thread spins out the phase).
+// never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase (with
+// relax(pollOnForeignLoad)); `check` runs before each sleep slice, and also at `spinUntil` if that
+// comes first (an inline op's hand-off budget: it hands off there and the engine thread spins out
+// the phase).
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               const CheckFn& check, Clock::time_point spinUntil = Clock::time_point::max());
+               bool pollOnForeignLoad, const CheckFn& check,
+               Clock::time_point spinUntil = Clock::time_point::max());
 
 // Polls ready() with only a pause between tries for at most about `busyUs` (from its first clock
 // read, see below); true once it holds.
@@ -121,8 +128,15 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
 // sleep: the yield gave the CPU away (it took longer than kYieldedAway; with nothing else to run
 // it returns in about a microsecond) and another thread of this process is runnable
 // (otherThreadRunnable), so the application computes beside the wait.
-bool relax();
+// pollOnForeignLoad (for waiters whose ranks have a CPU each: C10D_BUSY_US > 0): a yield that gave
+// the CPU away with no thread of ours runnable went to another process; the calling thread's
+// relax(true) calls of the next kForeignLoadPoll then pause instead of yielding (true as soon as a
+// thread of ours is runnable). relax(false) always yields.
+bool relax(bool pollOnForeignLoad = false);
 constexpr std::chrono::microseconds kYieldedAway{50};
+constexpr std::chrono::milliseconds kForeignLoadPoll{100};
+// Whether the calling thread's relax(true) polls instead of yielding now (see relax).
+bool pollingThroughForeignLoad();
 
 // Whether a thread of this process other than the caller is running or runnable (state R in
 // /proc/self/task/*/stat). A scan costs microseconds per thread, so its answer is reused (by
@@ -172,12 +186,12 @@ bool busyPoll(Ready&& ready, int busyUs) {
 
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               const CheckFn& check, Clock::time_point spinUntil) {
+               bool pollOnForeignLoad, const CheckFn& check, Clock::time_point spinUntil) {
   if (busyPoll(ready, busyUs)) return;
   const auto spinFull = Clock::now() + std::chrono::microseconds(spinUs);
   auto spinEnd = std::min(spinFull, spinUntil);
   for (int i = 0;; ++i) {
-    const bool yieldedAway = relax();
+    const bool yieldedAway = relax(pollOnForeignLoad);
     if (ready()) return;
     if (yieldedAway) break;  // the CPU has other work: sleep, to be woken (check() runs first)
     if ((i & 7) != 7 || Clock::now() < spinEnd) continue;

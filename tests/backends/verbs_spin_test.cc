@@ -93,6 +93,46 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
   EXPECT_GT(took, 200 * std::chrono::microseconds(1)) << "the busy child never ran";
 }
 
+// Where the ranks have a CPU each (relax(true)), a yield that went to another process turns the
+// calling thread's spin into polling for kForeignLoadPoll: yielding again would hand that process a
+// slice at every wait. relax(false) (ranks that share CPUs: the CPU may be a peer's) keeps
+// yielding.
+TEST(VerbsSpin, AYieldToAnotherProcessTurnsTheSpinIntoPolling) {
+  cpu_set_t saved, one;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) cpuPause();  // inherits the one-CPU mask; killed below
+  }
+  std::this_thread::sleep_for(20 * kRunnableScanEvery);  // an earlier scan's answer expires
+  // Each case on a thread of its own (the polling state is per thread), on this CPU.
+  auto run = [&](bool pollOnForeignLoad, int* stops, bool* polled) {
+    std::thread t([&] {
+      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      for (int i = 0; i < 200 && !*polled; ++i) {
+        *stops += relax(pollOnForeignLoad) ? 1 : 0;
+        *polled = pollingThroughForeignLoad();
+      }
+      for (int i = 0; i < 1000 && *polled; ++i) *stops += relax(pollOnForeignLoad) ? 1 : 0;
+    });
+    t.join();
+  };
+  int stopsYielding = 0, stopsPolling = 0;
+  bool polledYielding = false, polledPolling = false;
+  run(false, &stopsYielding, &polledYielding);
+  run(true, &stopsPolling, &polledPolling);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  EXPECT_FALSE(polledYielding) << "relax(false) stopped yielding";
+  EXPECT_TRUE(polledPolling) << "200 yields beside a busy process never went to it";
+  EXPECT_EQ(stopsYielding + stopsPolling, 0) << "no thread of this process was runnable";
+}
+
 // A waiter whose spin phase is 10 s, beside a busy thread on its CPU, goes to sleep on the futex
 // soon (its first yield that gives the CPU away) and is woken from there; spinning on, it would
 // hold its CPU (and its peer, which needs it) for the whole phase.
@@ -111,7 +151,7 @@ TEST(VerbsSpin, WaiterBesideComputeSleepsInsteadOfSpinning) {
     HogOnMyCpu hog;
     const auto start = Clock::now();
     waitUntil(
-        w, 0, [&] { return w.value.load() != 0; }, 0, 10 * 1000 * 1000, [] {});
+        w, 0, [&] { return w.value.load() != 0; }, 0, 10 * 1000 * 1000, true, [] {});
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   }
   waker.join();
