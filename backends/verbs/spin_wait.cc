@@ -50,9 +50,12 @@ thread_local Clock::time_point foreignLoadUntil;  // relax(true) polls until the
 bool relax(bool pollOnForeignLoad) {
   const auto start = Clock::now();
   if (pollOnForeignLoad && start < foreignLoadUntil) {
-    if (otherThreadRunnable()) return true;
-    for (int i = 0; i < 16; ++i) cpuPause();
-    return false;
+    if (!otherThreadRunnable()) {
+      for (int i = 0; i < 16; ++i) cpuPause();
+      return false;
+    }
+    // A thread of ours is runnable: yield, and let the yield say whether it shares this CPU.
+    foreignLoadUntil = Clock::time_point();
   }
   cpuPause();
   sched_yield();

@@ -19,8 +19,8 @@
 // But a yield to another process gives it a whole slice (milliseconds, at every wait: an 8 B
 // allreduce beside two busy loops at nice 0 took 2.3 ms): where the ranks have a CPU each, once a
 // yield went to another process the waiter polls with pauses instead of yielding for the next
-// kForeignLoadPoll, as Open MPI does (1.4 us there), still sleeping when a thread of its own
-// process becomes runnable.
+// kForeignLoadPoll, as Open MPI does (1.4 us there). A thread of its own process that becomes
+// runnable sends it back to yielding (and to sleep if that thread shares its CPU).
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -130,8 +130,8 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
 // (otherThreadRunnable), so the application computes beside the wait.
 // pollOnForeignLoad (for waiters whose ranks have a CPU each: C10D_BUSY_US > 0): a yield that gave
 // the CPU away with no thread of ours runnable went to another process; the calling thread's
-// relax(true) calls of the next kForeignLoadPoll then pause instead of yielding (true as soon as a
-// thread of ours is runnable). relax(false) always yields.
+// relax(true) calls of the next kForeignLoadPoll then pause instead of yielding, until a thread of
+// ours is runnable (then they yield again, as above). relax(false) always yields.
 bool relax(bool pollOnForeignLoad = false);
 constexpr std::chrono::microseconds kYieldedAway{50};
 constexpr std::chrono::milliseconds kForeignLoadPoll{100};

@@ -129,8 +129,10 @@ TEST(VerbsSpin, AYieldToAnotherProcessTurnsTheSpinIntoPolling) {
   waitpid(child, nullptr, 0);
   pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   EXPECT_FALSE(polledYielding) << "relax(false) stopped yielding";
-  EXPECT_TRUE(polledPolling) << "200 yields beside a busy process never went to it";
-  EXPECT_EQ(stopsYielding + stopsPolling, 0) << "no thread of this process was runnable";
+  // (Stops, a thread of ours runnable, are YieldToAnotherProcessKeepsSpinning's to count: a
+  // sanitizer's own thread can be one.)
+  EXPECT_TRUE(polledPolling) << "200 yields beside a busy process never went to it ("
+                             << stopsPolling << " found a thread of ours runnable)";
 }
 
 // A waiter whose spin phase is 10 s, beside a busy thread on its CPU, goes to sleep on the futex
