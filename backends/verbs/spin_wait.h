@@ -17,9 +17,9 @@
 // (requestShortSlice), so that this wake-up preempts the compute at once. Another process's load
 // does not end the spin: there, staying runnable is what keeps the ranks on CPUs of their own.
 // But a yield to another process gives it a whole slice (milliseconds, at every wait: an 8 B
-// allreduce beside two busy loops at nice 0 took 2.3 ms): where the ranks have a CPU each, once a
+// allreduce beside two busy loops at nice 0 took 1.7 ms): where the ranks have a CPU each, once a
 // yield went to another process the waiter polls with pauses instead of yielding for the next
-// kForeignLoadPoll, as Open MPI does (1.4 us there). A thread of its own process that becomes
+// kForeignLoadPoll, as Open MPI does (0.7 us there). A thread of its own process that becomes
 // runnable sends it back to yielding (and to sleep if that thread shares its CPU).
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
