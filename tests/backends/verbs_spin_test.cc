@@ -66,19 +66,41 @@ TEST(VerbsSpin, YieldToABusyThreadOnTheCpuSaysSo) {
   EXPECT_GT(away, 0) << "200 yields beside a busy thread on the same CPU never gave it away";
 }
 
+// Pins the calling thread to its CPU and forks a busy child process there (it inherits the
+// one-CPU mask); the child is killed and the mask restored at the end of the scope.
+class BusyProcessOnMyCpu {
+ public:
+  BusyProcessOnMyCpu() {
+    pthread_getaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+    CPU_ZERO(&one_);
+    CPU_SET(sched_getcpu(), &one_);
+    pinned_ = pthread_setaffinity_np(pthread_self(), sizeof(one_), &one_) == 0;
+    child_ = fork();
+    if (child_ == 0) {
+      for (;;) cpuPause();
+    }
+  }
+  ~BusyProcessOnMyCpu() {
+    if (child_ > 0) {
+      kill(child_, SIGKILL);
+      waitpid(child_, nullptr, 0);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(saved_), &saved_);
+  }
+  bool ok() const { return pinned_ && child_ > 0; }
+  const cpu_set_t& cpu() const { return one_; }
+
+ private:
+  cpu_set_t saved_, one_;
+  bool pinned_ = false;
+  pid_t child_ = -1;
+};
+
 // Another process's load on the CPU does not end the spin (staying runnable is what keeps ranks
 // on CPUs of their own beside it): the yields give the CPU away, but no thread of ours is runnable.
 TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
-  cpu_set_t saved, one;
-  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu(), &one);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    for (;;) cpuPause();  // inherits the one-CPU mask; killed below
-  }
+  BusyProcessOnMyCpu busy;
+  ASSERT_TRUE(busy.ok());
   // The cached answer of an earlier scan (a test's own busy thread) expires first: it is kept
   // kRunnableScanEvery or 50 scans' time (slow under a sanitizer).
   std::this_thread::sleep_for(20 * kRunnableScanEvery);
@@ -86,9 +108,6 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
   const auto start = Clock::now();
   for (int i = 0; i < 200; ++i) stops += relax() ? 1 : 0;
   const auto took = Clock::now() - start;
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   EXPECT_EQ(stops, 0);
   EXPECT_GT(took, 200 * std::chrono::microseconds(1)) << "the busy child never ran";
 }
@@ -98,21 +117,13 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
 // slice at every wait. relax(false) (ranks that share CPUs: the CPU may be a peer's) keeps
 // yielding.
 TEST(VerbsSpin, AYieldToAnotherProcessTurnsTheSpinIntoPolling) {
-  cpu_set_t saved, one;
-  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved), 0);
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu(), &one);
-  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof(one), &one), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    for (;;) cpuPause();  // inherits the one-CPU mask; killed below
-  }
+  BusyProcessOnMyCpu busy;
+  ASSERT_TRUE(busy.ok());
   std::this_thread::sleep_for(20 * kRunnableScanEvery);  // an earlier scan's answer expires
   // Each case on a thread of its own (the polling state is per thread), on this CPU.
   auto run = [&](bool pollOnForeignLoad, int* stops, bool* polled) {
     std::thread t([&] {
-      pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+      pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &busy.cpu());
       for (int i = 0; i < 200 && !*polled; ++i) {
         *stops += relax(pollOnForeignLoad) ? 1 : 0;
         *polled = pollingThroughForeignLoad();
@@ -125,9 +136,6 @@ TEST(VerbsSpin, AYieldToAnotherProcessTurnsTheSpinIntoPolling) {
   bool polledYielding = false, polledPolling = false;
   run(false, &stopsYielding, &polledYielding);
   run(true, &stopsPolling, &polledPolling);
-  kill(child, SIGKILL);
-  waitpid(child, nullptr, 0);
-  pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
   EXPECT_FALSE(polledYielding) << "relax(false) stopped yielding";
   // (Stops, a thread of ours runnable, are YieldToAnotherProcessKeepsSpinning's to count: a
   // sanitizer's own thread can be one.)
