@@ -47,7 +47,7 @@ namespace {
 thread_local Clock::time_point foreignLoadUntil;  // relax(true) polls until then
 }  // namespace
 
-bool relax(bool pollOnForeignLoad) {
+bool relax(bool pollOnForeignLoad, const std::vector<int>* jobPids) {
   const auto start = Clock::now();
   if (pollOnForeignLoad && start < foreignLoadUntil) {
     if (!otherThreadRunnable()) {
@@ -62,7 +62,10 @@ bool relax(bool pollOnForeignLoad) {
   const auto end = Clock::now();
   if (end - start <= kYieldedAway) return false;
   if (otherThreadRunnable()) return true;
-  if (pollOnForeignLoad) foreignLoadUntil = end + kForeignLoadPoll;
+  // A peer rank's thread on this CPU (its compute, while it is behind) needs the CPU: keep
+  // yielding to it. Polling would take half of the CPU it needs to catch up.
+  if (pollOnForeignLoad && !(jobPids != nullptr && jobThreadRunnableHere(*jobPids)))
+    foreignLoadUntil = end + kForeignLoadPoll;
   return false;
 }
 
@@ -71,17 +74,18 @@ bool pollingThroughForeignLoad() {
 }
 
 namespace {
-bool scanForRunnableThread() {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return false;
-  const long self = syscall(SYS_gettid);
+// Whether a thread listed in `taskDir` (/proc/<pid>/task) other than `skipTid` is running or
+// runnable (state R); with cpu >= 0, only one that last ran on that CPU counts.
+bool scanForRunnableThread(const char* taskDir, long skipTid, int cpu) {
+  DIR* dir = opendir(taskDir);
+  if (dir == nullptr) return false;  // also a process that exited meanwhile
   bool found = false;
   while (dirent* e = readdir(dir)) {
     char* end = nullptr;
     const long tid = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || tid == self) continue;
-    char path[64], buf[512];
-    std::snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+    if (end == e->d_name || *end != '\0' || tid == skipTid) continue;
+    char path[96], buf[1024];
+    std::snprintf(path, sizeof(path), "%s/%ld/stat", taskDir, tid);
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // the thread exited meanwhile
     const ssize_t n = read(fd, buf, sizeof(buf) - 1);
@@ -90,10 +94,18 @@ bool scanForRunnableThread() {
     buf[n] = '\0';
     // "tid (comm) S ...": the state follows the last ')' (a comm may hold parentheses).
     const char* paren = std::strrchr(buf, ')');
-    if (paren != nullptr && paren[1] == ' ' && paren[2] == 'R') {
-      found = true;
-      break;
+    if (paren == nullptr || paren[1] != ' ' || paren[2] != 'R') continue;
+    if (cpu >= 0) {
+      // The CPU it last ran on: stat's field 39, the 36th after the state (field 3).
+      const char* p = paren + 2;
+      for (int field = 3; field < 39 && p != nullptr; ++field) {
+        p = std::strchr(p, ' ');
+        if (p != nullptr) ++p;
+      }
+      if (p == nullptr || std::atoi(p) != cpu) continue;
     }
+    found = true;
+    break;
   }
   closedir(dir);
   return found;
@@ -106,13 +118,39 @@ bool otherThreadRunnable() {
   const auto now = Clock::now();
   if (now.time_since_epoch().count() < staleAt.load(std::memory_order_acquire))
     return lastAnswer.load(std::memory_order_relaxed);
-  const bool answer = scanForRunnableThread();
+  const bool answer =
+      scanForRunnableThread("/proc/self/task", static_cast<long>(syscall(SYS_gettid)), -1);
   // A process of many threads scans for longer: its answer is kept 50x the scan, so scanning
   // never takes more than 2% of a waiter's time.
   const auto took = Clock::now() - now;
   const auto keep = std::max<Clock::duration>(kRunnableScanEvery, 50 * took);
   lastAnswer.store(answer, std::memory_order_relaxed);
   staleAt.store((now + keep).time_since_epoch().count(), std::memory_order_release);
+  return answer;
+}
+
+bool jobThreadRunnableHere(const std::vector<int>& pids) {
+  // Per thread: the answer depends on the caller's CPU.
+  thread_local Clock::time_point staleAt;
+  thread_local int cpuAsked = -1;
+  thread_local bool lastAnswer = false;
+  const int cpu = sched_getcpu();
+  const auto now = Clock::now();
+  if (cpu == cpuAsked && now < staleAt) return lastAnswer;
+  const int self = static_cast<int>(getpid());
+  bool answer = false;
+  for (const int pid : pids) {
+    if (pid <= 0 || pid == self) continue;
+    char dir[32];
+    std::snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+    if (scanForRunnableThread(dir, -1, cpu)) {
+      answer = true;
+      break;
+    }
+  }
+  staleAt = now + std::max<Clock::duration>(kRunnableScanEvery, 50 * (Clock::now() - now));
+  cpuAsked = cpu;
+  lastAnswer = answer;
   return answer;
 }
 

@@ -20,7 +20,9 @@
 // allreduce beside two busy loops at nice 0 took 1.7 ms): where the ranks have a CPU each, once a
 // yield went to another process the waiter polls with pauses instead of yielding for the next
 // kForeignLoadPoll, as Open MPI does (0.7 us there). A thread of its own process that becomes
-// runnable sends it back to yielding (and to sleep if that thread shares its CPU).
+// runnable sends it back to yielding (and to sleep if that thread shares its CPU). A yield to a
+// thread of a peer rank on this host (its compute, while it is behind) is not another process's
+// load: the waiter keeps yielding to it (polling would take half the CPU it needs to catch up).
 //
 // Wakers call wake() after changing the word; it issues the futex syscall only when a sleeper has
 // announced itself in `sleepers` (seq_cst on both sides, so no wake-up is lost).
@@ -34,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace c10d {
 namespace verbs {
@@ -60,12 +63,12 @@ using CheckFn = std::function<void()>;
 // Waits until `ready()` holds. `w` is the word whose change signals that ready() may now hold;
 // `seen` is w.value as read *before* the caller last evaluated ready() (so a change after that is
 // never missed). `busyUs` bounds the pure polling phase, `spinUs` the sched_yield phase (with
-// relax(pollOnForeignLoad)); `check` runs before each sleep slice, and also at `spinUntil` if that
-// comes first (an inline op's hand-off budget: it hands off there and the engine thread spins out
-// the phase).
+// relax(pollOnForeignLoad, jobPids)); `check` runs before each sleep slice, and also at `spinUntil`
+// if that comes first (an inline op's hand-off budget: it hands off there and the engine thread
+// spins out the phase).
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               bool pollOnForeignLoad, const CheckFn& check,
+               bool pollOnForeignLoad, const std::vector<int>* jobPids, const CheckFn& check,
                Clock::time_point spinUntil = Clock::time_point::max());
 
 // Polls ready() with only a pause between tries for at most about `busyUs` (from its first clock
@@ -129,10 +132,12 @@ void sleepOn(WaitWord& w, uint32_t seen, int sliceMs);
 // it returns in about a microsecond) and another thread of this process is runnable
 // (otherThreadRunnable), so the application computes beside the wait.
 // pollOnForeignLoad (for waiters whose ranks have a CPU each: C10D_BUSY_US > 0): a yield that gave
-// the CPU away with no thread of ours runnable went to another process; the calling thread's
-// relax(true) calls of the next kForeignLoadPoll then pause instead of yielding, until a thread of
-// ours is runnable (then they yield again, as above). relax(false) always yields.
-bool relax(bool pollOnForeignLoad = false);
+// the CPU away with no thread of ours runnable went to another process, unless a thread of a
+// process in `jobPids` (the group's ranks on this host) is runnable on this CPU
+// (jobThreadRunnableHere); the calling thread's relax(true) calls of the next kForeignLoadPoll
+// then pause instead of yielding, until a thread of ours is runnable (then they yield again, as
+// above). relax(false) always yields.
+bool relax(bool pollOnForeignLoad = false, const std::vector<int>* jobPids = nullptr);
 constexpr std::chrono::microseconds kYieldedAway{50};
 constexpr std::chrono::milliseconds kForeignLoadPoll{100};
 // Whether the calling thread's relax(true) polls instead of yielding now (see relax).
@@ -143,6 +148,10 @@ bool pollingThroughForeignLoad();
 // every thread of the process) for kRunnableScanEvery, or 50x the scan's time when longer.
 bool otherThreadRunnable();
 constexpr std::chrono::milliseconds kRunnableScanEvery{5};
+// Whether a thread of one of the processes `pids` (this process left out) is running or runnable
+// and last ran on the caller's CPU. The calling thread reuses its answer as otherThreadRunnable
+// does, while it stays on that CPU.
+bool jobThreadRunnableHere(const std::vector<int>& pids);
 
 // Asks the scheduler for a `us`-microsecond slice for the calling thread (sched_setattr's
 // sched_runtime for SCHED_OTHER, honoured by EEVDF from Linux 6.12; older kernels ignore it):
@@ -186,12 +195,13 @@ bool busyPoll(Ready&& ready, int busyUs) {
 
 template <typename Ready>
 void waitUntil(WaitWord& w, uint32_t seen, Ready&& ready, int busyUs, int spinUs,
-               bool pollOnForeignLoad, const CheckFn& check, Clock::time_point spinUntil) {
+               bool pollOnForeignLoad, const std::vector<int>* jobPids, const CheckFn& check,
+               Clock::time_point spinUntil) {
   if (busyPoll(ready, busyUs)) return;
   const auto spinFull = Clock::now() + std::chrono::microseconds(spinUs);
   auto spinEnd = std::min(spinFull, spinUntil);
   for (int i = 0;; ++i) {
-    const bool yieldedAway = relax(pollOnForeignLoad);
+    const bool yieldedAway = relax(pollOnForeignLoad, jobPids);
     if (ready()) return;
     if (yieldedAway) break;  // the CPU has other work: sleep, to be woken (check() runs first)
     if ((i & 7) != 7 || Clock::now() < spinEnd) continue;

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -89,6 +90,7 @@ class BusyProcessOnMyCpu {
   }
   bool ok() const { return pinned_ && child_ > 0; }
   const cpu_set_t& cpu() const { return one_; }
+  pid_t pid() const { return child_; }
 
  private:
   cpu_set_t saved_, one_;
@@ -115,28 +117,34 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
 // Where the ranks have a CPU each (relax(true)), a yield that went to another process turns the
 // calling thread's spin into polling for kForeignLoadPoll: yielding again would hand that process a
 // slice at every wait. relax(false) (ranks that share CPUs: the CPU may be a peer's) keeps
-// yielding.
+// yielding, and so does relax(true) when the process is a peer rank's (its compute, while it is
+// behind, needs this CPU to catch up).
 TEST(VerbsSpin, AYieldToAnotherProcessTurnsTheSpinIntoPolling) {
   BusyProcessOnMyCpu busy;
   ASSERT_TRUE(busy.ok());
   std::this_thread::sleep_for(20 * kRunnableScanEvery);  // an earlier scan's answer expires
   // Each case on a thread of its own (the polling state is per thread), on this CPU.
-  auto run = [&](bool pollOnForeignLoad, int* stops, bool* polled) {
+  auto run = [&](bool pollOnForeignLoad, const std::vector<int>* jobPids, int* stops,
+                 bool* polled) {
     std::thread t([&] {
       pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &busy.cpu());
       for (int i = 0; i < 200 && !*polled; ++i) {
-        *stops += relax(pollOnForeignLoad) ? 1 : 0;
+        *stops += relax(pollOnForeignLoad, jobPids) ? 1 : 0;
         *polled = pollingThroughForeignLoad();
       }
-      for (int i = 0; i < 1000 && *polled; ++i) *stops += relax(pollOnForeignLoad) ? 1 : 0;
+      for (int i = 0; i < 1000 && *polled; ++i) *stops += relax(pollOnForeignLoad, jobPids) ? 1 : 0;
     });
     t.join();
   };
-  int stopsYielding = 0, stopsPolling = 0;
-  bool polledYielding = false, polledPolling = false;
-  run(false, &stopsYielding, &polledYielding);
-  run(true, &stopsPolling, &polledPolling);
+  const std::vector<int> strangers{static_cast<int>(getpid())};
+  const std::vector<int> job{static_cast<int>(getpid()), static_cast<int>(busy.pid())};
+  int stopsYielding = 0, stopsPeer = 0, stopsPolling = 0;
+  bool polledYielding = false, polledPeer = false, polledPolling = false;
+  run(false, nullptr, &stopsYielding, &polledYielding);
+  run(true, &job, &stopsPeer, &polledPeer);
+  run(true, &strangers, &stopsPolling, &polledPolling);
   EXPECT_FALSE(polledYielding) << "relax(false) stopped yielding";
+  EXPECT_FALSE(polledPeer) << "relax(true) polled beside a peer rank's busy process";
   // (Stops, a thread of ours runnable, are YieldToAnotherProcessKeepsSpinning's to count: a
   // sanitizer's own thread can be one.)
   EXPECT_TRUE(polledPolling) << "200 yields beside a busy process never went to it ("
@@ -161,7 +169,7 @@ TEST(VerbsSpin, WaiterBesideComputeSleepsInsteadOfSpinning) {
     HogOnMyCpu hog;
     const auto start = Clock::now();
     waitUntil(
-        w, 0, [&] { return w.value.load() != 0; }, 0, 10 * 1000 * 1000, true, [] {});
+        w, 0, [&] { return w.value.load() != 0; }, 0, 10 * 1000 * 1000, true, nullptr, [] {});
     EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   }
   waker.join();

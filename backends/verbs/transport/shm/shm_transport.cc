@@ -469,7 +469,7 @@ void ShmTransport::wait(int ch, uint32_t token, const std::vector<Interest>& /*i
           busy.record(Clock::now() - start);
           return;
         }
-        yieldedAway = relax(busy.max() > 0);
+        yieldedAway = relax(busy.max() > 0, &pids_);
       }
       if (yieldedAway) {
         yieldedStall_[ch] = spin.since;
@@ -615,7 +615,8 @@ bool ShmTransport::barrierWait(const CheckFn& check, const OpDesc::Wire* fp,
       const uint32_t seen = word.value.load(std::memory_order_seq_cst);
       const int r = next;
       waitUntil(
-          word, seen, [&] { return arrived(r); }, 0, spinUs_, busy.max() > 0, checkAll, spinUntil);
+          word, seen, [&] { return arrived(r); }, 0, spinUs_, busy.max() > 0, &pids_, checkAll,
+          spinUntil);
     }
     busy.record(Clock::now() - start);
   }
