@@ -106,11 +106,19 @@ TEST(VerbsSpin, YieldToAnotherProcessKeepsSpinning) {
   // The cached answer of an earlier scan (a test's own busy thread) expires first: it is kept
   // kRunnableScanEvery or 50 scans' time (slow under a sanitizer).
   std::this_thread::sleep_for(20 * kRunnableScanEvery);
+  // A stop means a thread of ours was runnable: under a sanitizer its own background thread can
+  // be, now and then. Wrongly stopping for another process would stop in every try.
   int stops = 0;
-  const auto start = Clock::now();
-  for (int i = 0; i < 200; ++i) stops += relax() ? 1 : 0;
-  const auto took = Clock::now() - start;
-  EXPECT_EQ(stops, 0);
+  auto took = Clock::duration::zero();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    stops = 0;
+    const auto start = Clock::now();
+    for (int i = 0; i < 200; ++i) stops += relax() ? 1 : 0;
+    took = Clock::now() - start;
+    if (stops == 0) break;
+    std::this_thread::sleep_for(20 * kRunnableScanEvery);
+  }
+  EXPECT_EQ(stops, 0) << "in each of 3 tries";
   EXPECT_GT(took, 200 * std::chrono::microseconds(1)) << "the busy child never ran";
 }
 
