@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -132,6 +133,11 @@ RunResult runMpiPerf(const std::string& binary, int n, const std::vector<std::st
         unsetenv("C10D_PERF_INJECT_ERROR");
         // Open MPI leaks by design: no LeakSanitizer for the ranks in sanitizer builds.
         setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        // A session directory of this run's own: two mpiruns starting at once (ctest -j2) race
+        // to make the shared $TMPDIR/ompi.<host>.<uid>, and the loser's orte_init fails ("A call
+        // to mkdir was unable to create the desired directory ... File exists").
+        const std::string tmp = dir + ".ompi";
+        if (mkdir(tmp.c_str(), 0700) != 0 || setenv("TMPDIR", tmp.c_str(), 1) != 0) _exit(3);
         std::vector<std::string> words{
             "timeout", "-k", "5", "60", mpirun, "--oversubscribe", "-np", std::to_string(n)};
         for (const auto& [k, v] : env) {

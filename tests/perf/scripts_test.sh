@@ -6,6 +6,9 @@ set -eu
 BIN="$1"; SRC="$2"
 TMP=$(mktemp -d /tmp/c10d-perf-scripts.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# Open MPI's session directory goes under $TMPDIR: one of this test's own, since two mpiruns
+# starting at once (ctest -j2) race to make the shared /tmp/ompi.<host>.<uid> and one fails.
+export TMPDIR="$TMP"
 
 [ -x "$BIN/c10drun" ] || { echo "c10drun not built in $BIN: skipped"; exit 77; }
 # verbs is always built; gloo only where libgloo was found.

@@ -7,6 +7,9 @@ BIN=$1
 command -v mpirun > /dev/null || { echo "mpirun not found (apt-get install openmpi-bin): skipped"; exit 77; }
 TMP=$(mktemp -d /tmp/c10d-mpirun-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# Open MPI's session directory goes under $TMPDIR: one of this test's own, since two mpiruns
+# starting at once (ctest -j2) race to make the shared /tmp/ompi.<host>.<uid> and one fails.
+export TMPDIR="$TMP"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 # No torchrun variables may leak in: they would win over Open MPI's.
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR 2>/dev/null || true
