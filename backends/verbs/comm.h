@@ -129,11 +129,14 @@ class Comm {
   // and rank, a different op on a peer into CollectiveMismatchError.
   void shmBarrier();
 
-  // A scratch buffer of at least n bytes (reused across calls of this Comm's owner).
+  // Scratch buffer `which` (< kScratchBuffers), at least n bytes (reused across calls of this
+  // Comm's owner). Algorithms that call one another use different ones (the reduce-scatter ring
+  // 0 and 1, the hierarchical reduce-scatter around it 2).
+  static constexpr int kScratchBuffers = 3;
   uint8_t* scratch(size_t n, int which = 0);
-  void setScratch(std::vector<uint8_t>* a, std::vector<uint8_t>* b) {
-    scratch_[0] = a;
-    scratch_[1] = b;
+  // The owner's kScratchBuffers buffers, kept across ops.
+  void setScratch(std::vector<uint8_t>* buffers) {
+    for (int i = 0; i < kScratchBuffers; ++i) scratch_[i] = buffers + i;
   }
   // "allreduce #12 in group verbs:world"
   std::string what() const;
@@ -177,8 +180,8 @@ class Comm {
   ShmTransport* shmOutsideView_ = nullptr;
   Handoff* handoff_ = nullptr;
   const std::atomic<bool>* abort_ = nullptr;
-  std::vector<uint8_t>* scratch_[2] = {nullptr, nullptr};
-  std::vector<uint8_t> ownScratch_[2];
+  std::vector<uint8_t>* scratch_[kScratchBuffers] = {};
+  std::vector<uint8_t> ownScratch_[kScratchBuffers];
   Clock::time_point lastPeerCheck_;
   CheckFn checkFn_;
   const OpDesc* desc_ = nullptr;

@@ -197,7 +197,7 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     // its host runs tcp, its peers shm+tcp, and all of them must run the same algorithm). A
     // group forced onto one transport (C10D_TRANSPORT) has one network everywhere.
     if (useHosts_) c.setHosts(&hosts_);
-    c.setScratch(&scratch_[0], &scratch_[1]);
+    c.setScratch(scratch_);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());
     c.setOp(&desc, &wire, headers ? &peerFps_ : nullptr);

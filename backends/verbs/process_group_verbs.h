@@ -143,8 +143,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   HostLayout hosts_;             // which ranks share a host (from the host identities at setup)
   bool useHosts_ = false;        // hierarchical algorithms may run (multiHost, transport auto)
   std::unique_ptr<P2PEngine> p2p_;
-  std::unique_ptr<CollectiveEngine> engine_;  // stopped (joined) by shutdown()
-  std::vector<uint8_t> scratch_[2];
+  std::unique_ptr<CollectiveEngine> engine_;             // stopped (joined) by shutdown()
+  std::vector<uint8_t> scratch_[Comm::kScratchBuffers];  // Comm::scratch, one op at a time
   // Per peer: the running op's fingerprint exchange (Comm::setOp; the op's thread only).
   std::vector<Comm::PeerFingerprint> peerFps_;
   std::vector<uint8_t> coalesced_;  // allreduceCoalesced's flat copy (engine thread only)

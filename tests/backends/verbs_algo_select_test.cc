@@ -60,6 +60,17 @@ TEST(VerbsAlgoSelect, DefaultTableAndOverrides) {
             Algo::kRabenseifner);
   EXPECT_EQ(hier.select(Collective::kAllreduce, 1 << 20, 1 << 18, 4, true, false), Algo::kShm);
   EXPECT_THROW(VerbsConfig::load({{"C10D_ALGO", "broadcast:hierarchical"}}), InvalidArgument);
+  // Allgather and reduce_scatter: two-level across hosts at every size, the ring otherwise or
+  // when forced.
+  for (Collective coll : {Collective::kAllgather, Collective::kReduceScatter}) {
+    for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 24}) {
+      EXPECT_EQ(def.select(coll, bytes, bytes / 4, 4, false, true), Algo::kHierarchical) << bytes;
+      EXPECT_EQ(def.select(coll, bytes, bytes / 4, 4, true, false), Algo::kRing) << bytes;
+    }
+  }
+  AlgoSelector flat(VerbsConfig::load({{"C10D_ALGO", "allgather:ring,reduce_scatter:ring"}}));
+  EXPECT_EQ(flat.select(Collective::kAllgather, 1 << 20, 1 << 18, 4, false, true), Algo::kRing);
+  EXPECT_EQ(flat.select(Collective::kReduceScatter, 1 << 20, 1 << 18, 4, false, true), Algo::kRing);
 }
 
 // UCC-style ranges: [lo, hi) per rule, rules continuing the previous collective, the first rule

@@ -2,7 +2,8 @@
 // machine plays several hosts. Ranks sharing an identity talk through shm, the others through tcp
 // (MixedTransport). The conformance sweep runs against references computed in the test, for
 // hosts of equal and unequal sizes, interleaved rank placement and a rank alone on its host, with
-// the hierarchical allreduce (the default here) and the flat ring forced; a
+// the hierarchical allreduce, allgather and reduce_scatter (the defaults here; uneven hosts run
+// the rings) and the flat rings forced; a
 // rank that dies mid-job becomes CommError on every other rank, local or remote.
 #include <signal.h>
 #include <unistd.h>
@@ -78,7 +79,8 @@ TEST(VerbsMixed, OneRankAloneOnItsHost) {
 // The hierarchical allreduce (the default across hosts above 64 KiB; forced here so that counts
 // smaller than a host's rank count go through it too): three hosts of two (balanced: blocks of
 // the host reduce-scatter cross three hosts at once) and two of three, interleaved; then the flat
-// algorithms forced on the same layout.
+// algorithms forced on the same layout. Allgather and reduce_scatter are two-level on both
+// layouts by default (3 x 2: rings of three hosts; 2 x 3: rings of three ranks in each host).
 TEST(VerbsMixed, ThreeHostsOfTwoHierarchical) {
   sweepOnHosts({"a", "a", "b", "b", "c", "c"}, {1, 5, 70001},
                {{"C10D_ALGO", "allreduce:hierarchical"}});
@@ -90,7 +92,8 @@ TEST(VerbsMixed, TwoHostsOfThreeHierarchical) {
 }
 
 TEST(VerbsMixed, TwoHostsOfTwoFlatRingForced) {
-  sweepOnHosts({"a", "a", "b", "b"}, {1, 70001}, {{"C10D_ALGO", "allreduce:ring"}});
+  sweepOnHosts({"a", "a", "b", "b"}, {1, 70001},
+               {{"C10D_ALGO", "allreduce:ring,allgather:ring,reduce_scatter:ring"}});
 }
 
 // A rank killed between two allreduces: every other rank, on its host (shm) or not (tcp), gets

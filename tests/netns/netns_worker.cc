@@ -10,6 +10,11 @@
 //              the first, creates C10D_NETNS_READY.<rank>; prints "NETNS-ERROR <kind> <seconds>:
 //              <message>" for the failure and exits C10D_NETNS_ERROR_EXIT (default 0), or exits 3
 //              if 100000 allreduces succeed.
+//   wire       one allreduce, allgather and reduce_scatter of C10D_NETNS_WIRE_BYTES (the
+//              allgather's output, the reduce_scatter's input) after a warm-up of each; local rank
+//              0 of each host prints "NETNS-WIRE <op> <bytes> <tx>", tx being what the host's links
+//              (all but lo) sent during the op, from /proc/net/dev (the host's own network
+//              namespace), barriers around it.
 //
 // Every rank checks that it runs where the harness said: gethostname() == C10D_NETNS_HOST.
 // Exit codes: 0 passed; 1 a check failed (gtest's report on stdout); 2 bad environment;
@@ -18,8 +23,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -102,13 +110,71 @@ TEST(NetnsWorker, fail) {
   std::_Exit(3);
 }
 
+// Bytes sent by this network namespace's interfaces other than lo (/proc/net/dev).
+uint64_t txBytes() {
+  std::ifstream in("/proc/net/dev");
+  uint64_t total = 0;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name == "lo") continue;
+    std::istringstream fields(line.substr(colon + 1));
+    uint64_t v[9] = {};
+    for (uint64_t& x : v) fields >> x;
+    total += v[8];  // 8 receive counters, then the bytes sent
+  }
+  return total;
+}
+
+TEST(NetnsWorker, wire) {
+  expectOnMyHost();
+  auto pg = makeGroup();
+  const size_t bytes = std::stoul(env("C10D_NETNS_WIRE_BYTES"));
+  const bool reporter = env("LOCAL_RANK") == "0";
+  const size_t n = static_cast<size_t>(pg->size());
+  ASSERT_EQ(bytes % (n * sizeof(float)), 0u) << "C10D_NETNS_WIRE_BYTES must split into floats";
+  std::vector<float> data(bytes / sizeof(float), static_cast<float>(pg->rank() + 1));
+  std::vector<float> mine(data.size() / n, static_cast<float>(pg->rank() + 1));
+  c10d::Tensor whole{data.data(), data.size(), c10d::DataType::kFloat32, c10d::Device::cpu()};
+  c10d::Tensor block{mine.data(), mine.size(), c10d::DataType::kFloat32, c10d::Device::cpu()};
+  auto measure = [&](const char* name, const std::function<void()>& op) {
+    op();  // warm-up: connections and buffers
+    pg->barrier()->wait();
+    const uint64_t before = txBytes();
+    pg->barrier()->wait();
+    op();
+    pg->barrier()->wait();
+    const uint64_t after = txBytes();
+    if (reporter)
+      std::printf("NETNS-WIRE %s %zu %llu\n", name, bytes,
+                  static_cast<unsigned long long>(after - before));
+    std::fflush(stdout);
+    pg->barrier()->wait();  // the other local ranks wait until the reading is done
+  };
+  measure("allreduce", [&] { pg->allreduce(whole)->wait(); });
+  // Two allreduces: n (n + 1) / 2 after the first, n times that after the second.
+  const float want = static_cast<float>(n * n * (n + 1) / 2);
+  EXPECT_EQ(data.front(), want);
+  EXPECT_EQ(data.back(), want);
+  measure("allgather", [&] { pg->allgatherIntoTensor(whole, block)->wait(); });
+  for (size_t i = 0; i < data.size(); ++i) {
+    const size_t r = i / mine.size();
+    ASSERT_EQ(data[i], static_cast<float>(r + 1)) << "allgather block " << r << ", element " << i;
+  }
+  // Every rank's input is now the same gathered buffer: block r sums to n (r + 1).
+  measure("reduce_scatter", [&] { pg->reduceScatterTensor(block, whole)->wait(); });
+  for (float v : mine) ASSERT_EQ(v, static_cast<float>(n * static_cast<size_t>(pg->rank() + 1)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const std::string mode = env("C10D_NETNS_MODE");
-  if (mode != "sweep" && mode != "fail") {
-    std::fprintf(stderr, "netns_worker: C10D_NETNS_MODE=%s: expected sweep or fail\n",
+  if (mode != "sweep" && mode != "fail" && mode != "wire") {
+    std::fprintf(stderr, "netns_worker: C10D_NETNS_MODE=%s: expected sweep, fail or wire\n",
                  mode.c_str());
     return 2;
   }

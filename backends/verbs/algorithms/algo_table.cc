@@ -3,6 +3,8 @@
 // read and why the defaults are what they are.
 #include <array>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "backends/verbs/algorithms/algo_select.h"
 #include "backends/verbs/algorithms/algorithms.h"
@@ -65,14 +67,19 @@ void broadcastFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
 
 // ---- block collectives ----
 
-void reduceScatterRingFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
-  static const std::function<void(void*, const void*, size_t)> kNoScale;
-  reduceScatterRingInputs(c, *a.inBlocks, a.out, a.count, a.dtype, baseKind(a.op.kind),
-                          a.scaleCopy != nullptr ? *a.scaleCopy : kNoScale);
+using ScaleCopy = std::function<void(void*, const void*, size_t)>;
+
+template <void (*Algorithm)(Comm&, const std::vector<const void*>&, void*, size_t, DataType,
+                            ReduceOp::Kind, const ScaleCopy&)>
+void reduceScatterFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
+  static const ScaleCopy kNoScale;
+  Algorithm(c, *a.inBlocks, a.out, a.count, a.dtype, baseKind(a.op.kind),
+            a.scaleCopy != nullptr ? *a.scaleCopy : kNoScale);
 }
 
-void allgatherRingFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
-  allgatherRing(c, *a.outBlocks, *a.outBlockBytes);
+template <void (*Algorithm)(Comm&, const std::vector<void*>&, const std::vector<size_t>&)>
+void allgatherFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
+  Algorithm(c, *a.outBlocks, *a.outBlockBytes);
 }
 
 void gatherDirectFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
@@ -127,12 +134,28 @@ Tables makeTables() {
            {64 * KiB + 1, kInf, A::kRing},
        }},
       {C::kReduceScatter,
-       {{A::kRing, Needs::kNothing, reduceScatterRingFn,
-         "ring reading the input blocks in place, one accumulator block"}},
-       {{0, kInf, A::kRing}}},
+       {
+           {A::kHierarchical, Needs::kMultiHost, reduceScatterFn<reduceScatterHierarchical>,
+            "rings inside each host, then a ring per column of hosts (each block leaves a host "
+            "once, summed); uneven hosts: the ring"},
+           {A::kRing, Needs::kNothing, reduceScatterFn<reduceScatterRingInputs>,
+            "ring reading the input blocks in place, one accumulator block"},
+       },
+       {
+           {0, kInf, A::kHierarchical},
+           {0, kInf, A::kRing},
+       }},
       {C::kAllgather,
-       {{A::kRing, Needs::kNothing, allgatherRingFn, "ring: n-1 steps of one block"}},
-       {{0, kInf, A::kRing}}},
+       {
+           {A::kHierarchical, Needs::kMultiHost, allgatherFn<allgatherHierarchical>,
+            "a ring per column of hosts, then rings inside each host (each block crosses to "
+            "a host once); uneven hosts: the ring"},
+           {A::kRing, Needs::kNothing, allgatherFn<allgatherRing>, "ring: n-1 steps of one block"},
+       },
+       {
+           {0, kInf, A::kHierarchical},
+           {0, kInf, A::kRing},
+       }},
       {C::kBroadcast,
        {
            {A::kShm, Needs::kShm, broadcastFn<broadcastShm>,

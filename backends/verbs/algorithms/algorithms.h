@@ -57,12 +57,21 @@ void reduceScatterRing(Comm& c, void* buf, const std::vector<size_t>& off,
 void reduceScatterRingInputs(Comm& c, const std::vector<const void*>& inputs, void* out,
                              size_t count, DataType dtype, ReduceOp::Kind op,
                              const std::function<void(void*, const void*, size_t)>& scaleCopy);
+// Across hosts (c.hosts() balanced): reduce-scatter rings inside each host, then one per column of
+// hosts (reduce_scatter_hierarchical.cc; uses scratch buffer 2); other layouts: the ring above.
+void reduceScatterHierarchical(Comm& c, const std::vector<const void*>& inputs, void* out,
+                               size_t count, DataType dtype, ReduceOp::Kind op,
+                               const std::function<void(void*, const void*, size_t)>& scaleCopy);
 // Splits `count` into size() near-equal blocks (the first count % size one element longer).
 void splitBlocks(size_t count, int n, std::vector<size_t>* off, std::vector<size_t>* cnt);
 
 // ---- allgather: blocks[r] (bytes[r] each) receives rank r's block; blocks[rank()] must
 // already hold this rank's data. ----
 void allgatherRing(Comm& c, const std::vector<void*>& blocks, const std::vector<size_t>& bytes);
+// Across hosts (c.hosts() balanced): a ring per column of hosts, then rings inside each host
+// (allgather_hierarchical.cc); other layouts: the ring.
+void allgatherHierarchical(Comm& c, const std::vector<void*>& blocks,
+                           const std::vector<size_t>& bytes);
 
 // ---- broadcast (in place) ----
 void broadcast(Comm& c, const AlgoSelector& sel, void* data, size_t bytes, int root);
