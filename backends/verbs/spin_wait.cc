@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -187,6 +190,72 @@ bool ranksFitCpus(int hostRanks) {
   CPU_ZERO(&set);
   const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   return hostRanks <= cpus;
+}
+
+std::string bootId() {
+  std::string id;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, id);
+  return id;
+}
+
+std::string cpuShareKey() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return bootId() + " ";
+  std::string key = bootId() + " ";
+  constexpr int kWords = CPU_SETSIZE / 64;
+  int last = 0;  // the words past the last non-zero one are left out
+  uint64_t words[kWords] = {};
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    words[cpu / 64] |= uint64_t{1} << (cpu % 64);
+    last = cpu / 64;
+  }
+  char hex[24];
+  for (int w = 0; w <= last; ++w) {
+    std::snprintf(hex, sizeof(hex), w == 0 ? "%llx" : ",%llx",
+                  static_cast<unsigned long long>(words[w]));
+    key += hex;
+  }
+  return key;
+}
+
+namespace {
+
+// "<boot id> <mask words>" -> boot id and words; false if malformed.
+bool parseCpuShareKey(const std::string& key, std::string* boot, std::vector<uint64_t>* words) {
+  const size_t space = key.find(' ');
+  if (space == std::string::npos || space == 0) return false;
+  *boot = key.substr(0, space);
+  words->clear();
+  const char* p = key.c_str() + space + 1;
+  while (*p != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long w = std::strtoull(p, &end, 16);
+    if (end == p || errno != 0 || (*end != ',' && *end != '\0')) return false;
+    words->push_back(w);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return true;
+}
+
+}  // namespace
+
+int ranksSharingCpus(const std::vector<std::string>& keys, int me) {
+  std::string myBoot, boot;
+  std::vector<uint64_t> mine, theirs;
+  if (!parseCpuShareKey(keys[static_cast<size_t>(me)], &myBoot, &mine)) return 1;
+  int n = 0;
+  for (const std::string& k : keys) {
+    if (!parseCpuShareKey(k, &boot, &theirs) || boot != myBoot) continue;
+    bool overlap = false;
+    for (size_t w = 0; w < std::min(mine.size(), theirs.size()); ++w)
+      overlap = overlap || (mine[w] & theirs[w]) != 0;
+    n += overlap ? 1 : 0;
+  }
+  return std::max(n, 1);
 }
 
 int resolveBusyUs(int configured, int hostRanks) {

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace c10d {
@@ -114,6 +115,17 @@ class BusyBudget {
 int ranksOnThisHost(int groupRanksHere);
 // Whether `hostRanks` ranks fit the CPUs this process may run on (sched_getaffinity).
 bool ranksFitCpus(int hostRanks);
+// The kernel's boot id: the same in every process of one machine, whatever its hostname or
+// network namespace (containers, the virtual hosts of the multi-host tests); "" if unreadable.
+std::string bootId();
+// This process's CPUs as the group's other ranks can compare them: "<boot id> <affinity mask>"
+// (the mask as hex 64-bit words, CPUs 0-63 first, comma-separated).
+std::string cpuShareKey();
+// How many ranks, `keys` being every rank's cpuShareKey(), share CPUs with rank `me` (itself
+// included): the same boot id and an affinity mask that overlaps its own. The ranks of other
+// "hosts" on this machine count: they compete for the same CPUs as the host's own ranks. A
+// malformed key (another version) counts as not sharing.
+int ranksSharingCpus(const std::vector<std::string>& keys, int me);
 // C10D_BUSY_US resolved: `configured` if >= 0, else 20 when `hostRanks` fit the CPUs, else 0.
 int resolveBusyUs(int configured, int hostRanks);
 // C10D_SPIN_US resolved: `configured` if >= 0, else 20000 when `hostRanks` fit the CPUs (a rank

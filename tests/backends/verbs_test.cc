@@ -142,6 +142,34 @@ TEST(VerbsConfig, SpinAndBusyAutoFollowRanksPerCpu) {
   for (const char* v : vars) unsetenv(v);
 }
 
+// The ranks that compete for this process's CPUs, whatever host they say they are on: the same
+// kernel (boot id) and overlapping affinity masks.
+TEST(VerbsConfig, RanksSharingCpusCountsOtherHostsOfThisMachine) {
+  const std::string mine = cpuShareKey();
+  ASSERT_EQ(mine.rfind(bootId() + " ", 0), 0u) << mine;
+  EXPECT_FALSE(bootId().empty());
+  // Four ranks of this process's key: two "hosts" of two on one machine compete for its CPUs.
+  EXPECT_EQ(ranksSharingCpus({mine, mine, mine, mine}, 2), 4);
+  const std::string boot = "0e7c9a53-1111-2222-3333-444455556666";
+  const std::vector<std::string> keys = {
+      boot + " 3",                    // CPUs 0, 1
+      boot + " 2",                    // CPU 1: overlaps rank 0
+      boot + " c",                    // CPUs 2, 3: pinned apart
+      boot + " 0,1",                  // CPU 64 only
+      boot + " 0,3",                  // CPUs 64, 65: overlaps rank 3
+      "another " + std::string("3"),  // another machine
+      boot + " zz",                   // malformed: not counted
+      "",                             // malformed
+  };
+  EXPECT_EQ(ranksSharingCpus(keys, 0), 2);
+  EXPECT_EQ(ranksSharingCpus(keys, 1), 2);
+  EXPECT_EQ(ranksSharingCpus(keys, 2), 1);
+  EXPECT_EQ(ranksSharingCpus(keys, 3), 2);
+  EXPECT_EQ(ranksSharingCpus(keys, 5), 1);
+  EXPECT_EQ(ranksSharingCpus(keys, 6), 1) << "a rank whose own key is malformed counts itself";
+  EXPECT_EQ(ranksSharingCpus(keys, 7), 1);
+}
+
 TEST(VerbsConfig, ShmChunkAutoFollowsRanksPerCpu) {
   EXPECT_EQ(VerbsConfig::load({}).shmChunkBytes, 0u) << "the default is auto";
   EXPECT_EQ(resolveShmChunkBytes(64 << 10, 1 << 20), 64u << 10);

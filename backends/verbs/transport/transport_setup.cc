@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "backends/verbs/spin_wait.h"
@@ -23,12 +23,9 @@ namespace {
 
 // The kernel's boot id and the hostname: equal on ranks that can share memory.
 std::string hostIdentity() {
-  std::string boot;
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::getline(f, boot);
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  return boot + "|" + host;
+  return bootId() + "|" + host;
 }
 
 }  // namespace
@@ -38,15 +35,20 @@ TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::
                                 const RankWait& how) {
   const std::string me =
       (config.hostId.empty() ? hostIdentity() : config.hostId) + "|" + std::to_string(getpid());
+  // Set before the host entry: a rank that sees another's host entry finds its CPUs too.
+  store->set(prefix + "cpus/" + std::to_string(rank), cpuShareKey());
   store->set(prefix + "host/" + std::to_string(rank), me);
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, cpuKeys;
   std::vector<int> ranks;
   for (int r = 0; r < size; ++r) {
     keys.push_back(prefix + "host/" + std::to_string(r));
+    cpuKeys.push_back(prefix + "cpus/" + std::to_string(r));
     ranks.push_back(r);
   }
   waitForRanks(*store, keys, ranks, how);
   std::vector<Bytes> ids = store->multiGet(keys);
+  std::vector<std::string> cpus;
+  for (const Bytes& b : store->multiGet(cpuKeys)) cpus.push_back(c10d::toString(b));
   const std::string myHost = me.substr(0, me.rfind('|'));
   std::vector<int> pids(size), localRanks;
   std::vector<std::string> hostIds(size);
@@ -65,9 +67,11 @@ TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::
     hostIds[r] = id.substr(0, bar);
     if (hostIds[r] == myHost) localRanks.push_back(r);
   }
-  // The waits' automatic settings depend on how many ranks share this host's CPUs.
+  // The waits' automatic settings depend on how many ranks share this host's CPUs: its own, the
+  // launcher's LOCAL_WORLD_SIZE, and any of the group's on other "hosts" of this machine.
   VerbsConfig cfg = config;
-  const int hostRanks = ranksOnThisHost(static_cast<int>(localRanks.size()));
+  const int hostRanks =
+      std::max(ranksOnThisHost(static_cast<int>(localRanks.size())), ranksSharingCpus(cpus, rank));
   cfg.busyUs = resolveBusyUs(config.busyUs, hostRanks);
   cfg.spinUs = resolveSpinUs(config.spinUs, hostRanks);
   TransportSetup out;
