@@ -6,9 +6,10 @@
 #   scripts/hosts-perf.sh [BUILD_DIR] [NPROC] [JSON_DIR]
 #
 # perf/compare runs each op on verbs, gloo and Open MPI and prints one table per op: allreduce
-# 8 B - 64 MiB (two runs: to 64 KiB with 200 iterations, from 256 KiB with 10), broadcast and allgather at 1 and 16 MiB (out of place; busbw ratios against
-# verbs). Our backends start through a launcher that runs one c10drun per host (C10D_HOST_ID and
-# the interface set per host). Open MPI starts through an mpirun wrapper in the first host whose
+# 8 B - 64 MiB (two runs: to 64 KiB with 200 iterations, from 256 KiB with 10), broadcast,
+# allgather and reduce_scatter at 1 and 16 MiB (out of place; busbw ratios against verbs). Our
+# backends start through a launcher that runs one c10drun per host (C10D_HOST_ID and the
+# interface set per host). Open MPI starts through an mpirun wrapper in the first host whose
 # rsh agent starts the second host's daemon in the other namespace. Each host gets its own
 # hostname (a UTS namespace), so Open MPI sees two nodes: vader within one, `--mca btl
 # tcp,vader,self`. JSON_DIR, if given, keeps each comparison as JSON.
@@ -94,4 +95,5 @@ compare all_reduce -b 8 -e 64K -f 8 -n 200 -w 20 -c 1 || status=1
 compare all_reduce -b 256K -e 64M -f 4 -n 10 -w 3 -c 1 || status=1
 compare broadcast -b 1M -e 16M -f 16 -n 10 -w 3 -c 1 || status=1
 compare all_gather -b 1M -e 16M -f 16 -n 10 -w 3 -c 1 || status=1
+compare reduce_scatter -b 1M -e 16M -f 16 -n 10 -w 3 -c 1 || status=1
 exit $status

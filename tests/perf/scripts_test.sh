@@ -1,7 +1,8 @@
 #!/bin/sh
 # perf/compare and perf/plot end to end: compare runs all_reduce_perf twice (2 ranks under
 # c10drun) and prints its table -- on gloo and verbs where gloo is built, else on verbs alone; plot
-# turns a -J file into a PNG; scripts/ab-allreduce.sh runs one round. Exit 77 (ctest: skipped) when matplotlib is missing.
+# turns a -J file into a PNG; scripts/ab-allreduce.sh runs one round; scripts/hosts-cpu.sh prints
+# a row per backend (as root). Exit 77 (ctest: skipped) when matplotlib is missing.
 set -eu
 BIN="$1"; SRC="$2"
 TMP=$(mktemp -d /tmp/c10d-perf-scripts.XXXXXX)
@@ -42,6 +43,16 @@ ITERS=200 WARMUP=10 bash "$SRC/scripts/ab-allreduce.sh" "$BIN" "$BIN" 2 1 16 > "
 cat "$TMP/ab.txt"
 [ "$(grep -c '^ *[0-9]' "$TMP/ab.txt")" -eq 2 ] || { echo "expected 2 rows from ab-allreduce"; exit 1; }
 [ "$(awk '/^ *8 / {print NF}' "$TMP/ab.txt")" -ge 5 ] || { echo "ab-allreduce: A or B missing"; exit 1; }
+
+# scripts/hosts-cpu.sh: a row of CPU figures per backend across two network namespaces (root).
+if [ "$(id -u)" = 0 ] && command -v ip > /dev/null; then
+  N1=1 N2=3 bash "$SRC/scripts/hosts-cpu.sh" "$BIN/.." 1 all_reduce 64K verbs "$A" > "$TMP/cpu.txt"
+  cat "$TMP/cpu.txt"
+  for b in verbs "$A"; do
+    awk -v b="$b" '$1 == b && $5 + 0 > 0 { ok = 1 } END { exit !ok }' "$TMP/cpu.txt" ||
+      { echo "hosts-cpu: no row with a time for $b"; exit 1; }
+  done
+fi
 
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3  # Debian's, with python3-matplotlib
 $PY -c 'import matplotlib' 2>/dev/null || { echo "no matplotlib: plot skipped"; exit 77; }
