@@ -52,6 +52,17 @@ HostLayout HostLayout::fromHostIds(const std::vector<std::string>& hostIdOfRank)
   return l;
 }
 
+size_t HostLayout::localIndex(int r) const {
+  const std::vector<int>& local = hostRanks(r);
+  return static_cast<size_t>(std::find(local.begin(), local.end(), r) - local.begin());
+}
+
+std::vector<int> HostLayout::column(size_t i) const {
+  std::vector<int> c;
+  for (const auto& h : hosts) c.push_back(h[i]);
+  return c;
+}
+
 void Comm::setShm(ShmTransport* s) {
   shm_ = s;
   slots_ = s;

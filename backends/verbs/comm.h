@@ -59,8 +59,14 @@ struct HostLayout {
   // The group spans several hosts and at least one has several ranks: a hierarchical algorithm
   // (shm inside hosts, the network across) can help.
   bool multiHost = false;
-  bool balanced = false;  // every host has the same number of ranks (> 1)
+  bool balanced = false;  // several hosts, each with the same number of ranks (> 1)
   static HostLayout fromHostIds(const std::vector<std::string>& hostIdOfRank);
+  // Rank r's host's ranks, and r's index among them.
+  const std::vector<int>& hostRanks(int r) const { return hosts[static_cast<size_t>(hostOf[r])]; }
+  size_t localIndex(int r) const;
+  // The ranks with local index i, one per host in host order (where `balanced`: the column that
+  // the two-level algorithms run across hosts).
+  std::vector<int> column(size_t i) const;
 };
 
 class Comm {

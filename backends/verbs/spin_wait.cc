@@ -200,10 +200,10 @@ std::string bootId() {
 }
 
 std::string cpuShareKey() {
+  std::string key = bootId() + " ";
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return bootId() + " ";
-  std::string key = bootId() + " ";
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return key;  // overlaps no one
   constexpr int kWords = CPU_SETSIZE / 64;
   int last = 0;  // the words past the last non-zero one are left out
   uint64_t words[kWords] = {};

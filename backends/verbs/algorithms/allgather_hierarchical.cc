@@ -9,7 +9,6 @@
 // (n-1)/n of it out of each host (2 hosts of 2: 1/2 against 3/4; of 8: 1/2 against 15/16), and
 // (n-1) blocks per rank when ranks of different hosts alternate. The steps are as many as the
 // ring's: H-1 + H(L-1) = n-1. Other layouts run the flat ring.
-#include <algorithm>
 #include <vector>
 
 #include "backends/verbs/algorithms/algorithms.h"
@@ -20,14 +19,11 @@ namespace verbs {
 void allgatherHierarchical(Comm& c, const std::vector<void*>& blocks,
                            const std::vector<size_t>& bytes) {
   const HostLayout* layout = c.hosts();
-  if (layout == nullptr || !layout->balanced || layout->hosts.size() < 2) {
+  if (layout == nullptr || !layout->balanced) {
     allgatherRing(c, blocks, bytes);
     return;
   }
-  const std::vector<std::vector<int>>& hosts = layout->hosts;
-  const int me = c.rank();
-  const std::vector<int>& local = hosts[static_cast<size_t>(layout->hostOf[me])];
-  const size_t li = static_cast<size_t>(std::find(local.begin(), local.end(), me) - local.begin());
+  const std::vector<int> column = layout->column(layout->localIndex(c.rank()));
   std::vector<void*> b;
   std::vector<size_t> n;
   // The blocks of `members` (group ranks), in their order.
@@ -39,15 +35,13 @@ void allgatherHierarchical(Comm& c, const std::vector<void*>& blocks,
       n.push_back(bytes[static_cast<size_t>(r)]);
     }
   };
-  std::vector<int> column;
-  for (const auto& h : hosts) column.push_back(h[li]);
   {
     Comm::View v(c, column);
     pick(column);
     allgatherRing(c, b, n);
   }
-  Comm::View v(c, local);
-  for (const auto& h : hosts) {
+  Comm::View v(c, layout->hostRanks(c.rank()));
+  for (const auto& h : layout->hosts) {
     pick(h);
     allgatherRing(c, b, n);
   }

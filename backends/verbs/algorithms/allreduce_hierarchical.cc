@@ -39,20 +39,19 @@ void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t 
                            DataType dtype, ReduceOp::Kind op) {
   const HostLayout& layout = *c.hosts();
   const int me = c.rank();
-  const std::vector<int>& local = layout.hosts[static_cast<size_t>(layout.hostOf[me])];
+  const std::vector<int>& local = layout.hostRanks(me);
   const size_t es = elementSize(dtype);
   uint8_t* base = static_cast<uint8_t*>(data);
   if (layout.balanced) {
     const int L = static_cast<int>(local.size());
-    const int li = static_cast<int>(std::find(local.begin(), local.end(), me) - local.begin());
+    const size_t li = layout.localIndex(me);
     std::vector<size_t> off, cnt;
     splitBlocks(count, L, &off, &cnt);
     {
       Comm::View v(c, local);
       reduceScatterRing(c, data, off, cnt, dtype, op);
     }
-    std::vector<int> column;
-    for (const auto& h : layout.hosts) column.push_back(h[static_cast<size_t>(li)]);
+    const std::vector<int> column = layout.column(li);  // the View keeps a pointer to it
     {
       Comm::View v(c, column);
       allreduceFlat(c, sel, base + off[li] * es, cnt[li], dtype, op);

@@ -10,7 +10,6 @@
 // host next to each other, sends (n-1)/n of it out of each host (2 hosts of 2: 1/2 against 3/4).
 // The steps are as many as the ring's: H(L-1) + H-1 = n-1. PREMUL_SUM's scale applies once, as
 // step 1 loads the inputs. Other layouts run the flat ring.
-#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -23,31 +22,25 @@ void reduceScatterHierarchical(Comm& c, const std::vector<const void*>& inputs, 
                                size_t count, DataType dtype, ReduceOp::Kind op,
                                const std::function<void(void*, const void*, size_t)>& scaleCopy) {
   const HostLayout* layout = c.hosts();
-  if (layout == nullptr || !layout->balanced || layout->hosts.size() < 2) {
+  if (layout == nullptr || !layout->balanced) {
     reduceScatterRingInputs(c, inputs, out, count, dtype, op, scaleCopy);
     return;
   }
   const std::vector<std::vector<int>>& hosts = layout->hosts;
-  const int me = c.rank();
-  const std::vector<int>& local = hosts[static_cast<size_t>(layout->hostOf[me])];
-  const size_t li = static_cast<size_t>(std::find(local.begin(), local.end(), me) - local.begin());
+  const std::vector<int> column = layout->column(layout->localIndex(c.rank()));
   const size_t blockBytes = count * elementSize(dtype);
   uint8_t* sums = c.scratch(hosts.size() * blockBytes + 1, 2);
   std::vector<const void*> in;
   {
-    Comm::View v(c, local);
+    Comm::View v(c, layout->hostRanks(c.rank()));
     for (size_t h = 0; h < hosts.size(); ++h) {
       in.clear();
       for (int r : hosts[h]) in.push_back(inputs[static_cast<size_t>(r)]);
       reduceScatterRingInputs(c, in, sums + h * blockBytes, count, dtype, op, scaleCopy);
     }
   }
-  std::vector<int> column;
   in.clear();
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    column.push_back(hosts[h][li]);
-    in.push_back(sums + h * blockBytes);
-  }
+  for (size_t h = 0; h < hosts.size(); ++h) in.push_back(sums + h * blockBytes);
   static const std::function<void(void*, const void*, size_t)> kNoScale;
   Comm::View v(c, column);
   reduceScatterRingInputs(c, in, out, count, dtype, op, kNoScale);

@@ -33,35 +33,34 @@ std::string hostIdentity() {
 TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::string& prefix,
                                 int rank, int size, const VerbsConfig& config,
                                 const RankWait& how) {
-  const std::string me =
-      (config.hostId.empty() ? hostIdentity() : config.hostId) + "|" + std::to_string(getpid());
-  // Set before the host entry: a rank that sees another's host entry finds its CPUs too.
-  store->set(prefix + "cpus/" + std::to_string(rank), cpuShareKey());
-  store->set(prefix + "host/" + std::to_string(rank), me);
-  std::vector<std::string> keys, cpuKeys;
+  // HOST|PID|CPUS: where the rank is, its process, and the CPUs it may run on (cpuShareKey, no
+  // '|'; HOST may hold some).
+  const std::string myHost = config.hostId.empty() ? hostIdentity() : config.hostId;
+  store->set(prefix + "host/" + std::to_string(rank),
+             myHost + "|" + std::to_string(getpid()) + "|" + cpuShareKey());
+  std::vector<std::string> keys;
   std::vector<int> ranks;
   for (int r = 0; r < size; ++r) {
     keys.push_back(prefix + "host/" + std::to_string(r));
-    cpuKeys.push_back(prefix + "cpus/" + std::to_string(r));
     ranks.push_back(r);
   }
   waitForRanks(*store, keys, ranks, how);
   std::vector<Bytes> ids = store->multiGet(keys);
-  std::vector<std::string> cpus;
-  for (const Bytes& b : store->multiGet(cpuKeys)) cpus.push_back(c10d::toString(b));
-  const std::string myHost = me.substr(0, me.rfind('|'));
   std::vector<int> pids(size), localRanks;
-  std::vector<std::string> hostIds(size);
+  std::vector<std::string> hostIds(size), cpus(size);
   for (int r = 0; r < size; ++r) {
-    const std::string id = c10d::toString(ids[r]);
+    const std::string entry = c10d::toString(ids[r]);
+    const size_t cpuBar = entry.rfind('|');
+    const std::string id = entry.substr(0, cpuBar);  // HOST|PID (all of it without a '|')
+    if (cpuBar != std::string::npos) cpus[r] = entry.substr(cpuBar + 1);
     const size_t bar = id.rfind('|');
     char* end = nullptr;
     const long pid = bar == std::string::npos ? 0 : std::strtol(id.c_str() + bar + 1, &end, 10);
     if (bar == std::string::npos || end == id.c_str() + bar + 1 || *end != '\0' || pid <= 0 ||
         pid > std::numeric_limits<int>::max()) {
       C10D_THROW(Error, how.group, ": rank ", rank, ": the store's entry of rank ", r, " (",
-                 keys[r], ") is '", id.substr(0, 80),
-                 "', not HOST|PID: a store shared with another job or c10d version?");
+                 keys[r], ") is '", entry.substr(0, 80),
+                 "', not HOST|PID|CPUS: a store shared with another job or c10d version?");
     }
     pids[r] = static_cast<int>(pid);
     hostIds[r] = id.substr(0, bar);
