@@ -4,7 +4,10 @@
 // killed rank turning into CommError on the others. The shared conformance suite covers the
 // default (shm) configuration; the collective engine's own cases are in verbs_engine_test.cc.
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +34,7 @@
 #include "backends/verbs/transport/ibverbs/ib_addr.h"
 #include "backends/verbs/transport/ibverbs/ib_transport.h"
 #include "backends/verbs/transport/ibverbs/mr_cache.h"
+#include "backends/verbs/transport/shm/shm_transport.h"
 #include "core/group_diagnostics.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
@@ -476,6 +480,64 @@ TEST(VerbsShm, WorkspaceUnlinkedAfterSetup) {
       closedir(d);
     }
   });
+}
+
+// A rank that finds in the store the name of a workspace laid out for another group (another
+// size; here a group of 2 made earlier with the same store prefix, as a job restarted on a kept
+// store can) must refuse it at setup: mapping it and touching past its end was a SIGBUS
+// mid-collective (found by the c10d_api fuzzer, regress-8c86fe9c...).
+TEST(VerbsShm, WorkspaceOfAnotherSizeIsRefused) {
+  HashStore store;
+  VerbsConfig cfg;
+  const std::vector<int> pids(3, static_cast<int>(getpid()));
+  ShmTransport first(store, 0, 2, {pids[0], pids[1]}, cfg, Milliseconds(2000));
+  try {
+    ShmTransport other(store, 2, 3, pids, cfg, Milliseconds(2000));
+    FAIL() << "a rank of 3 mapped the workspace of a group of 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 2 of 3 expects a workspace of"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("disagree on the group"), std::string::npos) << e.what();
+  }
+}
+
+// A /dev/shm too small for the workspace (a container's default 64 MB) is an error at setup
+// naming the sizes, not a SIGBUS at the first touch of a page tmpfs cannot allocate. Runs in a
+// child with a mount namespace of its own and a 1 MiB tmpfs on /dev/shm (needs root).
+TEST(VerbsShm, DevShmTooSmallIsAnErrorAtSetup) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to mount a small tmpfs on /dev/shm";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
+        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) {
+      out = std::string("skip: ") + std::strerror(errno);
+    } else {
+      try {
+        HashStore store;
+        ShmTransport t(store, 0, 2, {getpid(), getpid()}, VerbsConfig{}, Milliseconds(2000));
+        out = "no error";
+      } catch (const Error& e) {
+        out = e.what();
+      }
+    }
+    (void)!write(fds[1], out.data(), out.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) got.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died: " << got;
+  if (got.rfind("skip: ", 0) == 0) GTEST_SKIP() << "no mount namespace: " << got;
+  EXPECT_NE(got.find("bytes of /dev/shm but it has 1048576 free"), std::string::npos) << got;
 }
 
 TEST(VerbsTcp, Sweep2) {

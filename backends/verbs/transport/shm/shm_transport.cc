@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -175,6 +176,19 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     fd.reset(shm_open(shmName_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
     C10D_SYSCHECK(fd.get(), "shm_open(", shmName_, ") for the verbs workspace of ", size, " ranks");
     created.name = &shmName_;
+    // tmpfs allocates pages as they are first touched: a workspace larger than what /dev/shm
+    // has left would map, then kill the process with SIGBUS mid-collective (a container's
+    // default /dev/shm is 64 MB). Refuse it here instead. (Not posix_fallocate: that would put
+    // every page on this rank's NUMA node instead of the one of the rank first touching it.)
+    struct statvfs vfs {};
+    if (fstatvfs(fd.get(), &vfs) == 0 &&
+        static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize < total) {
+      C10D_THROW(Error, "verbs/shm: the workspace of ", size, " ranks needs ", total,
+                 " bytes of /dev/shm but it has ",
+                 static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize,
+                 " free: make /dev/shm larger (docker run --shm-size), lower C10D_SHM_RING / "
+                 "C10D_SHM_CHUNK, or set C10D_TRANSPORT=tcp");
+    }
     if (ftruncate(fd.get(), static_cast<off_t>(total)) != 0) {
       int err = errno;
       C10D_THROW(Error, "ftruncate(", shmName_, ", ", total,
@@ -192,6 +206,17 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
                  err == ENOENT ? " (removed from /dev/shm before every rank mapped it: by another "
                                  "process, or rank 0 gave up)"
                                : "");
+    }
+    // Mapping more than the file holds would be a SIGBUS at the first touch past its end.
+    struct stat st {};
+    C10D_SYSCHECK(fstat(fd.get(), &st), "fstat(", shmName_, ")");
+    if (static_cast<unsigned long long>(st.st_size) != total) {
+      C10D_THROW(Error, "verbs/shm: rank ", rank, " of ", size, " expects a workspace of ", total,
+                 " bytes but ", shmName_, ", named in the store by the host's first rank, has ",
+                 static_cast<long long>(st.st_size),
+                 ": the ranks of this host disagree on the group (its size, or C10D_SHM_* "
+                 "settings), or the store holds the name from another group made with the same "
+                 "store prefix");
     }
   }
   void* base = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
