@@ -511,6 +511,7 @@ TEST(VerbsShm, DevShmTooSmallIsAnErrorAtSetup) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    alarm(30);  // a child stuck in setup dies, and the parent reads "the child died"
     close(fds[0]);
     std::string out;
     if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
