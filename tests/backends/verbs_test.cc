@@ -7,7 +7,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -506,39 +505,34 @@ TEST(VerbsShm, WorkspaceOfAnotherSizeIsRefused) {
 // child with a mount namespace of its own and a 1 MiB tmpfs on /dev/shm (needs root).
 TEST(VerbsShm, DevShmTooSmallIsAnErrorAtSetup) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root, to mount a small tmpfs on /dev/shm";
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    alarm(30);  // a child stuck in setup dies, and the parent reads "the child died"
-    close(fds[0]);
-    std::string out;
-    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
-        mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) {
-      out = std::string("skip: ") + std::strerror(errno);
-    } else {
-      try {
+  constexpr int kNoMountNamespace = 77;
+  test::MultiProcOptions mp;
+  mp.timeout = std::chrono::milliseconds(30000);
+  const auto results = test::runRanks(
+      1,
+      [](int, int) {
+        if (unshare(CLONE_NEWNS) != 0 ||
+            mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=1m") != 0) {
+          std::fprintf(stderr, "no mount namespace: %s\n", std::strerror(errno));
+          _exit(kNoMountNamespace);
+        }
         HashStore store;
-        ShmTransport t(store, 0, 2, {getpid(), getpid()}, VerbsConfig{}, Milliseconds(2000));
-        out = "no error";
-      } catch (const Error& e) {
-        out = e.what();
-      }
-    }
-    (void)!write(fds[1], out.data(), out.size());
-    _exit(0);
+        try {
+          ShmTransport t(store, 0, 2, {getpid(), getpid()}, VerbsConfig{}, Milliseconds(2000));
+          ADD_FAILURE() << "no error";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("bytes of /dev/shm but it has 1048576 free"),
+                    std::string::npos)
+              << e.what();
+        }
+      },
+      mp);
+  ASSERT_EQ(results.size(), 1u);
+  if (results[0].exited && results[0].exitCode == kNoMountNamespace) {
+    GTEST_SKIP() << "no mount namespace (the child's stderr says why)";
   }
-  close(fds[1]);
-  std::string got;
-  char buf[512];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) got.append(buf, n);
-  close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "the child died: " << got;
-  if (got.rfind("skip: ", 0) == 0) GTEST_SKIP() << "no mount namespace: " << got;
-  EXPECT_NE(got.find("bytes of /dev/shm but it has 1048576 free"), std::string::npos) << got;
+  EXPECT_TRUE(results[0].ok()) << results[0].describe();
 }
 
 TEST(VerbsTcp, Sweep2) {

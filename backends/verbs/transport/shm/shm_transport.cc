@@ -181,11 +181,12 @@ ShmTransport::ShmTransport(Store& store, int rank, int size, const std::vector<i
     // default /dev/shm is 64 MB). Refuse it here instead. (Not posix_fallocate: that would put
     // every page on this rank's NUMA node instead of the one of the rank first touching it.)
     struct statvfs vfs {};
-    if (fstatvfs(fd.get(), &vfs) == 0 &&
-        static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize < total) {
+    const unsigned long long freeBytes =
+        fstatvfs(fd.get(), &vfs) == 0 ? static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize
+                                      : ~0ull;  // unknown: let ftruncate and mmap decide
+    if (freeBytes < total) {
       C10D_THROW(Error, "verbs/shm: the workspace of ", size, " ranks needs ", total,
-                 " bytes of /dev/shm but it has ",
-                 static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize,
+                 " bytes of /dev/shm but it has ", freeBytes,
                  " free: make /dev/shm larger (docker run --shm-size), lower C10D_SHM_RING / "
                  "C10D_SHM_CHUNK, or set C10D_TRANSPORT=tcp");
     }
