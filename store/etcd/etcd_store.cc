@@ -134,6 +134,12 @@ EtcdStore::EtcdStore(EtcdStoreOptions options)
   if (options_.leaseTtlSeconds == 0) return;
   acquireLease("EtcdStore: taking the lease of prefix '" + options_.prefix + "'", requestTimeout());
   keepalive_ = std::thread([this] { keepaliveLoop(); });
+  // Return once the thread is parked in its wait, not still starting: a process that forks right
+  // after (a test harness, a launcher) must not fork while the thread holds a lock the child
+  // would inherit held. glibc's malloc is fork-safe, but ASan's allocator (GCC 12) is not:
+  // a rank forked during the thread's start deadlocked in its first malloc.
+  MutexLock lock(leaseMu_);
+  lock.wait(stopCv_, [&]() C10D_REQUIRES(leaseMu_) { return keepaliveWaiting_; });
 }
 
 EtcdStore::~EtcdStore() {
@@ -201,6 +207,8 @@ void EtcdStore::keepaliveLoop() {
   const Milliseconds timeout = std::max(Milliseconds(1), std::min(interval, options_.timeout));
   bool failing = false;
   MutexLock lock(leaseMu_);
+  keepaliveWaiting_ = true;
+  stopCv_.notify_all();  // the constructor; the wait below releases leaseMu_ for it
   while (!lock.waitFor(stopCv_, interval, [&]() C10D_REQUIRES(leaseMu_) { return stop_; })) {
     const int64_t id = lease_;
     lock.unlock();

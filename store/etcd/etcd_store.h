@@ -112,6 +112,8 @@ class EtcdStore : public Store {
   int64_t lease_ C10D_GUARDED_BY(leaseMu_) = 0;
   std::condition_variable stopCv_;
   bool stop_ C10D_GUARDED_BY(leaseMu_) = false;
+  // Set by the keepalive thread once it waits: the constructor returns only then (see there).
+  bool keepaliveWaiting_ C10D_GUARDED_BY(leaseMu_) = false;
   std::thread keepalive_;
 };
 
