@@ -80,7 +80,10 @@ class ServerCore {
     bool parked = false;
     Op parkedOp = Op::kWait;
     std::vector<std::string> parkedKeys;
-    std::string waitingOn;  // the key whose waiter list holds this connection
+    // The key whose waiter list holds this connection, when waitListed ("" is a valid key, so
+    // the key alone cannot say whether the connection is listed).
+    std::string waitingOn;
+    bool waitListed = false;
     // Owned by the I/O loop: the socket and whether EPOLLOUT is registered.
     Fd fd;
     bool pollingOut = false;

@@ -319,7 +319,8 @@ void ServerCore::wakeWaiters(const std::string& key) {
   waiters_.erase(it);
   for (uint64_t id : ids) {
     Conn* c = find(id);
-    if (c == nullptr || !c->parked || c->waitingOn != key) continue;
+    if (c == nullptr || !c->parked || !c->waitListed || c->waitingOn != key) continue;
+    c->waitListed = false;
     c->waitingOn.clear();
     // Answered: the loop resumes any frames the connection queued behind it.
     if (tryCompleteParked(*c)) woken_.push_back(id);
@@ -337,6 +338,7 @@ bool ServerCore::tryCompleteParked(Conn& c) {
   for (const auto& k : c.parkedKeys) {
     if (kv_.count(k) == 0) {
       c.waitingOn = k;
+      c.waitListed = true;
       waiters_[k].push_back(c.id);
       return false;
     }
@@ -374,13 +376,14 @@ void ServerCore::unpark(Conn& c) {
   if (!c.parked) return;
   c.parked = false;
   c.parkedKeys.clear();
-  if (c.waitingOn.empty()) return;
+  if (!c.waitListed) return;
   auto it = waiters_.find(c.waitingOn);
   if (it != waiters_.end()) {
     auto& ids = it->second;
     ids.erase(std::remove(ids.begin(), ids.end(), c.id), ids.end());
     if (ids.empty()) waiters_.erase(it);
   }
+  c.waitListed = false;
   c.waitingOn.clear();
 }
 
@@ -408,7 +411,7 @@ std::string ServerCore::checkInvariants() const {
     for (uint64_t id : ids) {
       auto it = conns_.find(id);
       if (it == conns_.end() || it->second->dead || !it->second->parked ||
-          it->second->waitingOn != key) {
+          !it->second->waitListed || it->second->waitingOn != key) {
         return detail::str("stale waiter ", id, " on key '", key, "'");
       }
       ++waiting;
@@ -417,9 +420,10 @@ std::string ServerCore::checkInvariants() const {
   for (const auto& [id, c] : conns_) {
     if (c->dead) continue;
     if (c->phase != Phase::kReady && c->parked) return "parked before the handshake";
-    if (c->parked && c->waitingOn.empty())
-      return detail::str("connection ", id, " parked on no key");
-    if (!c->waitingOn.empty()) --waiting;
+    if (c->parked != c->waitListed) {
+      return detail::str("connection ", id, c->parked ? " parked on no key" : " listed unparked");
+    }
+    if (c->waitListed) --waiting;
   }
   if (waiting != 0) return detail::str(waiting, " waiter entries without a parked connection");
   return "";
