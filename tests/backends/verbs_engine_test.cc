@@ -368,7 +368,9 @@ TEST(VerbsEngine, AnIdleGroupSleeps) {
 // Checked by the move's count: where the rank runs afterwards is up to the scheduler. So is
 // whether the setup holds on a loaded machine: rank 0 may be moved by the scheduler first, or be
 // preempted until rank 1 has arrived (no wait, no move). So up to 10 attempts, and rank 0 must
-// move in one of them; the ranks agree on the outcome through an allreduce.
+// move in one of them; the ranks agree on the outcome through an allreduce. The moves are
+// bounded by what the transport promises, one per 10 ms: an op preempted for longer may move
+// twice.
 TEST(VerbsEngine, RanksSharingACpuMoveApart) {
   cpu_set_t all;
   CPU_ZERO(&all);
@@ -386,8 +388,9 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
   }
   const std::string path = uniqueTempPath("verbs-spread");
   expectAllRanksOk(2, [&](int rank, int size) {
-    auto pg =
-        makeVerbs(path, rank, size, {{"C10D_SHM_SPREAD", "1"}, {"C10D_INLINE_US", "1000000"}});
+    auto pg = makeVerbs(
+        path, rank, size,
+        {{"C10D_SHM_SPREAD", "1"}, {"C10D_INLINE_US", "1000000"}, {"C10D_SPIN_US", "1000000"}});
     ASSERT_EQ(pg->transportName(), "shm");
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -404,18 +407,32 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
       ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
       if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
+      const auto start = std::chrono::steady_clock::now();
       auto w = pg->allreduce(tensorOf(x.data(), x.size()));
-      if (rank == 0) {
-        EXPECT_TRUE(w->isCompleted()) << "the op was to stay inline";
-      }
+      const bool inline_ = w->isCompleted();
       w->wait();
+      const auto took = std::chrono::steady_clock::now() - start;
       EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
-      moved = rank == 0 ? static_cast<float>(shmCpuMovesForTesting(*pg) - movesBefore) : 0.0f;
+      if (rank == 0) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+        // Inline up to C10D_INLINE_US of waiting, without a sleep up to C10D_SPIN_US (both 1 s:
+        // with the default spin, 20 ms, a rank 1 preempted that long made rank 0 hand off).
+        if (ms < 900) {
+          EXPECT_TRUE(inline_) << "the op was to stay inline (it took " << ms << " ms)";
+        }
+        // At most one move per 10 ms: one op preempted for longer on a loaded machine may
+        // move again, and that is allowed.
+        const uint64_t moves = shmCpuMovesForTesting(*pg) - movesBefore;
+        EXPECT_LE(moves, 1 + static_cast<uint64_t>(ms / 10))
+            << "rank 0 moved " << moves << " times in one op of " << ms << " ms";
+        moved = static_cast<float>(moves);
+      } else {
+        moved = 0.0f;
+      }
       pg->allreduce(tensorOf(&moved, 1))->wait();
     }
     EXPECT_GE(moved, 1.0f) << "rank 0 did not move off the CPU rank 1 shares in " << attempts
                            << " attempts";
-    EXPECT_LE(moved, 1.0f) << "rank 0 moved more than once in one op";
   });
 }
 
