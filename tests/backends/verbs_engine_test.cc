@@ -409,7 +409,7 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
       const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
       const auto start = std::chrono::steady_clock::now();
       auto w = pg->allreduce(tensorOf(x.data(), x.size()));
-      const bool inline_ = w->isCompleted();
+      const bool wasInline = w->isCompleted();
       w->wait();
       const auto took = std::chrono::steady_clock::now() - start;
       EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
@@ -418,7 +418,7 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
         // Inline up to C10D_INLINE_US of waiting, without a sleep up to C10D_SPIN_US (both 1 s:
         // with the default spin, 20 ms, a rank 1 preempted that long made rank 0 hand off).
         if (ms < 900) {
-          EXPECT_TRUE(inline_) << "the op was to stay inline (it took " << ms << " ms)";
+          EXPECT_TRUE(wasInline) << "the op was to stay inline (it took " << ms << " ms)";
         }
         // At most one move per 10 ms: one op preempted for longer on a loaded machine may
         // move again, and that is allowed.
