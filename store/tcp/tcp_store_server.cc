@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <future>
 #include <thread>
 #include <utility>
 
@@ -110,7 +111,18 @@ TCPStoreServer::Loop::Loop(const TCPStoreServerOptions& options) {
     }
   }
   scratch_.resize(kReadChunk);
-  thread_ = std::thread([this] { run(); });
+  // Return once the thread runs, not while it is still starting: a process that forks right after
+  // (a test harness, a launcher) must not fork while the thread holds a lock the child would
+  // inherit held (ASan's allocator (GCC 12) is not fork-safe during a thread's start; EtcdStore's
+  // constructor hung that way). The loop then sleeps in epoll_wait holding nothing.
+  // The thread owns the promise: the shared state outlives set_value's wake-up of this wait.
+  std::promise<void> started;
+  std::future<void> running = started.get_future();
+  thread_ = std::thread([this, started = std::move(started)]() mutable {
+    started.set_value();
+    run();
+  });
+  running.wait();
 }
 
 TCPStoreServer::Loop::~Loop() {
