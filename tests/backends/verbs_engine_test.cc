@@ -364,7 +364,10 @@ TEST(VerbsEngine, AnIdleGroupSleeps) {
 // Ranks on one CPU move apart (C10D_SHM_SPREAD): both ranks run their first ops pinned to one
 // CPU, then get their whole mask back (where a store wake-up can leave them, and where this VM's
 // scheduler kept them ~10 ms); rank 1 comes 5 ms late to the next op, and rank 0, waiting in the
-// barrier on the CPU rank 1 last used, moves to another (it stays inline: no sleep, no hand-off).
+// barrier on the CPU rank 1 last used, moves to another. The move comes before the wait proper,
+// so whether the op then stays inline or hands off is not this test's concern (a waiter whose
+// yield gave the CPU to another thread of its process sleeps, and so hands off, at once:
+// spin_wait.h; on a loaded machine that happens).
 // Checked by the move's count: where the rank runs afterwards is up to the scheduler. So is
 // whether the setup holds on a loaded machine: rank 0 may be moved by the scheduler first, or be
 // preempted until rank 1 has arrived (no wait, no move). So up to 10 attempts, and rank 0 must
@@ -388,9 +391,8 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
   }
   const std::string path = uniqueTempPath("verbs-spread");
   expectAllRanksOk(2, [&](int rank, int size) {
-    auto pg = makeVerbs(
-        path, rank, size,
-        {{"C10D_SHM_SPREAD", "1"}, {"C10D_INLINE_US", "1000000"}, {"C10D_SPIN_US", "1000000"}});
+    auto pg =
+        makeVerbs(path, rank, size, {{"C10D_SHM_SPREAD", "1"}, {"C10D_INLINE_US", "1000000"}});
     ASSERT_EQ(pg->transportName(), "shm");
     cpu_set_t one;
     CPU_ZERO(&one);
@@ -408,18 +410,11 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
       if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       const uint64_t movesBefore = shmCpuMovesForTesting(*pg);
       const auto start = std::chrono::steady_clock::now();
-      auto w = pg->allreduce(tensorOf(x.data(), x.size()));
-      const bool wasInline = w->isCompleted();
-      w->wait();
+      pg->allreduce(tensorOf(x.data(), x.size()))->wait();
       const auto took = std::chrono::steady_clock::now() - start;
       EXPECT_EQ(x.front(), 16.0f);  // four sums of two ranks' equal values
       if (rank == 0) {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
-        // Inline up to C10D_INLINE_US of waiting, without a sleep up to C10D_SPIN_US (both 1 s:
-        // with the default spin, 20 ms, a rank 1 preempted that long made rank 0 hand off).
-        if (ms < 900) {
-          EXPECT_TRUE(wasInline) << "the op was to stay inline (it took " << ms << " ms)";
-        }
         // At most one move per 10 ms: one op preempted for longer on a loaded machine may
         // move again, and that is allowed.
         const uint64_t moves = shmCpuMovesForTesting(*pg) - movesBefore;
