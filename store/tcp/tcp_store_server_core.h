@@ -80,10 +80,9 @@ class ServerCore {
     bool parked = false;
     Op parkedOp = Op::kWait;
     std::vector<std::string> parkedKeys;
-    // The key whose waiter list holds this connection, when waitListed ("" is a valid key, so
-    // the key alone cannot say whether the connection is listed).
+    // The key whose waiter list holds this connection while it is parked ("" is a valid key:
+    // `parked` alone says whether the connection is listed).
     std::string waitingOn;
-    bool waitListed = false;
     // Owned by the I/O loop: the socket and whether EPOLLOUT is registered.
     Fd fd;
     bool pollingOut = false;

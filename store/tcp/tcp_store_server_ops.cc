@@ -2,6 +2,7 @@
 // handshake: tcp_store_server_core.cc).
 #include <algorithm>
 #include <charconv>
+#include <unordered_set>
 
 #include "base/error.h"
 #include "store/tcp/tcp_store_server_core.h"
@@ -319,8 +320,7 @@ void ServerCore::wakeWaiters(const std::string& key) {
   waiters_.erase(it);
   for (uint64_t id : ids) {
     Conn* c = find(id);
-    if (c == nullptr || !c->parked || !c->waitListed || c->waitingOn != key) continue;
-    c->waitListed = false;
+    if (c == nullptr || !c->parked || c->waitingOn != key) continue;
     c->waitingOn.clear();
     // Answered: the loop resumes any frames the connection queued behind it.
     if (tryCompleteParked(*c)) woken_.push_back(id);
@@ -338,7 +338,6 @@ bool ServerCore::tryCompleteParked(Conn& c) {
   for (const auto& k : c.parkedKeys) {
     if (kv_.count(k) == 0) {
       c.waitingOn = k;
-      c.waitListed = true;
       waiters_[k].push_back(c.id);
       return false;
     }
@@ -376,14 +375,13 @@ void ServerCore::unpark(Conn& c) {
   if (!c.parked) return;
   c.parked = false;
   c.parkedKeys.clear();
-  if (!c.waitListed) return;
+  // A parked connection is always in its key's waiter list (tryCompleteParked), "" included.
   auto it = waiters_.find(c.waitingOn);
   if (it != waiters_.end()) {
     auto& ids = it->second;
     ids.erase(std::remove(ids.begin(), ids.end(), c.id), ids.end());
     if (ids.empty()) waiters_.erase(it);
   }
-  c.waitListed = false;
   c.waitingOn.clear();
 }
 
@@ -405,27 +403,23 @@ std::string ServerCore::checkInvariants() const {
     }
   }
   if (static_cast<int64_t>(conns_.size()) != numConns_.load()) return "connection count";
-  size_t waiting = 0;
+  std::unordered_set<uint64_t> listed;  // each at most once, in the list of its waitingOn
   for (const auto& [key, ids] : waiters_) {
     if (kv_.count(key) != 0) return detail::str("waiters on existing key '", key, "'");
     for (uint64_t id : ids) {
       auto it = conns_.find(id);
       if (it == conns_.end() || it->second->dead || !it->second->parked ||
-          !it->second->waitListed || it->second->waitingOn != key) {
+          it->second->waitingOn != key || !listed.insert(id).second) {
         return detail::str("stale waiter ", id, " on key '", key, "'");
       }
-      ++waiting;
     }
   }
   for (const auto& [id, c] : conns_) {
     if (c->dead) continue;
     if (c->phase != Phase::kReady && c->parked) return "parked before the handshake";
-    if (c->parked != c->waitListed) {
-      return detail::str("connection ", id, c->parked ? " parked on no key" : " listed unparked");
-    }
-    if (c->waitListed) --waiting;
+    if (c->parked && listed.count(id) == 0)
+      return detail::str("connection ", id, " parked on no key");
   }
-  if (waiting != 0) return detail::str(waiting, " waiter entries without a parked connection");
   return "";
 }
 
