@@ -51,6 +51,30 @@ void Reducer::resetIteration() {
 
 void Reducer::markReady(size_t index) {
   MutexLock lock(mu_);
+  markReadyLocked(index, nullptr);
+}
+
+void Reducer::markReady(size_t index, const Tensor& grad) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  C10D_CHECK_ARG(options_.gradientAsBucketView, "Reducer::markReady(", index,
+                 ", grad): a gradient outside the bucket needs "
+                 "ReducerOptions::gradientAsBucketView; without it the Reducer reads the "
+                 "Parameter's grad (call markReady(index))");
+  C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
+                 " out of range: the Reducer has ", params_.size(), " parameters (group ",
+                 group_->name(), ")");
+  const Tensor& data = params_[index].data;
+  C10D_CHECK_ARG(grad.dtype == data.dtype && grad.numel == data.numel &&
+                     grad.device == data.device && (grad.numel == 0 || grad.data != nullptr),
+                 "Reducer::markReady(", index, ", grad): ", describe(index), " is ",
+                 toString(data.dtype), " x ", data.numel, " on ", toString(data.device),
+                 ", the gradient given ", toString(grad.dtype), " x ", grad.numel, " on ",
+                 toString(grad.device), grad.numel > 0 && grad.data == nullptr ? " (null)" : "");
+  markReadyLocked(index, &grad);
+}
+
+void Reducer::markReadyLocked(size_t index, const Tensor* grad) {
   broken_.check(group_->name());
   C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
                  " out of range: the Reducer has ", params_.size(), " parameters (group ",
@@ -76,7 +100,7 @@ void Reducer::markReady(size_t index) {
   const Locator loc = locators_[index];
   Bucket& bucket = buckets_[loc.bucket];
   try {
-    enterBucket(index, bucket.flat.view(loc.slot));
+    enterBucket(index, bucket.flat.view(loc.slot), grad);
     if (--bucket.pending == 0) {
       bucket.ready = true;
       launchReadyBuckets();
@@ -92,15 +116,21 @@ void Reducer::launchReadyBuckets() {
   while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].ready) launch(nextBucket_++);
 }
 
-// A gradient enters its bucket slot: copied (unless the slot is the gradient) and, averaging as
-// torch does, multiplied by 1 / world size on the way.
-void Reducer::enterBucket(size_t param, const Tensor& slot) {
-  const Tensor& grad = params_[param].grad;
+// A gradient enters its bucket slot, averaged on the way as torch's DDP does
+// (mark_variable_ready_dense): a gradient outside the slot is multiplied by 1 / world size while
+// it is copied in; a gradient that already is the slot (gradientAsBucketView's steady state) is
+// divided in place by the world size. The two differ in the last bit for many elements.
+void Reducer::enterBucket(size_t param, const Tensor& slot, const Tensor* external) {
+  const Tensor* from = external;
+  if (from == nullptr && !options_.gradientAsBucketView) from = &params_[param].grad;
   if (scalesOnEntry(slot.dtype)) {
-    ops_->multiply(slot, options_.gradientAsBucketView ? slot : grad,
-                   1.0 / static_cast<double>(group_->size()));
-  } else if (!options_.gradientAsBucketView) {
-    ops_->copy(slot, grad);
+    if (from != nullptr) {
+      ops_->multiply(slot, *from, 1.0 / static_cast<double>(group_->size()));
+    } else {
+      ops_->divide(slot, group_->size());
+    }
+  } else if (from != nullptr) {
+    ops_->copy(slot, *from);
   }
 }
 
@@ -112,7 +142,7 @@ bool Reducer::scalesOnEntry(DataType dtype) const {
 void Reducer::prepareUnmarked(size_t param, const Tensor& slot) {
   if (usedSinceSync_[param]) {
     // Used in a no-sync micro-batch of this accumulation window: reduce what was accumulated.
-    enterBucket(param, slot);
+    enterBucket(param, slot, nullptr);
     return;
   }
   if (options_.gradientAsBucketView) {

@@ -28,10 +28,12 @@
 //   iteration's order then misses parameters; torch skips it too) or rebuildBuckets = false.
 //
 // Averaging and copy-back (finalize)
-//   Without a hook: as torch's DDP, each gradient is multiplied by 1 / world size as it enters its
-//   bucket, then the buckets are SUM-allreduced (ReducerOptions::averaging can sum first and
-//   divide after). With a hook: the hook's result, as is (comm_hooks.h). Then, unless grads are
-//   bucket views, each bucket slot is copied back into the framework's grad.
+//   Without a hook: as torch's DDP, each gradient is averaged as it enters its bucket: multiplied
+//   by 1 / world size when it is copied in (copy mode; markReady(i, grad) in view mode), divided by
+//   the world size in place when it already is the bucket slot (view mode's markReady(i): torch's
+//   bucket_view.div_), then the buckets are SUM-allreduced (ReducerOptions::averaging can sum
+//   first and divide after). With a hook: the hook's result, as is (comm_hooks.h). Then, unless
+//   grads are bucket views, each bucket slot is copied back into the framework's grad.
 //
 // Unused parameters (findUnusedParameters = true; torch semantics)
 //   A parameter not marked in an iteration (nor in the no-sync micro-batches before it) counts as a
@@ -124,9 +126,10 @@ struct ReducerOptions {
   bool rebuildBuckets = true;
   // Without a comm hook, how the average is formed (floating dtypes; integer buckets always sum,
   // then divide):
-  //   kScaleThenSum (default, torch's DDP): each gradient is multiplied by 1 / world size (in the
-  //     dtype's compute type, DeviceOps::multiply) as it enters its bucket, then the buckets are
-  //     SUM-allreduced: the same bits as torch's DDP over the same allreduce;
+  //   kScaleThenSum (default, torch's DDP): each gradient is averaged as it enters its bucket,
+  //     multiplied by 1 / world size (in the dtype's compute type, DeviceOps::multiply) when copied
+  //     in, divided by the world size (DeviceOps::divide) when it already is the slot; then the
+  //     buckets are SUM-allreduced: the same bits as torch's DDP over the same allreduce;
   //   kSumThenDivide: SUM-allreduce, then divide by the world size (rounds once per element
   //     instead of once per rank; at world size 3 ~60% of float elements differ from torch's in
   //     the last bit).
@@ -177,7 +180,15 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   // Parameter `index`'s gradient is complete for this backward. Thread-safe (see header comment).
+  // With gradientAsBucketView the gradient is in gradView(index) (torch's steady state, where the
+  // grad is the bucket view).
   void markReady(size_t index) C10D_EXCLUDES(mu_);
+  // gradientAsBucketView only: the gradient is in `grad`, outside the bucket (torch's first step,
+  // or every step after zero_grad(set_to_none=True)). It is copied into gradView(index), scaled by
+  // 1 / world size, and the framework should use gradView(index) as the gradient from now on (torch
+  // sets grad = bucket view). `grad` must stay unchanged until finalize(). Under noSync only the
+  // use is recorded: a gradient accumulated outside the bucket is passed in the synced iteration.
+  void markReady(size_t index, const Tensor& grad) C10D_EXCLUDES(mu_);
 
   // Ends the iteration: launches what is left (findUnusedParameters), waits for every bucket,
   // averages, copies back. Under noSync: ends the micro-batch, communicates nothing.
@@ -248,7 +259,10 @@ class Reducer {
   void launchReadyBuckets() C10D_REQUIRES(mu_);
   void launch(size_t b) C10D_REQUIRES(mu_);
   void prepareUnmarked(size_t param, const Tensor& slot) C10D_REQUIRES(mu_);
-  void enterBucket(size_t param, const Tensor& slot) C10D_REQUIRES(mu_);
+  void markReadyLocked(size_t index, const Tensor* grad) C10D_REQUIRES(mu_);
+  // `external`: the gradient when it is not the slot (null: params_[param].grad in copy mode, the
+  // slot itself with gradientAsBucketView).
+  void enterBucket(size_t param, const Tensor& slot, const Tensor* external) C10D_REQUIRES(mu_);
   bool scalesOnEntry(DataType dtype) const;
   // Starts the SUM allreduce of the used-parameter map, staged in *staged.
   std::shared_ptr<Work> launchUsedMap(layers::FlatBuffer* staged) C10D_REQUIRES(mu_);

@@ -37,10 +37,7 @@ SyncBatchNorm::SyncBatchNorm(std::shared_ptr<ProcessGroup> group, size_t numFeat
       weightGrad_(numFeatures, 0.0f),
       biasGrad_(numFeatures, 0.0f),
       runningMean_(numFeatures, 0.0f),
-      runningVar_(numFeatures, 1.0f),
-      mean_(numFeatures),
-      var_(numFeatures),
-      invstd_(numFeatures) {
+      runningVar_(numFeatures, 1.0f) {
   C10D_CHECK_ARG(numFeatures > 0, "SyncBatchNorm: numFeatures must be > 0");
   C10D_CHECK_ARG(options.eps > 0, "SyncBatchNorm: eps must be > 0, got ", options.eps);
   C10D_CHECK_ARG(options.momentum >= 0 && options.momentum <= 1,
@@ -57,8 +54,8 @@ std::vector<layers::Parameter> SyncBatchNorm::parameters(const std::string& pref
   return {{prefix + "weight", weight(), weightGrad()}, {prefix + "bias", bias(), biasGrad()}};
 }
 
-size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batch,
-                                  const Tensor& y) const {
+size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y,
+                                  size_t spatial) const {
   C10D_CHECK_ARG(x.dtype == DataType::kFloat32 || x.dtype == DataType::kBFloat16,
                  "SyncBatchNorm::", what, ": input is ", toString(x.dtype),
                  "; float or bfloat16 only");
@@ -72,7 +69,7 @@ size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batc
   if (batch == 0) {
     C10D_CHECK_ARG(x.numel == 0, "SyncBatchNorm::", what, ": batch 0 but ", x.numel,
                    " input elements");
-    return savedSpatial_ > 0 ? savedSpatial_ : 1;
+    return spatial > 0 ? spatial : 1;
   }
   const size_t perSample = batch * features_;
   C10D_CHECK_ARG(x.numel % perSample == 0 && x.numel > 0, "SyncBatchNorm::", what, ": ", x.numel,
@@ -89,49 +86,84 @@ void SyncBatchNorm::allreduce(std::vector<double>& v) {
       ->wait(options_.timeout);
 }
 
-double SyncBatchNorm::batchStatistics(const Tensor& x, size_t batch, size_t spatial) {
+SyncBatchNorm::Statistics SyncBatchNorm::batchStatistics(const Tensor& x, size_t batch,
+                                                         size_t spatial) {
   const size_t c = features_;
-  std::vector<double> stats(1 + 2 * c, 0.0);  // count, sums, sums of squares
-  stats[0] = static_cast<double>(batch * spatial);
-  for (size_t n = 0; n < batch; ++n) {
-    for (size_t ch = 0; ch < c; ++ch) {
-      const size_t base = (n * c + ch) * spatial;
-      double s = 0, q = 0;
+  // This rank's [count, means, M2s]: two passes over its own values.
+  std::vector<double> mine(1 + 2 * c, 0.0);
+  const double n = static_cast<double>(batch * spatial);
+  mine[0] = n;
+  for (size_t ch = 0; ch < c && batch > 0; ++ch) {
+    double s = 0;
+    for (size_t b = 0; b < batch; ++b) {
+      const size_t base = (b * c + ch) * spatial;
+      for (size_t i = 0; i < spatial; ++i) s += load(x, base + i);
+    }
+    const double mean = s / n;
+    double m2 = 0;
+    for (size_t b = 0; b < batch; ++b) {
+      const size_t base = (b * c + ch) * spatial;
       for (size_t i = 0; i < spatial; ++i) {
-        const double v = load(x, base + i);
-        s += v;
-        q += v * v;
+        const double d = load(x, base + i) - mean;
+        m2 += d * d;
       }
-      stats[1 + ch] += s;
-      stats[1 + c + ch] += q;
+    }
+    mine[1 + ch] = mean;
+    mine[1 + c + ch] = m2;
+  }
+  const int ranks = group_ ? group_->size() : 1;
+  std::vector<double> all = mine;
+  if (ranks > 1) {
+    all.assign(mine.size() * static_cast<size_t>(ranks), 0.0);
+    group_
+        ->allgatherIntoTensor(Tensor(all.data(), all.size(), DataType::kFloat64),
+                              Tensor(mine.data(), mine.size(), DataType::kFloat64),
+                              AllgatherOptions{options_.timeout})
+        ->wait(options_.timeout);
+  }
+  // Chan et al.'s pairwise combination, in rank order (the same bits on every rank).
+  Statistics st;
+  st.mean.assign(c, 0.0);
+  st.var.assign(c, 0.0);
+  std::vector<double> m2(c, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const double* part = all.data() + static_cast<size_t>(r) * mine.size();
+    const double nb = part[0];
+    if (nb == 0) continue;
+    const double na = st.count;
+    st.count = na + nb;
+    for (size_t ch = 0; ch < c; ++ch) {
+      const double delta = part[1 + ch] - st.mean[ch];
+      st.mean[ch] += delta * (nb / st.count);
+      m2[ch] += part[1 + c + ch] + delta * delta * (na * nb / st.count);
     }
   }
-  allreduce(stats);
-  const double count = stats[0];
-  C10D_CHECK_ARG(count > 1, "SyncBatchNorm::forward: expected more than 1 value per channel ",
-                 "when training, got ", count, " over the group (", group_ ? group_->size() : 1,
-                 " rank(s))");
-  for (size_t ch = 0; ch < c; ++ch) {
-    const double mean = stats[1 + ch] / count;
-    const double var = std::max(stats[1 + c + ch] / count - mean * mean, 0.0);
-    mean_[ch] = mean;
-    var_[ch] = var;
-    invstd_[ch] = 1.0 / std::sqrt(var + options_.eps);
-  }
-  return count;
+  C10D_CHECK_ARG(st.count > 1, "SyncBatchNorm::forward: expected more than 1 value per channel ",
+                 "when training, got ", st.count, " over the group (", ranks, " rank(s))");
+  for (size_t ch = 0; ch < c; ++ch) st.var[ch] = m2[ch] / st.count;
+  return st;
 }
 
-void SyncBatchNorm::forward(const Tensor& x, size_t batch, const Tensor& y) {
-  const size_t spatial = checkShapes("forward", x, batch, y);
+std::shared_ptr<const SyncBatchNorm::Saved> SyncBatchNorm::forward(const Tensor& x, size_t batch,
+                                                                   const Tensor& y) {
+  const size_t spatial = checkShapes("forward", x, batch, y, lastSpatial_);
+  if (batch > 0) lastSpatial_ = spatial;
   const size_t c = features_;
   const bool useBatchStats = training_ || !options_.trackRunningStats;
-  double count = 0;
+  auto saved = std::make_shared<Saved>();
+  saved->mean.resize(c);
+  saved->invstd.resize(c);
+  Statistics st;
   if (useBatchStats) {
-    count = batchStatistics(x, batch, spatial);
+    st = batchStatistics(x, batch, spatial);
+    for (size_t ch = 0; ch < c; ++ch) {
+      saved->mean[ch] = st.mean[ch];
+      saved->invstd[ch] = 1.0 / std::sqrt(st.var[ch] + options_.eps);
+    }
   } else {
     for (size_t ch = 0; ch < c; ++ch) {
-      mean_[ch] = runningMean_[ch];
-      invstd_[ch] = 1.0 / std::sqrt(static_cast<double>(runningVar_[ch]) + options_.eps);
+      saved->mean[ch] = runningMean_[ch];
+      saved->invstd[ch] = 1.0 / std::sqrt(static_cast<double>(runningVar_[ch]) + options_.eps);
     }
   }
   for (size_t n = 0; n < batch; ++n) {
@@ -140,45 +172,53 @@ void SyncBatchNorm::forward(const Tensor& x, size_t batch, const Tensor& y) {
       const double b = options_.affine ? bias_[ch] : 0.0;
       const size_t base = (n * c + ch) * spatial;
       for (size_t i = 0; i < spatial; ++i) {
-        store(y, base + i, (load(x, base + i) - mean_[ch]) * invstd_[ch] * w + b);
+        store(y, base + i, (load(x, base + i) - saved->mean[ch]) * saved->invstd[ch] * w + b);
       }
     }
   }
-  if (!training_) return;
+  if (!training_) return nullptr;
   if (options_.trackRunningStats) {
     const double m = options_.momentum;
     for (size_t ch = 0; ch < c; ++ch) {
-      runningMean_[ch] = static_cast<float>((1 - m) * runningMean_[ch] + m * mean_[ch]);
-      runningVar_[ch] =
-          static_cast<float>((1 - m) * runningVar_[ch] + m * var_[ch] * count / (count - 1));
+      runningMean_[ch] = static_cast<float>((1 - m) * runningMean_[ch] + m * st.mean[ch]);
+      runningVar_[ch] = static_cast<float>((1 - m) * runningVar_[ch] +
+                                           m * st.var[ch] * st.count / (st.count - 1));
     }
     ++batchesTracked_;
   }
-  savedX_ = x;
-  savedBatch_ = batch;
-  savedSpatial_ = spatial;
-  savedCount_ = count;
-  haveSaved_ = true;
+  saved->x = x;
+  saved->batch = batch;
+  saved->spatial = spatial;
+  saved->count = st.count;
+  if (options_.affine) saved->weight = weight_;
+  last_ = saved;
+  return saved;
 }
 
 void SyncBatchNorm::backward(const Tensor& dy, const Tensor& dx) {
-  C10D_CHECK_ARG(haveSaved_, "SyncBatchNorm::backward: no training forward to differentiate");
-  const Tensor& x = savedX_;
+  C10D_CHECK_ARG(last_ != nullptr, "SyncBatchNorm::backward: no training forward to differentiate");
+  backward(*last_, dy, dx);
+}
+
+void SyncBatchNorm::backward(const Saved& saved, const Tensor& dy, const Tensor& dx) {
+  const Tensor& x = saved.x;
   C10D_CHECK_ARG(dy.dtype == x.dtype && dy.numel == x.numel, "SyncBatchNorm::backward: dy is ",
                  toString(dy.dtype), " x ", dy.numel, ", the forward's input ", toString(x.dtype),
                  " x ", x.numel);
-  checkShapes("backward", dy, savedBatch_, dx);
+  checkShapes("backward", dy, saved.batch, dx, saved.spatial);
   const size_t c = features_;
-  const size_t spatial = savedSpatial_;
+  const size_t spatial = saved.spatial;
+  const std::vector<double>& mean = saved.mean;
+  const std::vector<double>& invstd = saved.invstd;
   std::vector<double> sums(2 * c, 0.0);  // sum(dy), sum(dy * (x - mean))
-  for (size_t n = 0; n < savedBatch_; ++n) {
+  for (size_t n = 0; n < saved.batch; ++n) {
     for (size_t ch = 0; ch < c; ++ch) {
       const size_t base = (n * c + ch) * spatial;
       double s = 0, sx = 0;
       for (size_t i = 0; i < spatial; ++i) {
         const double g = load(dy, base + i);
         s += g;
-        sx += g * (load(x, base + i) - mean_[ch]);
+        sx += g * (load(x, base + i) - mean[ch]);
       }
       sums[ch] += s;
       sums[c + ch] += sx;
@@ -186,21 +226,21 @@ void SyncBatchNorm::backward(const Tensor& dy, const Tensor& dx) {
   }
   if (options_.affine) {
     for (size_t ch = 0; ch < c; ++ch) {
-      weightGrad_[ch] += static_cast<float>(sums[c + ch] * invstd_[ch]);
+      weightGrad_[ch] += static_cast<float>(sums[c + ch] * invstd[ch]);
       biasGrad_[ch] += static_cast<float>(sums[ch]);
     }
   }
   allreduce(sums);
-  const double count = savedCount_;
-  for (size_t n = 0; n < savedBatch_; ++n) {
+  const double count = saved.count;
+  for (size_t n = 0; n < saved.batch; ++n) {
     for (size_t ch = 0; ch < c; ++ch) {
-      const double w = options_.affine ? weight_[ch] : 1.0;
+      const double w = options_.affine ? saved.weight[ch] : 1.0;
       const double meanDy = sums[ch] / count;
       const double meanDyXmu = sums[c + ch] / count;
-      const double is = invstd_[ch];
+      const double is = invstd[ch];
       const size_t base = (n * c + ch) * spatial;
       for (size_t i = 0; i < spatial; ++i) {
-        const double xmu = load(x, base + i) - mean_[ch];
+        const double xmu = load(x, base + i) - mean[ch];
         store(dx, base + i, (load(dy, base + i) - meanDy - xmu * is * is * meanDyXmu) * is * w);
       }
     }

@@ -6,9 +6,11 @@
 // different batch, 0 included (its count is then 0; it still takes part in the collectives).
 //
 // Training forward (collective over the group: every rank calls it, in the same order):
-//   per channel, this rank's count, sum and sum of squares (in double) -> one SUM allreduce of
-//   [count, sums, sums of squares] -> mean = sum / N, var = sumsq / N - mean^2 (biased, N = the
-//   group's count); y = (x - mean) / sqrt(var + eps) * weight + bias. Running statistics (when
+//   per channel, this rank's count, mean and sum of squared deviations from it (two passes, in
+//   double) -> one allgather of [count, means, M2s] -> combined in rank order by Chan's pairwise
+//   update (the parallel Welford torch's SyncBatchNorm uses; no E[x^2] - mean^2 cancellation, so
+//   inputs far from 0 keep their variance) -> mean and biased var over the group's N values;
+//   y = (x - mean) / sqrt(var + eps) * weight + bias. Running statistics (when
 //   tracked): running = (1 - momentum) * running + momentum * batch value, with the unbiased
 //   variance var * N / (N - 1), as torch. Fewer than 2 values per channel over the group is an
 //   InvalidArgument on every rank (torch: "Expected more than 1 value per channel").
@@ -18,9 +20,12 @@
 //   weightGrad += this rank's sum(dy * xhat), biasGrad += this rank's sum(dy) (before the
 //   allreduce: summed over ranks by whoever averages gradients, e.g. the DDP Reducer).
 // Evaluation (setTraining(false)): normalizes with the running statistics; no communication.
-// Without
-//   tracked running statistics, evaluation uses the batch's statistics (collective, as training,
-//   without updating anything), as torch.
+//   Without tracked running statistics, evaluation uses the batch's statistics (collective, as
+//   training, without updating anything), as torch.
+// Saved state: each training forward keeps what its backward needs (the input view, mean, inverse
+//   std, weight: torch's autograd context), returned as a Saved handle; evaluation forwards and
+//   later training forwards do not change a handle. backward(dy, dx) differentiates the last
+//   training forward, backward(saved, dy, dx) any one.
 //
 // The input of a training forward must stay unchanged until its backward (it is read again, not
 // copied, as torch's autograd keeps it). Statistics and arithmetic are in double; y and dx are
@@ -60,11 +65,24 @@ class SyncBatchNorm {
   void setTraining(bool training) { training_ = training; }
   bool training() const { return training_; }
 
+  // What a training forward keeps for its backward.
+  struct Saved {
+    Tensor x;  // the forward's input (a view: must stay unchanged until the backward)
+    size_t batch = 0;
+    size_t spatial = 0;
+    double count = 0;  // N over the group
+    std::vector<double> mean, invstd;
+    std::vector<float> weight;  // at the forward (affine)
+  };
+
   // y <- BN(x) for `batch` samples (see the header comment). Throws InvalidArgument naming what is
-  // wrong (dtype, device, sizes) before communicating; a failed collective's error as is.
-  void forward(const Tensor& x, size_t batch, const Tensor& y);
+  // wrong (dtype, device, sizes) before communicating; a failed collective's error as is. Returns
+  // a training forward's saved state (null in evaluation).
+  std::shared_ptr<const Saved> forward(const Tensor& x, size_t batch, const Tensor& y);
   // dx <- dL/dx for the last training forward (dy like its y; dx like its x, may be dy).
   void backward(const Tensor& dy, const Tensor& dx);
+  // dx <- dL/dx for the training forward that returned `saved`.
+  void backward(const Saved& saved, const Tensor& dy, const Tensor& dx);
 
   size_t numFeatures() const { return features_; }
   const SyncBatchNormOptions& options() const { return options_; }
@@ -84,12 +102,17 @@ class SyncBatchNorm {
   static Tensor view(std::vector<float>& v) {
     return Tensor(v.data(), v.size(), DataType::kFloat32);
   }
-  // Checks x / y and returns the positions per channel (S).
-  size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y) const;
+  // Checks x / y and returns the positions per channel (S); `spatial` for an empty batch.
+  size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y,
+                     size_t spatial) const;
   // Sums `v` over the group in place (no-op alone).
   void allreduce(std::vector<double>& v);
-  // The batch's mean and inverse std into mean_ / invstd_ (collective); returns the group's count.
-  double batchStatistics(const Tensor& x, size_t batch, size_t spatial);
+  // The group's count, mean and biased variance per channel (collective).
+  struct Statistics {
+    double count = 0;
+    std::vector<double> mean, var;
+  };
+  Statistics batchStatistics(const Tensor& x, size_t batch, size_t spatial);
 
   std::shared_ptr<ProcessGroup> group_;
   size_t features_;
@@ -98,13 +121,8 @@ class SyncBatchNorm {
   std::vector<float> weight_, bias_, weightGrad_, biasGrad_, runningMean_, runningVar_;
   uint64_t batchesTracked_ = 0;
 
-  // The last training forward, for backward().
-  Tensor savedX_;
-  size_t savedBatch_ = 0;
-  size_t savedSpatial_ = 0;
-  double savedCount_ = 0;                    // N over the group
-  std::vector<double> mean_, var_, invstd_;  // of the last batch (biased variance)
-  bool haveSaved_ = false;
+  std::shared_ptr<const Saved> last_;  // the last training forward's, for backward(dy, dx)
+  size_t lastSpatial_ = 0;             // positions per channel of the last non-empty input
 };
 
 }  // namespace norm

@@ -16,6 +16,12 @@ void validate(const GradClip& clip, const char* who) {
                  ": gradNormType must be > 0 or infinity (got ", clip.normType, ")");
 }
 
+float clipCoefficient(double norm, double maxNorm) {
+  const float denominator = static_cast<float>(norm) + 1e-6f;
+  const float coef = (1.0f / denominator) * static_cast<float>(maxNorm);
+  return coef < 1.0f || std::isnan(coef) ? coef : 1.0f;  // torch.clamp(max=1) keeps NaN
+}
+
 double clipGradNorm(ProcessGroup& group, float* grads, size_t n, const GradClip& clip,
                     Milliseconds timeout) {
   const bool inf = std::isinf(clip.normType);
@@ -34,10 +40,9 @@ double clipGradNorm(ProcessGroup& group, float* grads, size_t n, const GradClip&
   work->then([local](Work&) {});  // alive until the op completes, even if we time out
   work->wait(timeout);
   const double norm = inf ? *local : (p == 2.0 ? std::sqrt(*local) : std::pow(*local, 1.0 / p));
-  const double coef = clip.maxNorm / (norm + 1e-6);
-  if (coef < 1.0) {
-    const auto c = static_cast<float>(coef);
-    for (size_t i = 0; i < n; ++i) grads[i] *= c;
+  const float coef = clipCoefficient(norm, clip.maxNorm);
+  if (coef != 1.0f) {
+    for (size_t i = 0; i < n; ++i) grads[i] *= coef;
   }
   return norm;
 }

@@ -18,11 +18,18 @@ struct GradClip {
 // or infinite).
 void validate(const GradClip& clip, const char* who);
 
+// torch.nn.utils.clip_grad_norm_'s clip_coef for fp32 gradients, clamped to 1: max_norm /
+// (total_norm + 1e-6) as torch evaluates it (1.13 and 2.x): total_norm is an fp32 tensor, 1e-6 is
+// added in fp32, and a Python number divided by a tensor is Tensor.__rtruediv__, i.e.
+// reciprocal() * max_norm, two fp32 roundings. (One division, or the quotient in double rounded
+// once, differs from torch in the last bit for a quarter to a third of the norms.) NaN stays NaN.
+float clipCoefficient(double norm, double maxNorm);
+
 // Collective: the p-norm of the whole gradient (grads[0, n) on each rank: disjoint parts of it),
 // accumulated in double on each rank and combined with one allreduce (SUM of |g|^p, or MAX).
-// If it exceeds clip.maxNorm, each rank's part is multiplied by the fp32 rounding of
-// maxNorm / (norm + 1e-6), torch's clip_coef. Returns the norm before clipping. The same on every
-// rank; equal to torch's when the per-parameter norms are exact (torch accumulates them in fp32).
+// Each rank's part is then multiplied by clipCoefficient(norm, clip.maxNorm) unless that is 1.
+// Returns the norm before clipping, in double (torch's is that norm's fp32 rounding when its
+// per-parameter fp32 norms are exact). The same on every rank.
 double clipGradNorm(ProcessGroup& group, float* grads, size_t n, const GradClip& clip,
                     Milliseconds timeout);
 

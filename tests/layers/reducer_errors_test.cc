@@ -131,6 +131,19 @@ TEST_P(ReducerErrorsTest, MisuseIsAClearErrorNamingTheParameter) {
                                      "index out of range");
     expectThrowWith<InvalidArgument>([&] { red.gradView(0); }, {"gradientAsBucketView"},
                                      "gradView without views");
+    expectThrowWith<InvalidArgument>([&] { red.markReady(0, m.grad(0)); },
+                                     {"markReady(0, grad)", "gradientAsBucketView"},
+                                     "an outside gradient without views");
+    {
+      ReducerOptions vo;
+      vo.gradientAsBucketView = true;
+      Reducer viewed(m.parameters(), pg, vo);
+      Tensor shorter = m.grad(2);
+      shorter.numel -= 1;
+      expectThrowWith<InvalidArgument>([&] { viewed.markReady(2, shorter); },
+                                       {"parameter 2 ('layer1.weight')", "the gradient given"},
+                                       "an outside gradient of another size");
+    }
     produceGrad(red, m, rank, 3, 0);
     expectThrowWith<InvalidArgument>(
         [&] { red.markReady(3); },

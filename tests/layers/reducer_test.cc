@@ -133,28 +133,36 @@ TEST_P(ReducerTest, AveragesAcrossRanksInManyBuckets) {
   });
 }
 
-// Averaging is torch's DDP's, bit for bit: each gradient times 1 / world size (rounded to the
-// dtype's compute type) as it enters its bucket, then a SUM allreduce. The reference scales in a
-// plain loop and allreduces a buffer of the same size on the same group (so the sum runs in the
-// same order); with only rank 0's gradient nonzero the result is g0 * (1 / ws) whatever the order,
-// which is what torch's DDP gives (integrations/torch/tests/ddp_averaging_vs_torch.py checks that).
+// Averaging is torch's DDP's, bit for bit: a gradient copied into its bucket is multiplied by
+// 1 / world size (rounded to the dtype's compute type) on the way; a gradient that already is its
+// bucket slot (gradientAsBucketView after the first step) is divided by the world size in place;
+// then a SUM allreduce. The reference averages in a plain loop and allreduces a buffer of the same
+// size on the same group (so the sum runs in the same order); with only rank 0's gradient nonzero
+// the result is g0 * (1 / ws) or g0 / ws whatever the order, which is what torch's DDP gives
+// (integrations/torch/tests/reducer_vs_torch.py runs torch and the Reducer side by side).
 // kSumThenDivide keeps the old order (sum, then divide) on request.
 TEST_P(ReducerTest, AveragesBitForBitAsTorch) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("ddp-bits");
   expectAllRanksOk(ws(), [&](int rank, int size) {
     auto pg = makeGroup(bp, path, rank, size);
-    // Values whose products with 1/3 round differently from their sums divided by 3.
+    // Values whose products with 1/3 round differently from their quotients by 3.
     auto value = [&](int r, size_t p, size_t e) {
       return std::sin(0.37 * static_cast<double>(e + 1) + 1.3 * r + 0.1 * static_cast<double>(p)) *
              std::pow(10.0, static_cast<double>(e % 7) - 3.0);
     };
     using Averaging = ReducerOptions::Averaging;
+    // How the gradient enters: copied from Parameter::grad, in its bucket view (markReady(i)), or
+    // from a tensor outside the view (markReady(i, grad)).
+    enum class Entry { kCopy, kInView, kOutsideView };
     for (Averaging avg : {Averaging::kScaleThenSum, Averaging::kSumThenDivide}) {
-      for (bool view : {false, true}) {
+      for (Entry entry : {Entry::kCopy, Entry::kInView, Entry::kOutsideView}) {
         for (bool onlyRankZero : {false, true}) {
+          const bool view = entry != Entry::kCopy;
           const std::string what = std::string(avg == Averaging::kScaleThenSum ? "scale" : "sum") +
-                                   (view ? ", views" : ", copies") +
+                                   (entry == Entry::kCopy     ? ", copies"
+                                    : entry == Entry::kInView ? ", views"
+                                                              : ", given") +
                                    (onlyRankZero ? ", rank 0 only" : ", every rank");
           TestModel m({{1000, DataType::kFloat32, "w"}, {257, DataType::kFloat64, "b"}});
           ReducerOptions opts;
@@ -166,11 +174,18 @@ TEST_P(ReducerTest, AveragesBitForBitAsTorch) {
             return onlyRankZero && r != 0 ? 0.0 : value(r, p, e);
           };
           for (size_t p = 0; p < m.size(); ++p) {
-            fillTensor(gradOf(red, m, p), [&](size_t e) { return gradOn(rank, p, e); });
-            red.markReady(p);
+            const Tensor g = entry == Entry::kOutsideView ? m.grad(p) : gradOf(red, m, p);
+            fillTensor(g, [&](size_t e) { return gradOn(rank, p, e); });
+            if (entry == Entry::kOutsideView) {
+              red.markReady(p, g);
+            } else {
+              red.markReady(p);
+            }
           }
           red.finalize();
           // The reference, per parameter, on its own buffer of the parameter's size.
+          const bool averages = avg == Averaging::kScaleThenSum && size > 1;
+          const bool divides = averages && entry == Entry::kInView;
           for (size_t p = 0; p < m.size(); ++p) {
             const size_t n = m.spec(p).numel;
             const bool f32 = m.spec(p).dtype == DataType::kFloat32;
@@ -178,15 +193,22 @@ TEST_P(ReducerTest, AveragesBitForBitAsTorch) {
             std::vector<double> rd(f32 ? 0 : n);
             const float sf = static_cast<float>(1.0 / size);
             const double sd = 1.0 / size;
-            const bool scale = avg == Averaging::kScaleThenSum && size > 1;
+            auto entered = [&](double g) {
+              if (!averages) return g;
+              if (f32) {
+                const float gf = static_cast<float>(g);
+                return static_cast<double>(divides ? gf / static_cast<float>(size) : gf * sf);
+              }
+              return divides ? g / static_cast<double>(size) : g * sd;
+            };
             for (size_t e = 0; e < n; ++e) {
-              const double g = gradOn(rank, p, e);
-              if (f32) rf[e] = scale ? static_cast<float>(g) * sf : static_cast<float>(g);
-              if (!f32) rd[e] = scale ? g * sd : g;
+              const double g = entered(gradOn(rank, p, e));
+              if (f32) rf[e] = static_cast<float>(g);
+              if (!f32) rd[e] = g;
             }
             Tensor ref = f32 ? tensorOf(rf.data(), n) : tensorOf(rd.data(), n);
             pg->allreduce(ref)->wait();
-            if (!scale) {
+            if (avg == Averaging::kSumThenDivide) {
               for (size_t e = 0; e < n; ++e) {
                 if (f32) rf[e] /= static_cast<float>(size);
                 if (!f32) rd[e] /= static_cast<double>(size);
@@ -197,13 +219,16 @@ TEST_P(ReducerTest, AveragesBitForBitAsTorch) {
                 << what << ": " << m.spec(p).name
                 << " differs from the reference, e.g. element 0: " << getValue(got, 0) << " vs "
                 << getValue(ref, 0);
-            if (onlyRankZero && scale) {
+            if (onlyRankZero && averages) {
               for (size_t e = 0; e < n; ++e) {
-                const double want =
-                    f32 ? static_cast<double>(static_cast<float>(value(0, p, e)) * sf)
-                        : value(0, p, e) * sd;
-                ASSERT_EQ(getValue(got, e), want) << what << ": " << m.spec(p).name << "[" << e
-                                                  << "] is not g0 * (1 / " << size << ")";
+                const double g0 = value(0, p, e);
+                const double want = f32 ? static_cast<double>(divides ? static_cast<float>(g0) /
+                                                                            static_cast<float>(size)
+                                                                      : static_cast<float>(g0) * sf)
+                                        : (divides ? g0 / static_cast<double>(size) : g0 * sd);
+                ASSERT_EQ(getValue(got, e), want)
+                    << what << ": " << m.spec(p).name << "[" << e << "] is not g0 "
+                    << (divides ? "/ " : "* (1 / ") << size << (divides ? "" : ")");
               }
             }
           }

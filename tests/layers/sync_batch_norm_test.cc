@@ -210,6 +210,129 @@ TEST_P(SyncBatchNormTest, EqualsOneProcessOverTheGlobalBatch) {
   });
 }
 
+// Each training forward keeps what its backward needs (torch's autograd context): an evaluation
+// forward (local with running statistics, collective without) or a second training forward
+// between a forward and its backward changes nothing in that backward, bit for bit: dx and the
+// weight and bias gradients. Every combination of affine and trackRunningStats.
+TEST_P(SyncBatchNormTest, BackwardUsesItsOwnForward) {
+  const BackendParam bp = std::get<0>(GetParam());
+  const int ws = std::get<1>(GetParam());
+  const std::string path = uniqueTempPath("syncbn-saved");
+  expectAllRanksOk(ws, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const size_t mine = batchesFor(size)[rank];
+    const size_t n = mine * kC * kS;
+    auto fill = [&](std::vector<float>& v, int it) {
+      v.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = static_cast<float>(
+            xValue(static_cast<size_t>(rank) * 5 + i / (kC * kS), (i / kS) % kC, i % kS, it));
+      }
+    };
+    std::vector<float> x1, x2, xe, dy;
+    fill(x1, 0);
+    fill(x2, 1);
+    fill(xe, 2);
+    fill(dy, 3);
+    for (float& v : dy) v = std::sin(v);
+    auto t = [](std::vector<float>& v) { return Tensor(v.data(), v.size(), DataType::kFloat32); };
+    for (bool affine : {true, false}) {
+      for (bool track : {true, false}) {
+        const std::string what = std::string(affine ? "affine" : "no affine") +
+                                 (track ? ", tracked" : ", untracked") + ", rank " +
+                                 std::to_string(rank);
+        SyncBatchNormOptions o;
+        o.affine = affine;
+        o.trackRunningStats = track;
+        struct Result {
+          std::vector<float> dx, wgrad, bgrad;
+        };
+        // kind 0: train -> backward; 1: train -> eval -> train again -> backward(last);
+        // 2: train -> train (another input) -> backward(first's saved).
+        auto run = [&](int kind) {
+          SyncBatchNorm bn(pg, kC, o);
+          for (size_t c = 0; affine && c < kC; ++c) {
+            static_cast<float*>(bn.weight().data)[c] = 0.75f + 0.5f * static_cast<float>(c);
+            static_cast<float*>(bn.bias().data)[c] = 0.25f * static_cast<float>(c);
+          }
+          std::vector<float> y(n), ye(n);
+          auto saved = bn.forward(t(x1), mine, t(y));
+          if (kind == 1) {
+            bn.setTraining(false);
+            bn.forward(t(xe), mine, t(ye));
+            bn.setTraining(true);
+          }
+          if (kind == 2) bn.forward(t(x2), mine, t(ye));
+          Result r;
+          r.dx.resize(n);
+          if (kind == 2) {
+            bn.backward(*saved, t(dy), t(r.dx));
+          } else {
+            bn.backward(t(dy), t(r.dx));
+          }
+          if (affine) {
+            r.wgrad.assign(static_cast<float*>(bn.weightGrad().data),
+                           static_cast<float*>(bn.weightGrad().data) + kC);
+            r.bgrad.assign(static_cast<float*>(bn.biasGrad().data),
+                           static_cast<float*>(bn.biasGrad().data) + kC);
+          }
+          return r;
+        };
+        const Result plain = run(0);
+        for (int kind : {1, 2}) {
+          const Result other = run(kind);
+          const char* how = kind == 1 ? "an evaluation forward" : "a second training forward";
+          EXPECT_EQ(other.dx, plain.dx) << what << ": dx changed by " << how << " before backward";
+          EXPECT_EQ(other.wgrad, plain.wgrad) << what << ": weight grad changed by " << how;
+          EXPECT_EQ(other.bgrad, plain.bgrad) << what << ": bias grad changed by " << how;
+        }
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// Inputs far from 0: the variance is combined from per-rank means and squared deviations, so it
+// does not cancel as E[x^2] - mean^2 does (in double, that loses the variance of values near 3e7
+// with a standard deviation of 30). Against the two-pass reference over the global batch.
+TEST_P(SyncBatchNormTest, VarianceOfInputsFarFromZero) {
+  const BackendParam bp = std::get<0>(GetParam());
+  const int ws = std::get<1>(GetParam());
+  const std::string path = uniqueTempPath("syncbn-far");
+  expectAllRanksOk(ws, [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const std::vector<size_t> batches = batchesFor(size);
+    const size_t global = std::accumulate(batches.begin(), batches.end(), size_t{0});
+    const size_t first = std::accumulate(batches.begin(), batches.begin() + rank, size_t{0});
+    const size_t mine = batches[rank];
+    for (double center : {1e4, 3e7}) {
+      const double spread = center > 1e5 ? 30.0 : 1.0;
+      std::vector<double> gx(global * kC * kS), gdy(gx.size(), 0.0);
+      for (size_t i = 0; i < gx.size(); ++i) {
+        gx[i] = static_cast<float>(center + spread * std::sin(1.7 * static_cast<double>(i)));
+      }
+      const Reference ref = reference(gx, gdy, global, {1, 1, 1}, {0, 0, 0}, 1e-5);
+      SyncBatchNormOptions o;
+      o.momentum = 1.0;  // the running variance is the batch's (unbiased)
+      SyncBatchNorm bn(pg, kC, o);
+      const size_t n = mine * kC * kS, off = first * kC * kS;
+      std::vector<float> x(n), y(n);
+      for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(gx[off + i]);
+      bn.forward(Tensor(x.data(), n, DataType::kFloat32), mine,
+                 Tensor(y.data(), n, DataType::kFloat32));
+      const double g = static_cast<double>(global * kS);
+      const std::string what =
+          "center " + std::to_string(center) + ", rank " + std::to_string(rank);
+      for (size_t c = 0; c < kC; ++c) {
+        expectNear(static_cast<float*>(bn.runningVar().data)[c], ref.var[c] * g / (g - 1), 1e-5,
+                   what + " running var");
+      }
+      for (size_t i = 0; i < n; ++i) expectNear(y[i], ref.y[off + i], 2e-5, what + " y");
+    }
+    pg->barrier()->wait();
+  });
+}
+
 // Errors: every rank with an empty batch (fewer than 2 values over the group) fails on every
 // rank, after the allreduce (no rank can know alone); bad shapes and dtypes before any collective.
 TEST_P(SyncBatchNormTest, ErrorsNameWhatIsWrong) {

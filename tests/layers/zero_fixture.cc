@@ -79,9 +79,12 @@ void ReferenceOptimizer::step(int worldSize, int step) {
     }
     lastNorm_ = std::isinf(clip_.normType) ? acc : std::pow(acc, 1.0 / clip_.normType);
     if (clip_.normType == 2.0) lastNorm_ = std::sqrt(acc);
-    const double coef = clip_.maxNorm / (lastNorm_ + 1e-6);
-    if (coef < 1.0) {
-      for (float& g : mean) g *= static_cast<float>(coef);
+    // torch's clip_coef for fp32 grads: max_norm / (total_norm + 1e-6) with an fp32 total_norm,
+    // where a number over a tensor is reciprocal() * number (two fp32 roundings).
+    const float denominator = static_cast<float>(lastNorm_) + 1e-6f;
+    const float coef = (1.0f / denominator) * static_cast<float>(clip_.maxNorm);
+    if (coef < 1.0f) {
+      for (float& g : mean) g *= coef;
     }
   }
   // Per-parameter hyper-parameters: one span per parameter of a group.
