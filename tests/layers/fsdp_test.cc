@@ -5,12 +5,17 @@
 // reference's at every unshard, the full parameters and the consolidated state equal it after the
 // run; gradients of two backward passes accumulate; a full state and parameters loaded into a new
 // model continue the same run; the memory the layer allocates is its shards plus at most two
-// units' parameters and two units' gradients; misuse and start-up differences are errors on every
-// rank. Every CPU backend, world sizes 1-4.
+// units' parameters and two units' gradients; with prefetch, the next unit's gather is in flight
+// (issued, not yet waited for) whenever a unit computes, and without it none is; misuse and
+// start-up differences are errors on every rank. Every CPU backend, world sizes 1-4.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
+#include <set>
 
+#include "core/forwarding_group.h"
 #include "layers/common/memory.h"
 #include "layers/zero/fully_sharded.h"
 #include "tests/common/multiproc.h"
@@ -51,21 +56,92 @@ void expectViewsEqual(const std::vector<Tensor>& views, const std::vector<size_t
   }
 }
 
+// Forwards every op to `inner` and logs, in order, each allgatherIntoTensor issued through it (with
+// its output's numel, which names the unit where the units' padded sizes differ) and each wait()
+// on its Work. The Work returned is a wrapper that completes with the inner one and logs wait().
+class GatherLog : public ForwardingGroup {
+ public:
+  struct Event {
+    bool wait = false;  // false: issued
+    size_t gather = 0;  // index in issue order
+  };
+
+  explicit GatherLog(std::shared_ptr<ProcessGroup> inner)
+      : ForwardingGroup(std::move(inner), "/gather-log") {}
+
+  // The log so far (the model calls from one thread: no lock needed).
+  const std::vector<Event>& events() const { return events_; }
+  size_t gathers() const { return numels_.size(); }
+  size_t numelOf(size_t gather) const { return numels_.at(gather); }
+  bool waited(size_t gather) const { return waited_.at(gather); }
+
+ protected:
+  class LoggedWork : public Work {
+   public:
+    LoggedWork(std::shared_ptr<Work> inner, std::function<void()> onWait)
+        : Work(inner->opType(), inner->sequenceNumber(), inner->groupName(), inner->timeout()),
+          inner_(std::move(inner)),
+          onWait_(std::move(onWait)) {}
+    bool wait(Milliseconds timeout) override {
+      onWait_();
+      try {
+        inner_->wait(timeout);
+        finish();
+      } catch (...) {
+        finish(std::current_exception());
+      }
+      return Work::wait(timeout);
+    }
+
+   private:
+    const std::shared_ptr<Work> inner_;
+    const std::function<void()> onWait_;
+  };
+
+  std::shared_ptr<Work> doAllgatherIntoTensor(Tensor output, Tensor input,
+                                              const AllgatherOptions& opts, uint64_t seq) override {
+    auto inner = ForwardingGroup::doAllgatherIntoTensor(output, input, opts, seq);
+    const size_t gather = numels_.size();
+    numels_.push_back(output.numel);
+    waited_.push_back(false);
+    events_.push_back({false, gather});
+    auto work = std::make_shared<LoggedWork>(inner, [this, gather] {
+      waited_[gather] = true;
+      events_.push_back({true, gather});
+    });
+    std::weak_ptr<Work> weak = work;
+    inner->then([weak](Work& done) {
+      if (auto w = weak.lock()) w->finish(done.exception());
+    });
+    return work;
+  }
+
+ private:
+  std::vector<Event> events_;
+  std::vector<size_t> numels_;
+  std::vector<bool> waited_;
+};
+
 // One training step as a framework runs it: forward unit by unit (each resharded after use but the
 // last), backward last to first writing this rank's gradients of `step`; `passes` backward passes
-// (the ones after the first write zeros: the sum must be the first pass's).
+// (the ones after the first write zeros: the sum must be the first pass's). `computing(u, pass)`,
+// if given, runs where the framework would compute unit u (after its unshard() returned).
+using ComputeHook = std::function<void(size_t unit, Pass pass)>;
 void trainStep(FullyShardedModel& fsdp, const std::vector<std::vector<size_t>>& units, int rank,
-               int step, const ReferenceOptimizer& ref, const std::string& what, int passes = 1) {
+               int step, const ReferenceOptimizer& ref, const std::string& what, int passes = 1,
+               const ComputeHook& computing = nullptr) {
   const size_t n = units.size();
   for (size_t u = 0; u < n; ++u) {
     expectViewsEqual(fsdp.unshard(u, Pass::kForward), units[u], ref,
                      what + ", forward of unit " + std::to_string(u));
+    if (computing) computing(u, Pass::kForward);
     if (u + 1 < n) fsdp.reshard(u);
   }
   for (int pass = 0; pass < passes; ++pass) {
     for (size_t u = n; u-- > 0;) {
       expectViewsEqual(fsdp.unshard(u, Pass::kBackward), units[u], ref,
                        what + ", backward of unit " + std::to_string(u));
+      if (computing) computing(u, Pass::kBackward);
       const std::vector<Tensor> g = fsdp.grads(u);
       for (size_t i = 0; i < units[u].size(); ++i) {
         for (size_t e = 0; e < g[i].numel; ++e) {
@@ -205,8 +281,10 @@ TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
 
 // Memory, measured (layers/common/memory.h): construction allocates exactly the parameter and
 // gradient shards and the state ((2 + k) * L floats, L = sum ceil(U_u / N)); a training step's peak
-// is within two units' full parameters and two units' full gradients above that, and reaches two
-// units' parameters (the prefetch is real); after the step nothing is left.
+// is within two units' full parameters and two units' full gradients above that, and reaches the
+// two units' parameters and two units' gradients (without prefetch it would stay at three;
+// PrefetchedGatherIsInFlightWhileAUnitComputes checks the prefetch itself); after the step nothing
+// is left.
 TEST_P(FsdpTest, MeasuredMemoryIsAShardAndTwoUnits) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("fsdp-memory");
@@ -240,14 +318,102 @@ TEST_P(FsdpTest, MeasuredMemoryIsAShardAndTwoUnits) {
     const int64_t peak = static_cast<int64_t>(st.layerPeakBytes) - before;
     EXPECT_LE(peak, built + static_cast<int64_t>(4 * unitBytes + chunk * sizeof(float)))
         << what << ": more than two units' parameters and gradients above the shards";
-    EXPECT_GE(peak, built + static_cast<int64_t>(2 * unitBytes))
-        << what << ": never held two units' parameters (no prefetch?)";
+    // Backward holds unit u's parameters and gradients, unit u + 1's gradients (in reduction) and
+    // unit u - 1's parameters (prefetched): 4F, where without prefetch it would be 3F.
+    EXPECT_GE(peak, built + static_cast<int64_t>(4 * unitBytes))
+        << what << ": never held a prefetched unit's parameters beside a unit in backward and two "
+        << "units' gradients (no prefetch?)";
     if (size > 1) {  // what one unsharded model holds: parameters, gradients, Adam's state
       EXPECT_LT(peak, static_cast<int64_t>(4 * total * sizeof(float))) << what;
     }
     EXPECT_EQ(st.layerBytes - static_cast<size_t>(before), static_cast<size_t>(built))
         << what << ": a step left memory behind";
     EXPECT_EQ(st.shardBytes, 2 * 8 * chunk * sizeof(float)) << what;
+    pg->barrier()->wait();
+  });
+}
+
+// Prefetch, seen at the group: where the framework computes unit u, the gather of the unit it
+// computes next (u + 1 in forward, u - 1 in backward) is in flight (issued, not yet waited for),
+// no other is, and it was issued before unit u's own gather was waited for (fully_sharded.h);
+// without prefetch none is in flight there. Counting gathers or bytes cannot tell a prefetch of
+// the wrong unit, or one waited for at once, from a real one; this can. Units of distinct padded
+// sizes, so that a gather's size names its unit.
+const std::vector<size_t> kPrefetchNumels{40, 64, 4, 24, 100, 8};
+const std::vector<std::vector<size_t>> kPrefetchUnits{{0}, {1, 2}, {3}, {4, 5}};
+
+std::string unitList(const std::set<size_t>& units) {
+  std::string s = "{";
+  for (size_t u : units) s += (s.size() > 1 ? ", " : "") + std::to_string(u);
+  return s + "}";
+}
+
+TEST_P(FsdpTest, PrefetchedGatherIsInFlightWhileAUnitComputes) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-prefetch");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const auto n = static_cast<size_t>(size);
+    for (bool prefetch : {true, false}) {
+      auto log = std::make_shared<GatherLog>(pg);
+      ZeroModel m(kPrefetchNumels, rank);
+      FsdpOptions fo;
+      fo.optimizer = referenceOptimizers()[0];
+      fo.prefetch = prefetch;
+      FullyShardedModel fsdp(unitsOf(m, kPrefetchUnits), log, fo);
+      ReferenceOptimizer ref(fo.optimizer, kPrefetchNumels);
+      const size_t units = kPrefetchUnits.size();
+      std::map<size_t, size_t> unitOfNumel;  // a unit gather's output numel: N * C_u
+      for (size_t u = 0; u < units; ++u) unitOfNumel[n * ((fsdp.unitNumel(u) + n - 1) / n)] = u;
+      ASSERT_EQ(unitOfNumel.size(), units) << "the units' padded sizes must differ";
+      auto unitOf = [&](size_t gather) {
+        const auto it = unitOfNumel.find(log->numelOf(gather));
+        return it == unitOfNumel.end() ? units : it->second;  // `units`: not a unit's gather
+      };
+      auto issuedAt = [&](size_t gather) {
+        const auto& ev = log->events();
+        size_t i = 0;
+        while (ev[i].wait || ev[i].gather != gather) ++i;
+        return i;
+      };
+      std::string what;
+      size_t mark = log->events().size();  // the log's end at the previous compute
+      auto computing = [&](size_t u, Pass pass) {
+        const bool forward = pass == Pass::kForward;
+        const std::string at =
+            what + ", " + (forward ? "forward" : "backward") + " of unit " + std::to_string(u);
+        std::set<size_t> want;
+        if (prefetch && forward && u + 1 < units) want.insert(u + 1);
+        if (prefetch && !forward && u > 0) want.insert(u - 1);
+        std::set<size_t> inFlight;
+        std::vector<size_t> inFlightGathers;
+        for (size_t g = 0; g < log->gathers(); ++g) {
+          if (log->waited(g)) continue;
+          inFlight.insert(unitOf(g));
+          inFlightGathers.push_back(g);
+        }
+        EXPECT_EQ(inFlight, want) << at << ": gathers in flight for units " << unitList(inFlight)
+                                  << ", want " << unitList(want)
+                                  << " (prefetch off, of the wrong unit, or waited for at once)";
+        const auto& ev = log->events();
+        for (size_t i = mark; i < ev.size(); ++i) {
+          if (!ev[i].wait || unitOf(ev[i].gather) != u) continue;
+          for (size_t g : inFlightGathers) {
+            EXPECT_LT(issuedAt(g), i)
+                << at << ": unit " << unitOf(g) << "'s gather was issued after unit " << u
+                << "'s was waited for";
+          }
+        }
+        mark = ev.size();
+      };
+      for (int s = 0; s < 2; ++s) {
+        what = std::string(prefetch ? "prefetch" : "no prefetch") + ", rank " +
+               std::to_string(rank) + ", step " + std::to_string(s + 1);
+        trainStep(fsdp, kPrefetchUnits, rank, s, ref, what, s == 1 ? 2 : 1, computing);
+        fsdp.step();
+        ref.step(size, s);
+      }
+    }
     pg->barrier()->wait();
   });
 }
