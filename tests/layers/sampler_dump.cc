@@ -2,12 +2,29 @@
 //   n replicas rank seed epoch shuffle(0/1) drop_last(0/1)
 // -> one line of space-separated indices (empty for none). integrations/torch/tests/
 // sampler_vs_torch.py compares them with torch.utils.data.distributed.DistributedSampler.
+//
+// --binary: per case, the count and then the indices, each a native-endian uint64, with no
+// separators (sampler_large_vs_torch.py: hundreds of millions of indices, which text would make
+// gigabytes).
 #include <cstdint>
+#include <cstring>
 #include <iostream>
+#include <vector>
 
 #include "layers/data/distributed_sampler.h"
 
-int main() {
+static_assert(sizeof(size_t) == sizeof(uint64_t), "--binary writes size_t as uint64");
+
+int main(int argc, char** argv) {
+  bool binary = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--binary") == 0) {
+      binary = true;
+    } else {
+      std::cerr << "sampler_dump: bad argument '" << argv[i] << "' (usage: [--binary])\n";
+      return 2;
+    }
+  }
   size_t n = 0;
   int replicas = 0, rank = 0, shuffle = 0, dropLast = 0;
   uint64_t seed = 0, epoch = 0;
@@ -18,12 +35,21 @@ int main() {
     o.dropLast = dropLast != 0;
     c10d::data::DistributedSampler s(n, replicas, rank, o);
     s.setEpoch(epoch);
+    const std::vector<size_t> mine = s.indices();
+    if (binary) {
+      const uint64_t count = mine.size();
+      std::cout.write(reinterpret_cast<const char*>(&count), sizeof(count));
+      std::cout.write(reinterpret_cast<const char*>(mine.data()),
+                      static_cast<std::streamsize>(mine.size() * sizeof(size_t)));
+      std::cout.flush();
+      continue;
+    }
     const char* sep = "";
-    for (size_t i : s.indices()) {
+    for (size_t i : mine) {
       std::cout << sep << i;
       sep = " ";
     }
     std::cout << '\n';
   }
-  return std::cin.eof() ? 0 : 2;
+  return std::cin.eof() && std::cout ? 0 : 2;
 }
