@@ -11,12 +11,12 @@
 namespace c10d {
 namespace data {
 
-std::vector<size_t> torchRandperm(size_t n, uint64_t seed) {
+std::vector<size_t> torchRandperm(size_t n, uint64_t seed, Randperm form) {
   std::vector<size_t> r(n);
   // torch seeds its mt19937 with the seed's low 32 bits (the standard initialisation).
   std::mt19937 gen(static_cast<uint32_t>(seed));
   constexpr size_t kSmall = std::numeric_limits<uint32_t>::max() / 20;
-  if (n < kSmall) {
+  if (n < kSmall || form == Randperm::kTorch1_13) {
     std::iota(r.begin(), r.end(), size_t{0});
     for (size_t i = 0; i + 1 < n; ++i) {
       const size_t z = gen() % (n - i);
@@ -45,7 +45,9 @@ DistributedSampler::DistributedSampler(size_t datasetSize, int numReplicas, int 
 }
 
 std::vector<size_t> DistributedSampler::epochOrder() const {
-  if (options_.shuffle) return torchRandperm(datasetSize_, options_.seed + epoch_);
+  if (options_.shuffle) {
+    return torchRandperm(datasetSize_, options_.seed + epoch_, options_.randperm);
+  }
   std::vector<size_t> order(datasetSize_);
   std::iota(order.begin(), order.end(), size_t{0});
   return order;

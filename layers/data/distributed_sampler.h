@@ -15,7 +15,8 @@
 //
 // The permutation is torch's: `torch.randperm(size, generator=g)` with `g.manual_seed(seed +
 // epoch)` on the CPU, element for element (torchRandperm below), so a C++ rank and a Python rank
-// of one job, or a C++ run resuming a Python one, read the same samples.
+// of one job, or a C++ run resuming a Python one, read the same samples. torch changed randperm
+// in 2.6 for n >= 2^32 / 20 (~215 M samples): Options::randperm says which torch to follow there.
 //
 // Thread-safety: const methods may be called concurrently; setEpoch() must not race with them.
 #pragma once
@@ -27,12 +28,19 @@
 namespace c10d {
 namespace data {
 
+// Which torch's randperm to reproduce. They agree below 2^32 / 20 elements (torchRandperm).
+enum class Randperm {
+  kTorch2_6,   // torch 2.6 and later (2.6 tested)
+  kTorch1_13,  // torch before 2.6 (1.13 tested)
+};
+
 class DistributedSampler {
  public:
   struct Options {
     bool shuffle = true;
     uint64_t seed = 0;
     bool dropLast = false;
+    Randperm randperm = Randperm::kTorch2_6;
   };
 
   // Throws InvalidArgument unless numReplicas > 0 and 0 <= rank < numReplicas.
@@ -63,13 +71,14 @@ class DistributedSampler {
   size_t numSamples_ = 0;
 };
 
-// torch.randperm(n) from a CPU torch.Generator seeded with `seed` (torch 1.13 and 2.x): the
-// generator is MT19937 initialised with the seed's low 32 bits. For n < 2^32 / 20 (every dataset
-// that fits a 32-bit index) torch swaps r[i] with r[i + x % (n - i)] for i = 0 .. n-2, x the
-// generator's next 32-bit output; from there torch 2.x builds the permutation "inside out" with
-// 64-bit draws (x = hi << 32 | lo), r[i] = r[j]; r[j] = i for j = x % (i + 1) (torch 1.13 keeps the
-// first form at every n). Both forms are tested against torch itself (tests/layers).
-std::vector<size_t> torchRandperm(size_t n, uint64_t seed);
+// torch.randperm(n) from a CPU torch.Generator seeded with `seed`: the generator is MT19937
+// initialised with the seed's low 32 bits. For n < 2^32 / 20 every torch swaps r[i] with
+// r[i + x % (n - i)] for i = 0 .. n-2, x the generator's next 32-bit output. From n >= 2^32 / 20
+// torch 2.6 and later build the permutation inside out with 64-bit draws (x = hi << 32 | lo):
+// r[i] = r[j], r[j] = i for j = x % (i + 1), i = 0 .. n-1 (pytorch#143682); torch before 2.6
+// keeps the first form at every n. torch_sampler_large_vs_torch (label sweep) compares n on both
+// sides of 2^32 / 20 with torch 1.13 (kTorch1_13) and torch 2.6 (kTorch2_6).
+std::vector<size_t> torchRandperm(size_t n, uint64_t seed, Randperm form = Randperm::kTorch2_6);
 
 }  // namespace data
 }  // namespace c10d

@@ -5,7 +5,7 @@
 //
 // --binary: per case, the count and then the indices, each a native-endian uint64, with no
 // separators (sampler_large_vs_torch.py: hundreds of millions of indices, which text would make
-// gigabytes).
+// gigabytes). --randperm 1.13|2.6: which torch's randperm to follow (Options::randperm; 2.6).
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -17,11 +17,17 @@ static_assert(sizeof(size_t) == sizeof(uint64_t), "--binary writes size_t as uin
 
 int main(int argc, char** argv) {
   bool binary = false;
+  auto randperm = c10d::data::Randperm::kTorch2_6;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--binary") == 0) {
       binary = true;
+    } else if (std::strcmp(argv[i], "--randperm") == 0 && i + 1 < argc &&
+               (std::strcmp(argv[i + 1], "1.13") == 0 || std::strcmp(argv[i + 1], "2.6") == 0)) {
+      randperm = std::strcmp(argv[++i], "1.13") == 0 ? c10d::data::Randperm::kTorch1_13
+                                                     : c10d::data::Randperm::kTorch2_6;
     } else {
-      std::cerr << "sampler_dump: bad argument '" << argv[i] << "' (usage: [--binary])\n";
+      std::cerr << "sampler_dump: bad argument '" << argv[i]
+                << "' (usage: [--binary] [--randperm 1.13|2.6])\n";
       return 2;
     }
   }
@@ -33,6 +39,7 @@ int main(int argc, char** argv) {
     o.shuffle = shuffle != 0;
     o.seed = seed;
     o.dropLast = dropLast != 0;
+    o.randperm = randperm;
     c10d::data::DistributedSampler s(n, replicas, rank, o);
     s.setEpoch(epoch);
     const std::vector<size_t> mine = s.indices();

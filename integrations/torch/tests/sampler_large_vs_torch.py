@@ -1,6 +1,8 @@
 """DistributedSampler (layers/data) against torch at the dataset sizes where torch.randperm changes
 form: n = (2^32 - 1) // 20 - 1 (the last n of the swap form) and from (2^32 - 1) // 20 on (the
 inside-out form of torch >= 2.6; torch < 2.6 keeps swapping), every index of every rank compared.
+The sampler follows the form of the torch that runs this (Options::randperm: 2.6 from torch 2.6
+on, else 1.13), so torch 1.13 checks the swap form at every n and torch 2.6 the inside-out one.
 
 torch's sampler turns the whole permutation into a Python list (~8 GB at these sizes), so the
 reference here is what its __iter__ computes, on tensors: torch.randperm(n, generator=g) with
@@ -29,6 +31,12 @@ LARGE_CASES = [
     (SWAP_FORM_END, 2, 42, 1, False),            # first n of the inside-out form
     (SWAP_FORM_END + 1, 2, 2**32 + 7, 3, True),  # seed past 32 bits; drop_last cuts one
 ]
+
+
+def randperm_form():
+    """The sampler's Options::randperm for this torch (sampler_dump --randperm)."""
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    return "2.6" if (major, minor) >= (2, 6) else "1.13"
 
 
 def torch_perm(n, seed, epoch):
@@ -100,7 +108,9 @@ def main():
                     for n, replicas, seed, epoch, drop_last in LARGE_CASES
                     for rank in range(replicas))
     # The dump computes its first permutation while torch computes its own.
-    dump = subprocess.Popen([args.dump, "--binary"], stdin=subprocess.PIPE,
+    form = randperm_form()
+    print("torch %s: the sampler follows torch %s's randperm" % (torch.__version__, form))
+    dump = subprocess.Popen([args.dump, "--binary", "--randperm", form], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
     dump.stdin.write(stdin.encode())
     dump.stdin.close()
