@@ -80,7 +80,14 @@ std::shared_ptr<Work> broadcastCoalesced(ProcessGroup& group, const std::vector<
         off += t.nbytes();
       }
     }
-    auto op = group.broadcast(Tensor(flat->data(), bucket.bytes / es, dtype), opts);
+    // The bucket's layout travels with the op's description: a rank that ordered or sized its
+    // tensors differently fails on every rank instead of unflattening misaligned bytes.
+    auto layout = std::make_shared<std::vector<uint64_t>>();
+    layout->reserve(bucket.tensors.size());
+    for (const Tensor& t : bucket.tensors) layout->push_back(t.numel);
+    BroadcastOptions bucketOpts = opts;
+    bucketOpts.parts = std::move(layout);
+    auto op = group.broadcast(Tensor(flat->data(), bucket.bytes / es, dtype), bucketOpts);
     // A Work of our own completes after the unflatten, so waiting on the result sees the data.
     auto done = std::make_shared<Work>(OpType::kBroadcast, op->sequenceNumber(), group.name(),
                                        op->timeout());

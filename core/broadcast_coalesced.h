@@ -8,7 +8,9 @@
 //
 // Returns one Work that completes after every bucket has been broadcast and unflattened; it owns
 // the temporary buffers until then. Its error is the first failing bucket's. Collective: every
-// rank calls it with the same tensor shapes, dtypes and order. The caller keeps the tensors alive
+// rank calls it with the same tensor shapes, dtypes and order (each bucket's per-tensor sizes ride
+// in its broadcast's description, so a rank that orders or sizes them differently fails with
+// CollectiveMismatchError, as a differing count does). The caller keeps the tensors alive
 // and untouched until the Work completes. Blocks only as the group's broadcast does (not at all for
 // asynchronous backends). Throws InvalidArgument (before communicating) for bucketBytes == 0 or a
 // root out of range.

@@ -1,5 +1,6 @@
 #include "core/op_desc.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace c10d {
@@ -9,7 +10,8 @@ OpDesc::Wire OpDesc::wire() const {
   std::memset(&w, 0, sizeof(w));  // padding-free, but keep every byte defined for memcmp
   w.collSeq = collSeq;
   w.count = count;
-  w.tensors = tensors;
+  w.tensors = static_cast<uint32_t>(tensors);
+  w.parts = partsHash_;
   w.op = static_cast<uint8_t>(op);
   w.dtype = static_cast<uint8_t>(dtype);
   w.reduceOp = hasReduceOp ? static_cast<uint8_t>(reduceOp) : 0xff;
@@ -23,6 +25,7 @@ OpDesc OpDesc::fromWire(const Wire& w) {
   d.seq = w.collSeq;
   d.count = w.count;
   d.tensors = w.tensors;
+  d.partsHash_ = w.parts;
   d.op =
       w.op <= static_cast<uint8_t>(OpType::kUnknown) ? static_cast<OpType>(w.op) : OpType::kUnknown;
   d.dtype = w.dtype < kNumDataTypes ? static_cast<DataType>(w.dtype) : DataType::kUInt8;
@@ -34,6 +37,13 @@ OpDesc OpDesc::fromWire(const Wire& w) {
 
 bool operator==(const OpDesc::Wire& a, const OpDesc::Wire& b) {
   return std::memcmp(&a, &b, sizeof(OpDesc::Wire)) == 0;
+}
+
+bool onlyPartsDiffer(const OpDesc::Wire& a, const OpDesc::Wire& b) {
+  if (a.parts == b.parts) return false;
+  OpDesc::Wire c = b;
+  c.parts = a.parts;
+  return a == c;
 }
 
 uint64_t OpDesc::hash(const Wire& w) {
@@ -59,16 +69,37 @@ uint64_t OpDesc::hash() const {
 
 const std::vector<uint64_t>& OpDesc::sendCounts() const {
   static const std::vector<uint64_t> kNone;
-  return splits_ ? splits_->send : kNone;
+  return lists_ ? lists_->send : kNone;
 }
 
 const std::vector<uint64_t>& OpDesc::recvCounts() const {
   static const std::vector<uint64_t> kNone;
-  return splits_ ? splits_->recv : kNone;
+  return lists_ ? lists_->recv : kNone;
 }
 
 void OpDesc::setSplits(std::vector<uint64_t> send, std::vector<uint64_t> recv) {
-  splits_ = std::make_shared<const Splits>(Splits{std::move(send), std::move(recv)});
+  lists_ = std::make_shared<const Lists>(Lists{std::move(send), std::move(recv), {}});
+}
+
+const std::vector<uint64_t>& OpDesc::parts() const {
+  static const std::vector<uint64_t> kNone;
+  return lists_ ? lists_->parts : kNone;
+}
+
+void OpDesc::setParts(std::vector<uint64_t> parts) {
+  if (parts.empty()) return;  // no tensors: nothing to lay out
+  // Each count through an odd multiplier, folded into a running value that is mixed at every step
+  // (so order matters): equal lists hash equally, and a swap or a moved boundary changes it (the
+  // count and the number of tensors are compared beside it). A few instructions a tensor.
+  uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (uint64_t v : parts) {
+    h = (h ^ (v * 0xc2b2ae3d27d4eb4fULL)) * 0x165667b19e3779f9ULL;
+    h ^= h >> 29;
+  }
+  partsHash_ = static_cast<uint32_t>(h ^ (h >> 32));
+  if (partsHash_ == 0) partsHash_ = 1;  // 0 means "no parts"
+  tensors = parts.size();
+  lists_ = std::make_shared<const Lists>(Lists{{}, {}, std::move(parts)});
 }
 
 namespace {
@@ -85,6 +116,19 @@ std::string list(const std::vector<uint64_t>& v) {
 }  // namespace
 
 std::string OpDesc::describe() const {
+  // "3 tensors, float x 300 in all", then the sizes, or their hash when only that is known (a
+  // peer's Wire).
+  auto coalesced = [this] {
+    std::string c = detail::str(tensors, " tensors, ", toString(dtype), " x ", count, " in all");
+    if (!parts().empty()) {
+      c += ", sizes " + list(parts());
+    } else if (partsHash_ != 0) {
+      char hex[16];
+      std::snprintf(hex, sizeof(hex), "%08x", partsHash_);
+      c += detail::str(", sizes hashing to ", hex);
+    }
+    return c;
+  };
   std::string s;
   switch (op) {
     case OpType::kBarrier:
@@ -96,7 +140,7 @@ std::string OpDesc::describe() const {
       if (!recvCounts().empty()) s += ", receives " + list(recvCounts());
       return s;
     case OpType::kAllreduceCoalesced:
-      s = detail::str(tensors, " tensors, ", toString(dtype), " x ", count, " in all");
+      s = coalesced();
       break;
     case OpType::kAllgather:
     case OpType::kAllgatherIntoTensor:
@@ -107,7 +151,7 @@ std::string OpDesc::describe() const {
       s = detail::str(toString(dtype), " x ", count, " per rank");
       break;
     default:
-      s = detail::str(toString(dtype), " x ", count);
+      s = tensors > 0 ? coalesced() : detail::str(toString(dtype), " x ", count);
       break;
   }
   if (root >= 0) s += detail::str(", root ", root);
@@ -140,6 +184,33 @@ std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& 
   }
   return head +
          detail::str("rank ", ra, " has ", a.describe(), "; rank ", rb, " has ", b.describe());
+}
+
+std::string partsMismatchMessage(const std::string& group, int myRank, const OpDesc& mine,
+                                 int theirRank, const std::vector<uint64_t>& theirParts) {
+  const bool meFirst = myRank < theirRank;
+  const std::vector<uint64_t>& a = meFirst ? mine.parts() : theirParts;
+  const std::vector<uint64_t>& b = meFirst ? theirParts : mine.parts();
+  const int ra = meFirst ? myRank : theirRank;
+  const int rb = meFirst ? theirRank : myRank;
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  const char* dt = toString(mine.dtype);
+  auto at = [&](const std::vector<uint64_t>& v) {
+    return i < v.size() ? detail::str(dt, " x ", v[i]) : std::string("no such tensor");
+  };
+  OpDesc shape;  // the op without this rank's sizes: both are listed
+  shape.op = mine.op;
+  shape.dtype = mine.dtype;
+  shape.count = mine.count;
+  shape.tensors = mine.tensors;
+  shape.root = mine.root;
+  shape.reduceOp = mine.reduceOp;
+  shape.hasReduceOp = mine.hasReduceOp;
+  return detail::str(toString(mine.op), " #", mine.seq, " in group ", group, ": tensor ", i,
+                     " differs: rank ", ra, " has ", at(a), ", rank ", rb, " has ", at(b),
+                     " (sizes: rank ", ra, " ", list(a), ", rank ", rb, " ", list(b), "; ",
+                     shape.describe(), ")");
 }
 
 CollectiveMismatchError mismatchError(const std::string& group, int myRank, const OpDesc& mine,

@@ -9,9 +9,14 @@
 // What is compared: the fields every rank of a correct program agrees on (see Wire). Per-peer
 // quantities (alltoall splits, the peer of a send) are described but not in the fingerprint: they
 // legitimately differ between ranks, and the backends compare them pairwise as they move data.
+// A multi-tensor op (allreduce_coalesced, a broadcastCoalesced bucket) also has its tensors'
+// element counts (parts()): the Wire carries a 32-bit hash of them, so two ranks that split the
+// same total differently ([3, 5] against [5, 3]) differ; the lists themselves name the difference
+// (partsMismatchMessage) where a backend can fetch the peer's.
 //
 // Cost: a plain value type of fixed size: copying one is a few word stores (the alltoall splits,
-// the only variable-size part, are shared and immutable; copying them is one reference count).
+// and parts, the only variable-size parts, are shared and immutable; copying them is one
+// reference count).
 // Wire is 32 bytes and hash() a few multiplies, so a backend can send or compare one per op.
 //
 // Threads: none; a value, not shared.
@@ -68,7 +73,7 @@ struct OpDesc {
   //   allgather*, gather: the input's numel (each rank's block); scatter, reduce_scatter*: the
   //   output's numel (each rank's block); alltoall*, barrier: 0 (per-peer sizes below)
   uint64_t count = 0;
-  // allreduce_coalesced: the number of tensors; else 0.
+  // allreduce_coalesced, or a broadcast of a coalesced bucket: the number of tensors; else 0.
   uint64_t tensors = 0;
   // send/recv: the peer (-1: any source); else -1.
   int32_t peer = -1;
@@ -76,13 +81,20 @@ struct OpDesc {
   const std::vector<uint64_t>& sendCounts() const;
   const std::vector<uint64_t>& recvCounts() const;
   void setSplits(std::vector<uint64_t> send, std::vector<uint64_t> recv);
+  // A multi-tensor op: its tensors' element counts, in order (empty for every other op). setParts
+  // also sets `tensors` and the hash the Wire carries (partsHash()).
+  const std::vector<uint64_t>& parts() const;
+  void setParts(std::vector<uint64_t> parts);
+  // A hash of parts(), never 0; 0 when there are none.
+  uint32_t partsHash() const { return partsHash_; }
 
   // The fixed-size encoding of the compared fields (host byte order: a group's ranks share one
   // ABI). Two ranks issued matching collectives iff their Wires are equal bytewise.
   struct Wire {
     uint64_t collSeq;
     uint64_t count;
-    uint64_t tensors;
+    uint32_t tensors;
+    uint32_t parts;  // partsHash()
     uint8_t op;
     uint8_t dtype;
     uint8_t reduceOp;  // 0xff when the op has none
@@ -99,23 +111,29 @@ struct OpDesc {
   uint64_t hash() const;
   static uint64_t hash(const Wire& w);
 
-  // "float x 100, root 0, sum"; "float x 100 per rank"; "3 tensors, float x 300 in all, max";
+  // "float x 100, root 0, sum"; "float x 100 per rank"; "3 tensors, float x 300 in all, max"
+  // (with "sizes [100, 150, 50]" after the dtype when parts() is known);
   // "float, sends [1, 2], receives [2, 1]"; "no data" (barrier). Without the op's name.
   std::string describe() const;
   // "allreduce (float x 100, sum)".
   std::string describeWithOp() const;
 
  private:
-  struct Splits {
-    std::vector<uint64_t> send, recv;
+  struct Lists {
+    std::vector<uint64_t> send, recv;  // alltoall*
+    std::vector<uint64_t> parts;       // multi-tensor ops
   };
-  std::shared_ptr<const Splits> splits_;  // null unless alltoall*
+  std::shared_ptr<const Lists> lists_;  // null unless alltoall* or a multi-tensor op
+  uint32_t partsHash_ = 0;
 };
 
 bool operator==(const OpDesc::Wire& a, const OpDesc::Wire& b);
 inline bool operator!=(const OpDesc::Wire& a, const OpDesc::Wire& b) {
   return !(a == b);
 }
+// True when `a` and `b` differ only in their parts hash: the same op, count and number of
+// tensors, split differently. Then the difference is named from the lists themselves.
+bool onlyPartsDiffer(const OpDesc::Wire& a, const OpDesc::Wire& b);
 
 // The message of a CollectiveMismatchError, e.g.
 //   "allreduce #17 in group verbs:world: rank 0 has float x 100, sum; rank 1 has float x 200, sum"
@@ -124,6 +142,11 @@ inline bool operator!=(const OpDesc::Wire& a, const OpDesc::Wire& b) {
 // `mine` is this rank's full description (its seq names the op); `theirs` may come from a Wire.
 std::string mismatchMessage(const std::string& group, int myRank, const OpDesc& mine, int theirRank,
                             const OpDesc& theirs);
+// Two ranks with the same op, count and number of tensors but different tensor sizes, both lists
+// known, e.g. "allreduce_coalesced #5 in group gloo:world: tensor 0 differs: rank 0 has float x 3,
+// rank 1 has float x 5 (sizes: rank 0 [3, 5], rank 1 [5, 3]; 2 tensors, float x 8 in all, sum)".
+std::string partsMismatchMessage(const std::string& group, int myRank, const OpDesc& mine,
+                                 int theirRank, const std::vector<uint64_t>& theirParts);
 // The error a backend throws for it: mismatchMessage() + `suffix` (who saw it, where), skewed()
 // when the two are at different collectives.
 CollectiveMismatchError mismatchError(const std::string& group, int myRank, const OpDesc& mine,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/types.h"
@@ -13,6 +14,10 @@ namespace c10d {
 struct BroadcastOptions {
   int rootRank = 0;
   Milliseconds timeout = kUnsetTimeout;
+  // Set when the tensor is several tensors laid end to end (broadcastCoalesced's buckets): their
+  // element counts, summing to its numel. Compared across ranks with the rest of the op's
+  // description, so ranks that split it differently fail instead of unflattening misaligned data.
+  std::shared_ptr<const std::vector<uint64_t>> parts = nullptr;
 };
 
 struct AllreduceOptions {

@@ -227,6 +227,14 @@ std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOpti
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   d.root = opts.rootRank;
+  if (opts.parts) {
+    uint64_t sum = 0;
+    for (uint64_t n : *opts.parts) sum += n;
+    if (sum != tensor.numel) {
+      c.fail("parts sum to ", sum, " elements but the tensor has ", tensor.numel);
+    }
+    d.setParts(*opts.parts);
+  }
   return issue(OpType::kBroadcast, d,
                [&](uint64_t seq) { return doBroadcast(tensor, withResolvedTimeout(opts), seq); });
 }
@@ -274,8 +282,15 @@ std::shared_ptr<Work> ProcessGroup::allreduceCoalesced(const std::vector<Tensor>
   c.reduceOp(opts.reduceOp, tensors[0]);
   OpDesc d;
   d.dtype = tensors[0].dtype;
-  for (const Tensor& t : tensors) d.count += t.numel;
-  d.tensors = tensors.size();
+  std::vector<uint64_t> parts;
+  parts.reserve(tensors.size());
+  for (const Tensor& t : tensors) {
+    d.count += t.numel;
+    parts.push_back(t.numel);
+  }
+  // Compared across ranks (a hash on the wire): the same total split differently would reduce
+  // misaligned elements. The dtype is one per rank (checked above) and compared as the op's.
+  d.setParts(std::move(parts));
   setReduceOp(d, opts.reduceOp);
   return issue(OpType::kAllreduceCoalesced, d, [&](uint64_t seq) {
     return doAllreduceCoalesced(tensors, withResolvedTimeout(opts), seq);

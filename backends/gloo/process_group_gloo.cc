@@ -225,6 +225,36 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
   o.setTag(kAgreementTag);
   o.setTimeout(glooimpl::glooTimeout(timeout));
   ::gloo::allgather(o);
+  // Every rank sees the same `all`, so every rank takes the same branch below.
+  bool partsOnly = false;
+  for (int r = 0; r < size(); ++r) {
+    if (all[r] == all[0]) continue;
+    if (!onlyPartsDiffer(all[r], all[0])) {
+      partsOnly = false;
+      break;
+    }
+    partsOnly = true;
+  }
+  if (partsOnly) {
+    // Same op and totals, tensors sized differently: one more allgather (error path only) of the
+    // sizes themselves, so the message names the tensor and both ranks' values.
+    std::vector<uint64_t> mineParts = desc.parts();
+    std::vector<uint64_t> allParts(mineParts.size() * static_cast<size_t>(size()));
+    ::gloo::AllgatherOptions p(context_);
+    p.setInput(mineParts.data(), mineParts.size());
+    p.setOutput(allParts.data(), allParts.size());
+    p.setTag(kPartsTag);
+    p.setTimeout(glooimpl::glooTimeout(timeout));
+    ::gloo::allgather(p);
+    for (int r = 0; r < size(); ++r) {
+      if (all[r] == mine) continue;
+      const auto first = allParts.begin() + static_cast<ptrdiff_t>(r * mineParts.size());
+      throw CollectiveMismatchError(
+          partsMismatchMessage(name(), rank(), desc, r,
+                               std::vector<uint64_t>(first, first + mineParts.size())) +
+          detail::str(" (seen by rank ", rank(), ")"));
+    }
+  }
   for (int r = 0; r < size(); ++r) {
     if (all[r] == mine) continue;
     throw mismatchError(name(), rank(), desc, r, OpDesc::fromWire(all[r]),

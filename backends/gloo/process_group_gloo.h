@@ -18,10 +18,11 @@
 //
 // Errors
 //   Before each collective the ranks allgather the op's fingerprint (OpDesc::Wire: op, dtype,
-//   count, root, reduce op, collective count) and compare all of it. A difference fails the op on
-//   every rank with CollectiveMismatchError before any data moved (the group stays usable); it
-//   also keeps a count mismatch from reaching Gloo's device thread, where it would terminate the
-//   process (an exception escaping a Gloo thread).
+//   count, root, reduce op, collective count, a hash of a multi-tensor op's per-tensor sizes) and
+//   compare all of it; when only the sizes' hash differs, a second allgather (of the sizes) names
+//   the tensor. A difference fails the op on every rank with CollectiveMismatchError before any
+//   data moved (the group stays usable); it also keeps a count mismatch from reaching Gloo's
+//   device thread, where it would terminate the process (an exception escaping a Gloo thread).
 //   Gloo exceptions become CommError (a lost connection; names the peer rank when it can be
 //   matched, and quotes gloo's message) or TimeoutError (gloo's op timeout, which is set from the
 //   op's timeout), prefixed by the op, its sequence number and the group. The first such error
@@ -133,6 +134,7 @@ class ProcessGroupGloo : public ProcessGroup {
   // CollectiveMismatchError on every rank when they differ (see process_group_gloo.cc).
   void checkAgreement(const OpDesc& desc, Milliseconds timeout);
   static constexpr uint32_t kAgreementTag = 0xC10DC10Du;
+  static constexpr uint32_t kPartsTag = kAgreementTag + 1;  // the sizes, when only they differ
   void workerLoop() C10D_EXCLUDES(mu_);
   // Runs a p2p continuation on a waiter thread and completes `work` with its outcome.
   void runContinuation(const std::shared_ptr<Work>& work, Continuation cont);

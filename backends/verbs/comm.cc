@@ -151,8 +151,12 @@ void Comm::finishHeaders() {
 }
 
 void Comm::mismatch(int peer, const OpDesc::Wire& theirs) const {
-  throw mismatchError(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs),
-                      detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")"));
+  const std::string where = detail::str(" (seen by rank ", rank_, ", verbs/", t_.name(), ")");
+  if (onlyPartsDiffer(*wire_, theirs)) {
+    throw PartsMismatchError(
+        mismatchMessage(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs)) + where, peer);
+  }
+  throw mismatchError(group_, rank_, *desc_, peer, OpDesc::fromWire(theirs), where);
 }
 
 void Comm::verifyHeader(int peer, const OpDesc::Wire& theirs) {

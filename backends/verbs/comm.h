@@ -12,14 +12,16 @@
 // Mismatch checks (setOp): the op's fingerprint (OpDesc::Wire, 32 bytes) leads this rank's bytes
 // on every stream the op writes, in the same transport write as the first message (one syscall on
 // tcp), and every stream the op reads starts with the sender's fingerprint, read with the first
-// message and compared with ours before run() returns: different ops, counts, dtypes, roots or
-// reduce ops throw CollectiveMismatchError naming both sides. So a rank completes an op only if
-// every peer it received from issued the same op, and, as those peers check theirs before they
-// forward anything, only if every rank its result depends on did. The ring neighbours exchange
-// fingerprints in every op (finishHeaders() at its end, when no data went that way), so ops that
-// move nothing are checked too. Ops on the shm workspace's barrier (allreduce/broadcast/barrier
-// "shm") compare fingerprint hashes in the barrier instead, and a rank waiting long compares the
-// peers' published ops (ShmTransport::peerOp), so a stream op facing a barrier op is caught too.
+// message and compared with ours before run() returns: different ops, counts, dtypes, roots,
+// reduce ops or per-tensor sizes (a hash) throw CollectiveMismatchError naming both sides
+// (PartsMismatchError when only the sizes differ: the backend then fetches the peer's to name
+// them). So a rank completes an op only if every peer it received from issued the same op, and, as
+// those peers check theirs before they forward anything, only if every rank its result depends on
+// did. The ring neighbours exchange fingerprints in every op (finishHeaders() at its end, when no
+// data went that way), so ops that move nothing are checked too. Ops on the shm workspace's barrier
+// (allreduce/broadcast/barrier "shm") compare fingerprint hashes in the barrier instead, and a rank
+// waiting long compares the peers' published ops (ShmTransport::peerOp), so a stream op facing a
+// barrier op is caught too.
 //
 // Also carries what every algorithm needs: rank, size, a scratch buffer, the shm workspace when
 // one spans the group, and the reduction helpers.
@@ -38,6 +40,15 @@
 
 namespace c10d {
 namespace verbs {
+
+// A peer whose op differs from this rank's only in its tensors' sizes (OpDesc::parts()): the
+// fingerprint carries a hash of them, so `peer`'s sizes must be fetched to name the tensor
+// (ProcessGroupVerbs::nameParts).
+class PartsMismatchError : public CollectiveMismatchError {
+ public:
+  PartsMismatchError(const std::string& msg, int peer) : CollectiveMismatchError(msg), peer(peer) {}
+  int peer;
+};
 
 class ShmTransport;
 class Handoff;

@@ -204,8 +204,15 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
     c.finishHeaders();
+    // A peer may yet find this multi-tensor op mismatched (this rank's part ended first): kept to
+    // name it then (namePartsFromPeers). One reference count; nothing for single-tensor ops.
+    if (!desc.parts().empty()) lastParts_ = desc;
     return nullptr;
   } catch (const CollectiveMismatchError& e) {
+    // Sizes differing: published before the record, so the peers that fail from this rank giving
+    // up find them, publish theirs (namePartsFromPeers) and name the tensor.
+    const auto* parts = dynamic_cast<const PartsMismatchError*>(&e);
+    if (parts != nullptr) publishParts(desc);
     // A peer at another collective count is usually the trace of an earlier mismatched op that
     // this rank completed (a broadcast root only sends) and a peer is reporting: that report, if
     // it lands soon, names the cause. Otherwise (or a skipped collective) this rank's own view.
@@ -217,6 +224,13 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
           detail::str(earlier, "; rank ", rank(), " then saw: ", own), e.skewed()));
     }
     reportMismatch(earlier.empty() ? own : earlier);
+    if (parts != nullptr) {
+      const std::string named = nameParts(desc, parts->peer, Clock::now() + kPartsWait);
+      if (!named.empty()) {
+        err = std::make_exception_ptr(
+            CollectiveMismatchError(detail::str(named, " (seen by rank ", rank(), ")")));
+      }
+    }
     setBroken(err);
     return err;
   } catch (const CommError& e) {
@@ -226,8 +240,10 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     // A peer that saw a mismatch gave up on its streams: that, not the hang-up, is the cause.
     const std::string reported = reportedMismatch();
     if (!reported.empty()) {
-      err = std::make_exception_ptr(CollectiveMismatchError(detail::str(
-          reported, "; rank ", rank(), " learned of it from a peer giving up (", e.what(), ")")));
+      const std::string named = namePartsFromPeers(desc);
+      err = std::make_exception_ptr(CollectiveMismatchError(
+          detail::str(named.empty() ? reported : named, "; rank ", rank(),
+                      " learned of it from a peer giving up (", e.what(), ")")));
       reportMismatch(reported);  // pass it on to the ranks waiting on this one
     } else if (std::string(e.what()).find(what) == std::string::npos) {
       err = std::make_exception_ptr(CommError(what + ": " + e.what()));

@@ -17,7 +17,8 @@
 // Errors: a dead peer becomes CommError (shm: pidfd of each local peer checked between sleeps;
 // tcp: reset/EOF), an op past its timeout TimeoutError; either completes the op's Work with the
 // error and breaks the group (ProcessGroup::setBroken), since the streams are then out of step.
-// Mismatched collectives (ranks calling different ops, counts, dtypes, roots, reduce ops) are
+// Mismatched collectives (ranks calling different ops, counts, dtypes, roots, reduce ops, a
+// multi-tensor op's per-tensor sizes: their hash is in the fingerprint) are
 // caught on every op: fingerprints in the stream headers or the shm barrier (comm.h); the rank
 // that notices fails with CollectiveMismatchError, writes the message to the store
 // ("verbs/<n>/mismatch") and aborts its collective streams; a peer whose op then fails with
@@ -126,6 +127,16 @@ class ProcessGroupVerbs : public ProcessGroup {
   // The message a peer reported, or "" (looked up when an op fails with CommError or a
   // mismatch); waits up to `wait` for one to be recorded.
   std::string reportedMismatch(Milliseconds wait = Milliseconds(0));
+  // A multi-tensor op whose peers split it differently (PartsMismatchError): the fingerprint has
+  // only a hash of the sizes, so the ranks failing it swap the sizes through the store (error path
+  // only, parts_mismatch.cc). publishParts writes this rank's; nameParts polls the peers' (`first`
+  // first) until `until` and names the first that differs from this rank's, or returns "".
+  // namePartsFromPeers: a rank failing because a peer gave up; when a peer published sizes for
+  // `desc` or for the last multi-tensor op this rank completed, publishes this rank's and names.
+  static constexpr Milliseconds kPartsWait{1000};  // failing peers publish within ms
+  void publishParts(const OpDesc& desc);
+  std::string nameParts(const OpDesc& desc, int first, std::chrono::steady_clock::time_point until);
+  std::string namePartsFromPeers(const OpDesc& desc);
   // Whether the op's shm algorithm is the workspace's (barrier-based) one.
   bool shmAlgo(Collective c, size_t bytes, size_t count) const;
   // Setup: touches the heap pages the first ops' Work objects will use (see the .cc).
@@ -148,6 +159,7 @@ class ProcessGroupVerbs : public ProcessGroup {
   // Per peer: the running op's fingerprint exchange (Comm::setOp; the op's thread only).
   std::vector<Comm::PeerFingerprint> peerFps_;
   std::vector<uint8_t> coalesced_;  // allreduceCoalesced's flat copy (engine thread only)
+  OpDesc lastParts_;  // the last multi-tensor op completed (engine thread or inline caller)
   bool shutdown_ = false;
 };
 

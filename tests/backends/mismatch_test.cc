@@ -1,9 +1,10 @@
 // Mismatched collectives: one rank calls a collective that does not match the others' (count,
-// dtype, op, root, reduce op, per-rank sizes, a skipped op). Every rank's Work must fail with
-// CollectiveMismatchError naming both descriptions, well before the op's timeout: never a hang,
-// never silently wrong data, never a terminated process. Backends: verbs (shm and tcp) and gloo,
-// each with its default settings (the check is always on); gloo's count mismatch has its own case
-// (it must not kill the process). Plus the OpDesc value type itself and Work::desc().
+// dtype, op, root, reduce op, per-rank sizes, a multi-tensor op's per-tensor sizes, a skipped op).
+// Every rank's Work must fail with CollectiveMismatchError naming both descriptions, well before
+// the op's timeout: never a hang, never silently wrong data, never a terminated process. Backends:
+// verbs (shm and tcp) and gloo, each with its default settings (the check is always on); gloo's
+// count mismatch has its own case (it must not kill the process). Plus the OpDesc value type itself
+// and Work::desc().
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "bootstrap/registry.h"
+#include "core/broadcast_coalesced.h"
 #include "core/op_desc.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
@@ -229,6 +231,87 @@ TEST_P(Mismatch, AlltoallDtype) {
                  {"alltoall_single", "int32", "float"});
 }
 
+// The list forms: every output/input of a rank has its per-rank size, compared as the count.
+TEST_P(Mismatch, AllgatherListPerRankSize) {
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) {
+                   static std::vector<float> in;
+                   static std::vector<std::vector<float>> out;
+                   const size_t n = rank == 1 ? 5 : 4;
+                   in.assign(n, 1.0f);
+                   out.assign(size, std::vector<float>(n, 0.0f));
+                   std::vector<Tensor> outs;
+                   for (auto& o : out) outs.push_back(tensorOf(o, DataType::kFloat32));
+                   return pg.allgather(outs, tensorOf(in, DataType::kFloat32));
+                 },
+                 {"allgather #1", "rank 1 has float x 5 per rank", "has float x 4 per rank"});
+}
+
+TEST_P(Mismatch, ReduceScatterListPerRankSize) {
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) {
+                   static std::vector<float> out;
+                   static std::vector<std::vector<float>> in;
+                   const size_t n = rank == 1 ? 3 : 2;
+                   out.assign(n, 0.0f);
+                   in.assign(size, std::vector<float>(n, 1.0f));
+                   std::vector<Tensor> ins;
+                   for (auto& i : in) ins.push_back(tensorOf(i, DataType::kFloat32));
+                   return pg.reduceScatter(tensorOf(out, DataType::kFloat32), ins);
+                 },
+                 {"reduce_scatter #1", "rank 1 has float x 3 per rank", "has float x 2 per rank"});
+}
+
+// allreduceCoalesced: rank `bad` passes tensors of sizes `badSizes`, the others `sizes` (the same
+// total and number of tensors: only the per-tensor sizes differ, which used to reduce misaligned
+// elements without an error).
+void coalescedCase(const BackendParam& bp, int ws, int bad, const std::vector<size_t>& sizes,
+                   const std::vector<size_t>& badSizes, const std::vector<std::string>& needles) {
+  expectMismatch(
+      bp, ws,
+      [=](ProcessGroup& pg, int rank, int) {
+        static std::vector<std::vector<float>> v;
+        const std::vector<size_t>& mine = rank == bad ? badSizes : sizes;
+        v.clear();
+        std::vector<Tensor> ts;
+        for (size_t n : mine) v.emplace_back(n, 1.0f);
+        for (auto& t : v) ts.push_back(tensorOf(t, DataType::kFloat32));
+        return pg.allreduceCoalesced(ts);
+      },
+      needles);
+}
+
+TEST_P(Mismatch, AllreduceCoalescedSizesSwapped) {
+  coalescedCase(bp(), ws(), 1, {3, 5}, {5, 3},
+                {"allreduce_coalesced #1", "tensor 0 differs", "has float x 3", "has float x 5",
+                 "[3, 5]", "[5, 3]"});
+}
+
+TEST_P(Mismatch, AllreduceCoalescedSizesLastRankMiddleTensor) {
+  coalescedCase(bp(), ws(), ws() - 1, {2, 2, 4}, {2, 4, 2},
+                {"allreduce_coalesced #1", "tensor 1 differs", "rank " + std::to_string(ws() - 1),
+                 "[2, 2, 4]", "[2, 4, 2]"});
+}
+
+// broadcastCoalesced flattens a bucket into one broadcast: rank 1 lays out its tensors
+// differently. Ranks fed only by ranks agreeing with the root may complete with the right data
+// (verbs); their next op must fail with the named mismatch.
+TEST_P(Mismatch, BroadcastCoalescedSizes) {
+  expectMismatch(
+      bp(), ws(),
+      [](ProcessGroup& pg, int rank, int) {
+        static std::vector<std::vector<float>> v;
+        const std::vector<size_t> mine =
+            rank == 1 ? std::vector<size_t>{5, 3} : std::vector<size_t>{3, 5};
+        v.clear();
+        std::vector<Tensor> ts;
+        for (size_t n : mine) v.emplace_back(n, static_cast<float>(rank));
+        for (auto& t : v) ts.push_back(tensorOf(t, DataType::kFloat32));
+        return broadcastCoalesced(pg, ts);
+      },
+      {"broadcast", "tensor 0 differs", "[3, 5]", "[5, 3]"}, everyRankBut(1, ws()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Mismatch, ::testing::ValuesIn(cases({2, 3, 4})), caseName);
 
 // Matching collectives keep working over many ops, with p2p between a pair of ranks interleaved
@@ -411,6 +494,45 @@ TEST(OpDesc, DescribeWireAndMessage) {
   } catch (const CollectiveMismatchError& e) {
     EXPECT_TRUE(e.skewed());
     EXPECT_TRUE(contains(e.what(), "rank 2 heard: allreduce #17")) << e.what();
+  }
+}
+
+// Multi-tensor ops: the per-tensor sizes ride in the Wire as a hash; the message names the tensor.
+TEST(OpDesc, PartsInWireAndMessage) {
+  OpDesc a;
+  a.seq = 5;
+  a.collSeq = 4;
+  a.op = OpType::kAllreduceCoalesced;
+  a.count = 8;
+  a.hasReduceOp = true;
+  a.setParts({3, 5});
+  EXPECT_EQ(a.tensors, 2u);
+  EXPECT_EQ(a.describe(), "2 tensors, float x 8 in all, sizes [3, 5], sum");
+  OpDesc b = a;
+  b.setParts({5, 3});
+  EXPECT_NE(a.partsHash(), 0u);
+  EXPECT_NE(a.partsHash(), b.partsHash());
+  EXPECT_NE(a.wire(), b.wire());
+  EXPECT_TRUE(onlyPartsDiffer(a.wire(), b.wire()));
+  OpDesc c = b;
+  c.count = 9;
+  EXPECT_FALSE(onlyPartsDiffer(a.wire(), c.wire()));
+  EXPECT_FALSE(onlyPartsDiffer(a.wire(), a.wire()));
+  EXPECT_EQ(OpDesc::fromWire(b.wire()).wire(), b.wire());
+  EXPECT_TRUE(contains(OpDesc::fromWire(b.wire()).describe(), "sizes hashing to"));
+  // A single-tensor op has no parts: its Wire is as before.
+  OpDesc one;
+  one.setParts({});
+  EXPECT_EQ(one.partsHash(), 0u);
+  EXPECT_EQ(partsMismatchMessage("gloo:world", 1, b, 0, a.parts()),
+            "allreduce_coalesced #5 in group gloo:world: tensor 0 differs: rank 0 has float x 3, "
+            "rank 1 has float x 5 (sizes: rank 0 [3, 5], rank 1 [5, 3]; 2 tensors, float x 8 in "
+            "all, sum)");
+  std::unordered_set<uint32_t> hashes;
+  for (uint64_t i = 0; i <= 64; ++i) {
+    OpDesc d;
+    d.setParts({i, 64 - i});
+    EXPECT_TRUE(hashes.insert(d.partsHash()).second) << i;
   }
 }
 
