@@ -226,12 +226,21 @@ typedef struct c10d_op_options {
   /* The factor of C10D_REDUCE_PREMUL_SUM (ignored by other ops). A PREMUL_SUM with NULL options is
    * an INVALID_ARGUMENT: the factor has no meaningful default. */
   double premul_scale;
+  /* c10d_broadcast and c10d_allgather_into_tensor (ignored by other ops): when the op's tensor
+   * (each rank's input) is several tensors laid end to end, their element counts, num_parts of
+   * them summing to its numel. Compared across ranks with the rest of the op, so ranks that split it
+   * differently fail with INVALID_ARGUMENT naming the tensor instead of moving misaligned data.
+   * NULL / 0: one tensor. (Added in 0.1.x; a caller compiled without them gets NULL / 0.) */
+  const uint64_t* parts;
+  size_t num_parts;
 } c10d_op_options_t;
 
 static inline void c10d_op_options_init(c10d_op_options_t* o) {
   o->struct_size = sizeof(c10d_op_options_t);
   o->timeout_ms = C10D_TIMEOUT_DEFAULT;
   o->premul_scale = 1.0;
+  o->parts = NULL;
+  o->num_parts = 0;
 }
 
 /* ---- handles ------------------------------------------------------------------------------- */

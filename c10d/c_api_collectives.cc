@@ -10,6 +10,7 @@ namespace {
 struct OpOptions {
   Milliseconds timeout = kUnsetTimeout;
   double premulScale = 1.0;
+  std::shared_ptr<const std::vector<uint64_t>> parts;  // null: one tensor
   bool given = false;  // the caller passed options (PREMUL_SUM needs its factor from them)
 };
 
@@ -22,6 +23,11 @@ OpOptions readOpOptions(const c10d_op_options_t* opts, const char* fn) {
       readStruct(opts, defaults, offsetof(c10d_op_options_t, timeout_ms), fn, "opts");
   out.timeout = toTimeout(o.timeout_ms, kUnsetTimeout, fn, "opts->timeout_ms");
   out.premulScale = o.premul_scale;
+  C10D_CHECK_ARG(o.parts != nullptr || o.num_parts == 0, fn,
+                 ": opts->parts is NULL but num_parts is ", o.num_parts);
+  if (o.num_parts > 0) {
+    out.parts = std::make_shared<const std::vector<uint64_t>>(o.parts, o.parts + o.num_parts);
+  }
   out.given = true;
   return out;
 }
@@ -71,7 +77,9 @@ c10d_status_t c10d_broadcast(c10d_pg_t* pg, const c10d_tensor_t* tensor, int roo
   return issue(fn, pg, out, [&](ProcessGroup& g) {
     BroadcastOptions o;
     o.rootRank = root;
-    o.timeout = readOpOptions(opts, fn).timeout;
+    const auto given = readOpOptions(opts, fn);
+    o.timeout = given.timeout;
+    o.parts = given.parts;
     return g.broadcast(toTensor(tensor, fn, "tensor"), o);
   });
 }
@@ -162,7 +170,9 @@ c10d_status_t c10d_allgather_into_tensor(c10d_pg_t* pg, const c10d_tensor_t* out
   static const char* fn = "c10d_allgather_into_tensor";
   return issue(fn, pg, out, [&](ProcessGroup& g) {
     AllgatherOptions o;
-    o.timeout = readOpOptions(opts, fn).timeout;
+    const auto given = readOpOptions(opts, fn);
+    o.timeout = given.timeout;
+    o.parts = given.parts;
     return g.allgatherIntoTensor(toTensor(output, fn, "output"), toTensor(input, fn, "input"), o);
   });
 }

@@ -148,7 +148,8 @@ std::string OpDesc::describe() const {
     case OpType::kScatter:
     case OpType::kReduceScatter:
     case OpType::kReduceScatterTensor:
-      s = detail::str(toString(dtype), " x ", count, " per rank");
+      s = tensors > 0 ? coalesced() + " per rank"
+                      : detail::str(toString(dtype), " x ", count, " per rank");
       break;
     default:
       s = tensors > 0 ? coalesced() : detail::str(toString(dtype), " x ", count);

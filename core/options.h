@@ -35,6 +35,10 @@ struct ReduceOptions {
 
 struct AllgatherOptions {
   Milliseconds timeout = kUnsetTimeout;
+  // allgatherIntoTensor only: set when each rank's input is several tensors laid end to end (the
+  // torch plugin's allgather_coalesced): their element counts, summing to the input's numel.
+  // Compared across ranks as BroadcastOptions::parts is.
+  std::shared_ptr<const std::vector<uint64_t>> parts = nullptr;
 };
 
 struct GatherOptions {

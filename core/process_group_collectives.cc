@@ -197,6 +197,17 @@ void setReduceOp(OpDesc& d, const ReduceOp& op) {
   d.hasReduceOp = true;
 }
 
+// A flat tensor made of several (Broadcast/AllgatherOptions::parts): their sizes, which must sum
+// to its numel, go into the description, so ranks that split it differently fail.
+void setParts(const Check& c, OpDesc& d, const std::shared_ptr<const std::vector<uint64_t>>& parts,
+              size_t numel) {
+  if (!parts) return;
+  uint64_t sum = 0;
+  for (uint64_t n : *parts) sum += n;
+  if (sum != numel) c.fail("parts sum to ", sum, " elements but the tensor has ", numel);
+  d.setParts(*parts);
+}
+
 Name at(const char* name, size_t i) {
   return Name(name, i);
 }
@@ -227,14 +238,7 @@ std::shared_ptr<Work> ProcessGroup::broadcast(Tensor tensor, const BroadcastOpti
   d.dtype = tensor.dtype;
   d.count = tensor.numel;
   d.root = opts.rootRank;
-  if (opts.parts) {
-    uint64_t sum = 0;
-    for (uint64_t n : *opts.parts) sum += n;
-    if (sum != tensor.numel) {
-      c.fail("parts sum to ", sum, " elements but the tensor has ", tensor.numel);
-    }
-    d.setParts(*opts.parts);
-  }
+  setParts(c, d, opts.parts, tensor.numel);
   return issue(OpType::kBroadcast, d,
                [&](uint64_t seq) { return doBroadcast(tensor, withResolvedTimeout(opts), seq); });
 }
@@ -396,6 +400,7 @@ std::shared_ptr<Work> ProcessGroup::allgatherIntoTensor(Tensor output, Tensor in
   OpDesc d;
   d.dtype = input.dtype;
   d.count = input.numel;
+  setParts(c, d, opts.parts, input.numel);
   return issue(OpType::kAllgatherIntoTensor, d, [&](uint64_t seq) {
     return doAllgatherIntoTensor(output, input, withResolvedTimeout(opts), seq);
   });

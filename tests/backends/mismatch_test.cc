@@ -293,6 +293,23 @@ TEST_P(Mismatch, AllreduceCoalescedSizesLastRankMiddleTensor) {
                  "[2, 2, 4]", "[2, 4, 2]"});
 }
 
+// allgatherIntoTensor of inputs made of several tensors (AllgatherOptions::parts, the torch
+// plugin's allgather_coalesced): rank 1 packs [5, 3] where the others pack [3, 5].
+TEST_P(Mismatch, AllgatherIntoTensorPartsSizes) {
+  expectMismatch(bp(), ws(),
+                 [](ProcessGroup& pg, int rank, int size) {
+                   static std::vector<float> in, out;
+                   in.assign(8, static_cast<float>(rank));
+                   out.assign(8 * static_cast<size_t>(size), 0.0f);
+                   AllgatherOptions o;
+                   o.parts = std::make_shared<const std::vector<uint64_t>>(
+                       rank == 1 ? std::vector<uint64_t>{5, 3} : std::vector<uint64_t>{3, 5});
+                   return pg.allgatherIntoTensor(tensorOf(out, DataType::kFloat32),
+                                                 tensorOf(in, DataType::kFloat32), o);
+                 },
+                 {"allgather_into_tensor #1", "tensor 0 differs", "[3, 5]", "[5, 3]"});
+}
+
 // broadcastCoalesced flattens a bucket into one broadcast: rank 1 lays out its tensors
 // differently. Ranks fed only by ranks agreeing with the root may complete with the right data
 // (verbs); their next op must fail with the named mismatch.

@@ -361,7 +361,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupC10d::allgather_coalesced(
   const c10d_tensor_t outView = staging.out(packedOut, "the packed outputs");
   staging.keep(packedIn);
   staging.keep(packedOut);
-  const c10d_op_options_t o = opOptions(opts.timeout);
+  // The inputs' sizes ride with the op: ranks that pass different sizes fail on every rank
+  // instead of gathering misaligned slices.
+  std::vector<uint64_t> parts;
+  for (const at::Tensor& in : inputs) parts.push_back(static_cast<uint64_t>(in.numel()));
+  c10d_op_options_t o = opOptions(opts.timeout);
+  o.parts = parts.data();
+  o.num_parts = parts.size();
   c10d_work_t* work = nullptr;
   const c10d_status_t status = capi().c10d_allgather_into_tensor(pg_, &outView, &inView, &o, &work);
   return finish("allgather_coalesced", ::c10d::OpType::ALLGATHER_COALESCED, status, work,
