@@ -9,10 +9,10 @@
 // What is compared: the fields every rank of a correct program agrees on (see Wire). Per-peer
 // quantities (alltoall splits, the peer of a send) are described but not in the fingerprint: they
 // legitimately differ between ranks, and the backends compare them pairwise as they move data.
-// A multi-tensor op (allreduce_coalesced, a broadcastCoalesced bucket) also has its tensors'
-// element counts (parts()): the Wire carries a 32-bit hash of them, so two ranks that split the
-// same total differently ([3, 5] against [5, 3]) differ; the lists themselves name the difference
-// (partsMismatchMessage) where a backend can fetch the peer's.
+// A multi-tensor op (allreduce_coalesced, a broadcast or allgather_into_tensor given parts) also
+// has its tensors' element counts (parts()): the Wire carries a 32-bit hash of them, so two ranks
+// that split the same total differently ([3, 5] against [5, 3]) differ; the lists themselves name
+// the difference (partsMismatchMessage) where a backend can fetch the peer's.
 //
 // Cost: a plain value type of fixed size: copying one is a few word stores (the alltoall splits,
 // and parts, the only variable-size parts, are shared and immutable; copying them is one
@@ -73,7 +73,7 @@ struct OpDesc {
   //   allgather*, gather: the input's numel (each rank's block); scatter, reduce_scatter*: the
   //   output's numel (each rank's block); alltoall*, barrier: 0 (per-peer sizes below)
   uint64_t count = 0;
-  // allreduce_coalesced, or a broadcast of a coalesced bucket: the number of tensors; else 0.
+  // A multi-tensor op (see parts()): the number of tensors; else 0.
   uint64_t tensors = 0;
   // send/recv: the peer (-1: any source); else -1.
   int32_t peer = -1;

@@ -76,6 +76,19 @@ void test_errors(c10d_pg_t* pg, int rank, int size) {
               C10D_STATUS_INVALID_ARGUMENT, "premul_scale", NULL, NULL);
   CHECK_FAILS(c10d_allreduce(pg, &t, C10D_REDUCE_BXOR, NULL, &w), C10D_STATUS_INVALID_ARGUMENT,
               "bxor", "float", NULL);
+  /* A flat tensor's parts (opts->parts): present when counted, and summing to its numel. */
+  c10d_op_options_init(&o);
+  o.num_parts = 2;
+  CHECK_FAILS(c10d_broadcast(pg, &t, 0, &o, &w), C10D_STATUS_INVALID_ARGUMENT,
+              "opts->parts is NULL", "num_parts is 2", NULL);
+  {
+    uint64_t parts[2];
+    parts[0] = 1;
+    parts[1] = (uint64_t)t.numel;
+    o.parts = parts;
+    CHECK_FAILS(c10d_broadcast(pg, &t, 0, &o, &w), C10D_STATUS_INVALID_ARGUMENT, "parts sum to",
+                "the tensor has", NULL);
+  }
   {
     char root[64];
     sprintf(root, "root rank %d", size);

@@ -1,6 +1,7 @@
 """Bad input on the c10d backend raises a Python RuntimeError naming the op, the rank and the
 problem, never a crash or a hang; the group stays usable after every error found before
-communicating. Last, an alltoall whose sizes disagree between ranks fails both ranks' works, and
+communicating. Last, an alltoall whose sizes disagree between ranks fails both ranks' works, so
+do coalesced ops whose per-tensor sizes disagree (naming the tensor), and
 a barrier no peer joins times out with the words torch's own tests look for (" Timed out ").
 
   c10drun --nproc-per-node 2 /usr/bin/python3 errors_test.py"""
@@ -109,6 +110,27 @@ def main():
     if rank == 0:
         print(f"ok mismatched alltoall sizes: {text.splitlines()[0][:160]}")
     checked += 1
+
+    # Coalesced ops whose per-tensor sizes disagree between ranks (the same total): every rank
+    # fails naming the tensor and both ranks' sizes, where it used to complete with misaligned
+    # data. Each on a group of its own (a mismatch may break the group it ran on).
+    sizes = [5, 3] if rank == 1 else [3, 5]
+    coalesced = [
+        ("all_gather_coalesced",
+         lambda g: dist.all_gather_coalesced([[torch.zeros(n) for n in sizes] for _ in range(w)],
+                                             [torch.full((n,), float(rank)) for n in sizes],
+                                             group=g),
+         "allgather_into_tensor"),
+        ("all_reduce_coalesced",
+         lambda g: dist.all_reduce_coalesced([torch.ones(n) for n in sizes], group=g),
+         "allreduce_coalesced"),
+    ]
+    for name, fn, op in coalesced:
+        g = dist.new_group(backend="c10d")
+        text = expect_error(lambda: fn(g), op, "tensor 0 differs", "[3, 5]", "[5, 3]")
+        if rank == 0:
+            print(f"ok mismatched {name} sizes: {text.splitlines()[0][:200]}")
+        checked += 1
 
     # A barrier rank 1 never joins, on a group with a 1 s timeout: rank 0's fails within the
     # timeout's margin, with torch's wording (torch's test_barrier_timeout_* match this regex).
