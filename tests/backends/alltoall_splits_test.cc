@@ -211,7 +211,7 @@ TEST_P(AlltoallSplits, ListFormPeerSendsMoreThanExpected) {
   crossRankMismatch(std::get<0>(GetParam()), std::get<1>(GetParam()), 7, 3, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, AlltoallSplits, ::testing::ValuesIn(conformanceCases({2, 3})),
+INSTANTIATE_TEST_SUITE_P(Backends, AlltoallSplits, ::testing::ValuesIn(conformanceCases({2, 3, 4})),
                          [](const auto& info) {
                            return paramName(std::get<0>(info.param), std::get<1>(info.param));
                          });
