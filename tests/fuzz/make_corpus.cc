@@ -1,6 +1,11 @@
 // Writes the seed corpora of the fuzz targets: fuzz_make_corpus OUT_DIR writes
-// OUT_DIR/<target>/seed-<name> for every target. The checked-in tests/fuzz/corpus/ came from it:
-//   cmake --build build --target fuzz_make_corpus && build/bin/fuzz_make_corpus tests/fuzz/corpus
+// OUT_DIR/<target>/seed-<name> for every target. The seeds in the corpus archives
+// (tests/fuzz/corpus/<target>_seed_corpus.zip) came from it. To write them anew: unpack each
+// target T's archive, write the seeds over it, pack it again:
+//   cmake --build build --target fuzz_make_corpus
+//   scripts/fuzz-corpus.py unpack tests/fuzz/corpus/T_seed_corpus.zip c/T
+//   build/bin/fuzz_make_corpus c
+//   scripts/fuzz-corpus.py pack c/T tests/fuzz/corpus/T_seed_corpus.zip
 // Each seed is a small, valid example of what its harness parses (see the harness's header for the
 // input format), so that fuzzing starts from deep paths: authenticated sessions, parked requests,
 // limits, handshake expiry, intact and damaged logs, matched and unmatched p2p messages, etcd's and
