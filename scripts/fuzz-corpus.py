@@ -72,6 +72,17 @@ def unpack(zip_path, out_dir, stamp):
     print(f"fuzz-corpus: {len(seen)} inputs from {zip_path} into {out_dir}")
 
 
+def write_zip(fileobj, inputs):
+    """Writes (name, bytes) pairs, in the order given, as pack's archive."""
+    with zipfile.ZipFile(fileobj, "w") as z:
+        for name, data in inputs:
+            info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # Unix, so that external_attr holds the mode
+            info.external_attr = FILE_MODE << 16
+            z.writestr(info, data, compresslevel=9)
+
+
 def pack(in_dir, zip_path):
     names = sorted(n for n in os.listdir(in_dir)
                    if os.path.isfile(os.path.join(in_dir, n))
@@ -83,15 +94,16 @@ def pack(in_dir, zip_path):
                                dir=os.path.dirname(zip_path))
     os.close(fd)
     try:
-        with zipfile.ZipFile(tmp, "w") as z:
+        for name in names:
+            check_name(in_dir, name, set())
+
+        def inputs():
             for name in names:
-                check_name(in_dir, name, set())
-                info = zipfile.ZipInfo(name, date_time=FIXED_TIME)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.create_system = 3  # Unix, so that external_attr holds the mode
-                info.external_attr = FILE_MODE << 16
                 with open(os.path.join(in_dir, name), "rb") as f:
-                    z.writestr(info, f.read(), compresslevel=9)
+                    yield name, f.read()
+
+        with open(tmp, "wb") as f:
+            write_zip(f, inputs())
         os.chmod(tmp, 0o644)
         os.replace(tmp, zip_path)
     except BaseException:
