@@ -32,6 +32,10 @@ void ShardedOptimizer::waitWork(Work& work) {
 
 void ShardedOptimizer::resetStep() {
   std::fill(marked_.begin(), marked_.end(), 0);
+  for (size_t p = 0; p < params_.size(); ++p) {
+    unpacked_[p] = bucketsOf_[p].size();
+    gradOf_[p] = params_[p].grad.ptr<float>();
+  }
   nextBucket_ = 0;
   launchedEarly_ = 0;
   markWaitSeconds_ = 0;
@@ -57,12 +61,9 @@ void ShardedOptimizer::forEachPiece(int r, size_t begin, size_t end, Fn&& fn) co
 }
 
 void ShardedOptimizer::packGrads(int r, size_t begin, size_t count, float* dst) const {
-  const size_t have = shardNumel_[static_cast<size_t>(r)];
-  const size_t end = std::min(begin + count, std::max(have, begin));
-  forEachPiece(r, begin, end, [&](size_t p, size_t pos, size_t n, size_t at) {
-    std::memcpy(dst + (at - begin), params_[p].grad.ptr<float>() + pos, n * sizeof(float));
+  forEachPiece(r, begin, begin + count, [&](size_t p, size_t pos, size_t n, size_t at) {
+    std::memcpy(dst + (at - begin), gradOf_[p] + pos, n * sizeof(float));
   });
-  std::fill(dst + (end - begin), dst + count, 0.0f);  // padding past the shard
 }
 
 void ShardedOptimizer::unpackParams(int r, size_t begin, size_t count, const float* src) const {
@@ -71,204 +72,269 @@ void ShardedOptimizer::unpackParams(int r, size_t begin, size_t count, const flo
   });
 }
 
-layers::Floats& ShardedOptimizer::acquireStaging() {
-  const size_t i = nextStaging_;
-  if (stagingWork_[i]) {
-    auto work = std::move(stagingWork_[i]);
-    waitWork(*work);
+void ShardedOptimizer::finishStaging(size_t i) {
+  InFlight& f = inFlight_[i];
+  if (!f.work) return;
+  auto work = std::move(f.work);
+  waitWork(*work);
+  f.keep.release();
+  if (f.scatterBucket != kNoBucket) {  // this rank's part of the summed bucket into its shard
+    const Bucket& b = buckets_[f.scatterBucket];
+    const auto me = static_cast<size_t>(rank_);
+    if (b.partNumel[me] > 0) {
+      std::memcpy(shardGrad_->data() + b.partBegin[me], scatterOut_[i]->data(),
+                  b.partNumel[me] * sizeof(float));
+    }
+    f.scatterBucket = kNoBucket;
   }
-  return *staging_[i];
 }
 
-void ShardedOptimizer::useStaging(const std::shared_ptr<Work>& work) {
-  const size_t i = nextStaging_;
-  auto keep = staging_[i];
-  work->then([keep](Work&) {});  // the buffer outlives the op, whatever happens to us
-  stagingWork_[i] = work;
+size_t ShardedOptimizer::acquireStaging() {
+  finishStaging(nextStaging_);
+  return nextStaging_;
+}
+
+void ShardedOptimizer::useStaging(size_t i, std::shared_ptr<Work> work,
+                                  std::vector<std::shared_ptr<layers::Floats>> held,
+                                  size_t scatterBucket) {
+  InFlight& f = inFlight_[i];
+  f.keep = layers::KeepAlive(*work, std::move(held));
+  f.work = std::move(work);
+  f.scatterBucket = scatterBucket;
   if (!staging_[1]->empty()) nextStaging_ = 1 - i;
 }
 
 void ShardedOptimizer::drainStaging() {
   for (size_t k = 0; k < 2; ++k) {  // the older one first
-    acquireStaging();
+    finishStaging(nextStaging_);
     nextStaging_ = 1 - nextStaging_;
   }
   nextStaging_ = 0;
 }
 
+void ShardedOptimizer::notifyReleased(const std::vector<size_t>& released) const {
+  if (!options_.onGradReleased) return;
+  for (size_t p : released) options_.onGradReleased(p);
+}
+
 void ShardedOptimizer::markReady(size_t index) {
-  MutexLock lock(mu_);
-  broken_.check(group_->name());
-  C10D_CHECK_ARG(index < params_.size(), "ShardedOptimizer::markReady: parameter index ", index,
-                 " out of range: the optimizer has ", params_.size(), " parameters (group ",
-                 group_->name(), ")");
-  if (marked_[index]) {
-    C10D_THROW(InvalidArgument, "ShardedOptimizer::markReady: ", describe(index),
-               " was marked ready twice in step ", optimizer_->steps() + 1, " (group ",
-               group_->name(),
-               "). Each parameter's gradient hook must fire once per backward; a parameter shared "
-               "by several modules must be registered once.");
-  }
-  marked_[index] = 1;
-  try {
-    if (!buckets_.empty() && bucketOf_[index] != kNoBucket) {
-      Bucket& bucket = buckets_[bucketOf_[index]];
-      if (--bucket.pending == 0) {
-        launchReadyBuckets();
-        launchedEarly_ = nextBucket_;
-      }
+  markReadyImpl(index, nullptr);
+}
+
+void ShardedOptimizer::markReady(size_t index, Tensor grad) {
+  markReadyImpl(index, &grad);
+}
+
+void ShardedOptimizer::markReadyImpl(size_t index, const Tensor* grad) {
+  std::vector<size_t> released;
+  {
+    MutexLock lock(mu_);
+    broken_.check(group_->name());
+    C10D_CHECK_ARG(index < params_.size(), "ShardedOptimizer::markReady: parameter index ", index,
+                   " out of range: the optimizer has ", params_.size(), " parameters (group ",
+                   group_->name(), ")");
+    if (marked_[index]) {
+      C10D_THROW(InvalidArgument, "ShardedOptimizer::markReady: ", describe(index),
+                 " was marked ready twice in step ", optimizer_->steps() + 1, " (group ",
+                 group_->name(),
+                 "). Each parameter's gradient hook must fire once per backward; a parameter "
+                 "shared by several modules must be registered once.");
     }
-  } catch (...) {
-    broken_.fail("markReady(" + describe(index) + ")", std::current_exception());
+    if (grad != nullptr) {
+      const size_t want = params_[index].data.numel;
+      C10D_CHECK_ARG(grad->numel == want && grad->dtype == DataType::kFloat32 &&
+                         grad->device.isCPU() && (grad->data != nullptr || want == 0),
+                     "ShardedOptimizer::markReady: the gradient given for ", describe(index),
+                     " is ", grad->numel, " elements of ", toString(grad->dtype), " on ",
+                     toString(grad->device), (grad->data == nullptr ? " (null)" : ""),
+                     "; the parameter has ", want, " float32 elements on the CPU (group ",
+                     group_->name(), ")");
+      gradOf_[index] = grad->ptr<float>();
+    }
+    marked_[index] = 1;
+    try {
+      if (bucketsOf_[index].empty()) released.push_back(index);  // nothing to read
+      for (size_t b : bucketsOf_[index]) --buckets_[b].pending;
+      launchReadyBuckets(released);
+      launchedEarly_ = nextBucket_;
+    } catch (...) {
+      broken_.fail("markReady(" + describe(index) + ")", std::current_exception());
+    }
   }
+  notifyReleased(released);
 }
 
 // The Reducer's next_bucket rule: launch in index order, so every rank issues the same sequence of
 // collectives whatever order its gradients became ready in.
-void ShardedOptimizer::launchReadyBuckets() {
+void ShardedOptimizer::launchReadyBuckets(std::vector<size_t>& released) {
   while (nextBucket_ < buckets_.size() && buckets_[nextBucket_].pending == 0) {
-    Bucket& b = buckets_[nextBucket_++];
-    if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients
-      packGrads(b.owner, b.offset, b.numel, shardGrad_->data() + b.offset);
-      const int64_t issued = events_.stamp();
-      b.work = group_->reduce(floats(*shardGrad_, b.offset, b.numel),
-                              ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
-      events_.launched("reduce bucket", nextBucket_ - 1, b.numel * sizeof(float), issued, *b.work);
-      auto keep = shardGrad_;
-      b.work->then([keep](Work&) {});
-      continue;
+    const size_t b = nextBucket_++;
+    launchBucket(b);
+    for (size_t p : buckets_[b].params) {
+      if (--unpacked_[p] == 0) released.push_back(p);
     }
-    const auto t0 = Clock::now();
-    layers::Floats& buf = acquireStaging();
-    markWaitSeconds_ += secondsSince(t0);
-    packGrads(b.owner, b.offset, b.numel, buf.data());
-    const int64_t issued = events_.stamp();
-    b.work = group_->reduce(floats(buf, 0, b.numel),
-                            ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
-    events_.launched("reduce bucket", nextBucket_ - 1, b.numel * sizeof(float), issued, *b.work);
-    useStaging(b.work);
   }
+}
+
+void ShardedOptimizer::launchBucket(size_t index) {
+  Bucket& b = buckets_[index];
+  const auto t0 = Clock::now();
+  if (options_.gradReduction == ZeroOptions::GradReduction::kReduceScatter) {
+    // Rank r's part at r * width, zero-padded to the widest part.
+    const size_t n = static_cast<size_t>(size_);
+    const size_t width = b.numel;
+    const size_t i = acquireStaging();
+    markWaitSeconds_ += secondsSince(t0);
+    float* in = staging_[i]->data();
+    for (size_t r = 0; r < n; ++r) {
+      packGrads(static_cast<int>(r), b.partBegin[r], b.partNumel[r], in + r * width);
+      std::fill(in + r * width + b.partNumel[r], in + (r + 1) * width, 0.0f);
+    }
+    const int64_t issued = events_.stamp();
+    auto work = group_->reduceScatterTensor(floats(*scatterOut_[i], 0, width),
+                                            floats(*staging_[i], 0, n * width),
+                                            ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
+    events_.launched("reduce-scatter bucket", index, n * width * sizeof(float), issued, *work);
+    useStaging(i, std::move(work), {staging_[i], scatterOut_[i]}, index);
+    return;
+  }
+  if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients
+    packGrads(b.owner, b.offset, b.numel, shardGrad_->data() + b.offset);
+    const int64_t issued = events_.stamp();
+    b.work = group_->reduce(floats(*shardGrad_, b.offset, b.numel),
+                            ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
+    events_.launched("reduce bucket", index, b.numel * sizeof(float), issued, *b.work);
+    b.keep = layers::KeepAlive(*b.work, {shardGrad_});
+    return;
+  }
+  const size_t i = acquireStaging();
+  markWaitSeconds_ += secondsSince(t0);
+  packGrads(b.owner, b.offset, b.numel, staging_[i]->data());
+  const int64_t issued = events_.stamp();
+  auto work = group_->reduce(floats(*staging_[i], 0, b.numel),
+                             ReduceOptions{ReduceOp::SUM, b.owner, options_.timeout});
+  events_.launched("reduce bucket", index, b.numel * sizeof(float), issued, *work);
+  useStaging(i, std::move(work), {staging_[i]}, kNoBucket);
 }
 
 // Round t: elements [t*R, t*R + R) of every shard; rank r's part at r * R' of the staging buffer
-// (R' = R, or what is left of S in the last round).
-void ShardedOptimizer::reduceScatterRounds(ZeroStepStats& st) {
-  const size_t n = static_cast<size_t>(size_);
-  for (size_t begin = 0; begin < chunk_; begin += round_) {
-    const size_t count = std::min(round_, chunk_ - begin);
-    layers::Floats& buf = acquireStaging();
-    for (size_t r = 0; r < n; ++r)
-      packGrads(static_cast<int>(r), begin, count, buf.data() + r * count);
-    const int64_t issued = events_.stamp();
-    auto work =
-        group_->reduceScatterTensor(floats(*shardGrad_, begin, count), floats(buf, 0, n * count),
-                                    ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
-    events_.launched("reduce-scatter round", st.bucketsLaunched, n * count * sizeof(float), issued,
-                     *work);
-    auto keep = shardGrad_;
-    work->then([keep](Work&) {});
-    useStaging(work);
-    ++st.bucketsLaunched;
-  }
-  drainStaging();
-}
-
+// (R' = R, or what is left of S in the last round). A round reaching past this rank's shard
+// sends it zero-padded from gatherPad_.
 void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
   const size_t n = static_cast<size_t>(size_);
-  struct InFlight {
+  const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
+  struct Round {
     size_t begin = 0;
     size_t count = 0;
-    std::shared_ptr<layers::Floats> buf;
     std::shared_ptr<Work> work;
+    layers::KeepAlive keep;
   };
-  InFlight slots[2];
-  auto finish = [&](InFlight& f) {
+  Round slots[2];
+  auto finish = [&](size_t k) {
+    Round& f = slots[k];
     if (!f.work) return;
     waitWork(*f.work);
+    f.keep.release();
     for (size_t r = 0; r < n; ++r) {
-      unpackParams(static_cast<int>(r), f.begin, f.count, f.buf->data() + r * f.count);
+      unpackParams(static_cast<int>(r), f.begin, f.count, staging_[k]->data() + r * f.count);
     }
     f.work.reset();
   };
   const size_t buffers = staging_[1]->empty() ? 1 : 2;
   size_t k = 0;
   for (size_t begin = 0; begin < chunk_; begin += round_, k = (k + 1) % buffers) {
-    finish(slots[k]);  // round t - 2 used this buffer
-    InFlight& f = slots[k];
+    finish(k);  // round t - 2 used this buffer
+    Round& f = slots[k];
     f.begin = begin;
     f.count = std::min(round_, chunk_ - begin);
-    f.buf = staging_[k];
+    std::shared_ptr<layers::Floats> input = shardParam_;
+    size_t at = begin;
+    if (begin + f.count > mine) {
+      input = gatherPad_[k];
+      const size_t have = mine > begin ? mine - begin : 0;
+      if (have > 0) std::copy_n(shardParam_->data() + begin, have, input->data());
+      std::fill(input->data() + have, input->data() + f.count, 0.0f);
+      at = 0;
+    }
     const int64_t issued = events_.stamp();
-    f.work = group_->allgatherIntoTensor(floats(*f.buf, 0, n * f.count),
-                                         floats(*shardParam_, begin, f.count),
+    f.work = group_->allgatherIntoTensor(floats(*staging_[k], 0, n * f.count),
+                                         floats(*input, at, f.count),
                                          AllgatherOptions{options_.timeout});
     events_.launched("allgather round", st.rounds, n * f.count * sizeof(float), issued, *f.work);
-    auto keepIn = shardParam_;
-    auto keepOut = f.buf;
-    f.work->then([keepIn, keepOut](Work&) {});
+    f.keep = layers::KeepAlive(*f.work, {input, staging_[k]});
     ++st.rounds;
   }
-  finish(slots[k]);  // the older of the two first
-  finish(slots[(k + 1) % buffers]);
+  finish(k);  // the older of the two first
+  finish((k + 1) % buffers);
 }
 
 ZeroStepStats ShardedOptimizer::step() {
-  MutexLock lock(mu_);
-  broken_.check(group_->name());
+  std::vector<size_t> released;
   ZeroStepStats st;
-  const uint64_t stepNumber = optimizer_->steps() + 1;  // for messages
-  st.stagingBytes = (staging_[0]->size() + staging_[1]->size()) * sizeof(float);
-  try {
-    // 1. Reduce to the owners.
-    const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
-    float* grads = shardGrad_->data();
-    const auto t0 = Clock::now();
-    if (chunk_ > 0) {
-      if (buckets_.empty()) {
-        reduceScatterRounds(st);
-      } else {
-        st.bucketsLaunchedEarly = launchedEarly_;
-        for (Bucket& b : buckets_) b.pending = 0;
-        launchReadyBuckets();
-        for (Bucket& b : buckets_) waitWork(*b.work);
-        drainStaging();
-        st.bucketsLaunched = buckets_.size();
+  {
+    MutexLock lock(mu_);
+    broken_.check(group_->name());
+    const uint64_t stepNumber = optimizer_->steps() + 1;  // for messages
+    st.shardBytes = (shardGrad_->size() + shardParam_->size()) * sizeof(float);
+    st.stagingBytes = 0;
+    for (size_t i = 0; i < 2; ++i) {
+      st.stagingBytes +=
+          (staging_[i]->size() + scatterOut_[i]->size() + gatherPad_[i]->size()) * sizeof(float);
+    }
+    try {
+      // 1. Reduce to the owners: the buckets not launched by markReady() now.
+      const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
+      float* grads = shardGrad_->data();
+      const auto t0 = Clock::now();
+      st.bucketsLaunchedEarly = launchedEarly_;
+      for (size_t p = 0; p < params_.size(); ++p) {
+        if (!marked_[p] && bucketsOf_[p].empty()) released.push_back(p);
       }
+      for (Bucket& b : buckets_) b.pending = 0;
+      launchReadyBuckets(released);
+      for (Bucket& b : buckets_) {
+        if (!b.work) continue;
+        waitWork(*b.work);
+        b.keep.release();
+      }
+      drainStaging();
+      st.bucketsLaunched = buckets_.size();
+      st.commSeconds += secondsSince(t0);
+      st.markWaitSeconds = markWaitSeconds_;
+      // 2. Average, and step this rank's shard on the parameters' current values.
+      const auto t1 = Clock::now();
+      float* shardParam = shardParam_->data();
+      for (size_t p : shards_[static_cast<size_t>(rank_)]) {
+        if (params_[p].data.numel == 0) continue;
+        std::memcpy(shardParam + offset_[p], params_[p].data.data,
+                    params_[p].data.numel * sizeof(float));
+      }
+      if (size_ > 1) {
+        const auto n = static_cast<float>(size_);
+        for (size_t i = 0; i < mine; ++i) grads[i] /= n;
+      }
+      if (options_.clip.maxNorm > 0) {
+        st.gradNorm = clipGradNorm(*group_, grads, mine, options_.clip, options_.timeout);
+      }
+      optimizer_->step(shardParam, grads, spans_);
+      st.stepSeconds = secondsSince(t1);
+      // 3. Every rank's updated shard to every rank, into the parameters round by round.
+      const auto t2 = Clock::now();
+      allgatherRounds(st);
+      st.commSeconds += secondsSince(t2);
+    } catch (...) {
+      broken_.fail("step " + std::to_string(stepNumber), std::current_exception());
     }
-    st.commSeconds += secondsSince(t0);
-    st.markWaitSeconds = markWaitSeconds_;
-    // 2. Average, and step this rank's shard on the parameters' current values.
-    const auto t1 = Clock::now();
-    float* shardParam = shardParam_->data();
-    for (size_t p : shards_[static_cast<size_t>(rank_)]) {
-      if (params_[p].data.numel == 0) continue;
-      std::memcpy(shardParam + offset_[p], params_[p].data.data,
-                  params_[p].data.numel * sizeof(float));
-    }
-    if (size_ > 1) {
-      const auto n = static_cast<float>(size_);
-      for (size_t i = 0; i < mine; ++i) grads[i] /= n;
-    }
-    if (options_.clip.maxNorm > 0) {
-      st.gradNorm = clipGradNorm(*group_, grads, mine, options_.clip, options_.timeout);
-    }
-    optimizer_->step(shardParam, grads, spans_);
-    st.stepSeconds = secondsSince(t1);
-    // 3. Every rank's updated shard to every rank, into the parameters round by round.
-    const auto t2 = Clock::now();
-    allgatherRounds(st);
-    st.commSeconds += secondsSince(t2);
-  } catch (...) {
-    broken_.fail("step " + std::to_string(stepNumber), std::current_exception());
+    resetStep();
+    st.comm = events_.take();
+    st.step = optimizer_->steps();
+    st.localStateBytes = optimizer_->stateBytes();
+    const layers::LayerMemory memory = layers::layerMemory();
+    st.layerBytes = static_cast<size_t>(memory.liveBytes);
+    st.layerPeakBytes = static_cast<size_t>(memory.peakBytes);
+    lastStats_ = st;
   }
-  resetStep();
-  st.comm = events_.take();
-  st.step = optimizer_->steps();
-  st.localStateBytes = optimizer_->stateBytes();
-  const layers::LayerMemory memory = layers::layerMemory();
-  st.layerBytes = static_cast<size_t>(memory.liveBytes);
-  st.layerPeakBytes = static_cast<size_t>(memory.peakBytes);
-  lastStats_ = st;
+  notifyReleased(released);
   return st;
 }
 

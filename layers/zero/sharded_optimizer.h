@@ -8,8 +8,10 @@
 //   ShardedOptimizer opt(params, group, options);  // collective: checks, broadcast from rank 0,
 //                                                  // partition
 //   for each step:
-//     forward; backward, writing each parameter's local gradient into its grad tensor and
-//       (optionally) calling opt.markReady(i) as parameter i's gradient is complete
+//     forward; backward, writing each parameter's local gradient and calling
+//       opt.markReady(i) (or markReady(i, grad): this step's gradient is at `grad`) as parameter
+//       i's gradient is complete; options.onGradReleased(i) then says when that gradient has been
+//       read, so the framework may free or reuse its memory before backward ends
 //     auto stats = opt.step();      // collective: grads averaged to owners, shard stepped,
 //                                   // every rank's parameters updated
 //   Checkpoint: auto full = opt.consolidateState(0); if (rank == 0) full.save(path);
@@ -21,39 +23,46 @@
 //   gets the same partition without communicating. A rank may own nothing (more ranks than
 //   parameters): it then holds no state and still takes part in every collective.
 //
-// Rank-major chunks
-//   Rank r's shard is its parameters in ascending index order, back to back: S_r elements, padded
-//   with zeros to S = max_r S_r. The optimizer keeps two shard-sized buffers (this rank's reduced
-//   gradients and its parameters) and never a full-size one: gradients and parameters move in
-//   rounds of R elements of every shard (R = bucketCapBytes / 4 / N, at most S), through two
-//   staging buffers of N * R floats used in turn, so that round t + 1 is packed while round t is in
-//   flight (one buffer when a single round moves everything).
+// Shards and buckets
+//   Rank r's shard is its parameters in ascending index order, back to back: S_r elements (S =
+//   max_r S_r). The optimizer keeps this rank's reduced gradients and its parameters (S_r floats
+//   each) and never a full-size buffer. Gradients move in buckets, launched as backward completes
+//   them (the DDP Reducer's shape), each copied into staging before its collective starts:
+//   kReduceScatter: the parameters back to back in index order are cut, from the last element
+//     down, into ranges in which no rank owns more than R elements (R = bucketCapBytes / 4 / N,
+//     at least 1, at most S; a parameter may span several buckets). Each rank's part of a range
+//     is a contiguous range of its shard; one reduceScatterTensor(SUM) of N parts padded to the
+//     largest (N * R floats at most) leaves this rank's summed part in a small output buffer,
+//     copied into its shard of reduced gradients when the collective completes.
+//   kReduceToOwner (ShardedDDP): each owner's parameters, walked in reverse index order, are cut
+//     into buckets of at most bucketCapBytes (a bucket holds at least one parameter); a bucket is
+//     a contiguous range of the owner's shard, reduced with reduce(SUM, root = owner). The owner
+//     packs it straight into its shard of reduced gradients; the other ranks into staging.
+//   Either way a bucket starts as soon as its last parameter is marked and the earlier buckets
+//   have started: buckets are ordered by their lowest element, descending (the order backward
+//   completes them) and launched in that order on every rank (the Reducer's next_bucket rule),
+//   so every rank issues the same collectives in the same order. Two staging buffers alternate:
+//   markReady() waits for the older one's collective when both are in flight.
+//   Once every bucket holding a piece of parameter i has been copied, the optimizer is done with
+//   i's gradient for this step and calls options.onGradReleased(i) (without its lock held, on the
+//   thread that launched the bucket: markReady() or step()). Each parameter is released exactly
+//   once per step; one with no elements when it is marked.
 //
 // step()
-//   1. Gradients reach their owners (the framework's grad tensors are only read):
-//      kReduceScatter: round t packs elements [t*R, t*R + R) of every rank's shard, read straight
-//      from the grad tensors, and one reduceScatterTensor(SUM) leaves the sum of this rank's part
-//      in its shard of reduced gradients. kReduceToOwner (ShardedDDP): each owner's parameters,
-//      walked in reverse index order, are cut into buckets of at most bucketCapBytes (a bucket
-//      holds at least one parameter); a bucket is a contiguous range of the owner's shard, and
-//      reduce(SUM, root = owner) of it starts as soon as its last parameter is marked. The owner
-//      packs the bucket straight into its shard of reduced gradients; the other ranks pack it into
-//      a staging buffer, which is reused once its reduce completes (markReady() waits for the older
-//      of the two when both are in flight). Buckets are ordered by their lowest parameter index,
-//      descending (the order backward completes them) and launched in that order on every rank: a
-//      bucket complete early waits for the earlier ones (the Reducer's next_bucket rule), so every
-//      rank issues the same collectives in the same order.
+//   1. Buckets not launched yet (parameters never marked) are launched now, reading the grad
+//      tensors given at construction; every gradient collective is waited for.
 //   2. The owner divides its summed gradients by the world size (fp32 division: the mean); with
 //      options.clip, the total norm over every rank's shard is computed and the shard clipped
 //      (grad_norm.h, one allreduce); it copies its parameters' current values out of their data
 //      tensors and runs FlatOptimizer::step on its S_r elements (torch.optim's update rules,
 //      flat_optimizer.h), each parameter with its group's lr and weight decay.
-//   3. allgatherIntoTensor of every rank's updated shard in rounds of R, each round's result
-//      copied into the parameters' data tensors while the next one is in flight.
+//   3. allgatherIntoTensor of every rank's updated shard in rounds of R elements of every shard
+//      (a rank whose shard ends before a round's end sends it zero-padded from a scratch of R
+//      floats), each round's result copied into the parameters' data tensors while the next one
+//      is in flight.
 //   The result equals one FlatOptimizer over all parameters stepped with the mean gradient, up to
 //   the backend's summation order in step 1 (bit for bit whenever the sums are exact).
-//   The framework's grad tensors are only read; a framework that frees each non-owned gradient
-//   after step() (or after its bucket's reduce, in kReduceToOwner) holds ZeRO-2's memory.
+//   The framework's grad tensors are only read.
 //
 // Checkpoints
 //   consolidateState(dst) gathers every rank's shard state (one gather of numSlots * S floats per
@@ -71,7 +80,8 @@
 //
 // Errors
 //   InvalidArgument: a null group, invalid optimizer options (OptimizerOptions::validate), a
-//   bucketCapBytes of 0, any start-up problem above; markReady out of range or twice in one step;
+//   bucketCapBytes of 0, any start-up problem above; markReady out of range or twice in one step,
+//   or markReady(i, grad) with a grad that is not fp32 on the CPU with parameter i's numel;
 //   consolidateState with a dstRank outside [0, N); loadState with a state that does not match
 //   (options, slot names, parameter count, a parameter's numel — naming it). These leave the
 //   optimizer unchanged. A failed or timed-out collective (TimeoutError, CommError) breaks the
@@ -80,28 +90,34 @@
 //
 // Threads and blocking
 //   Starts no threads. markReady() may be called concurrently from several threads (autograd
-//   workers); it and step() are serialized by an internal mutex, and kReduceToOwner bucket launches
-//   happen on whichever thread marks a bucket's last parameter. Everything else must be called from
-//   one thread at a time, and step() only after every markReady() of the step has returned. The
+//   workers); it and step() are serialized by an internal mutex, and bucket launches happen on
+//   whichever thread marks a bucket's last parameter. Everything else must be called from one
+//   thread at a time, and step() only after every markReady() of the step has returned. The
 //   optimizer issues collectives on the group from those threads: other ops on the same group must
 //   not be issued concurrently with backward or step() (use a second group for other traffic).
-//   markReady() does not wait for communication. The constructor, step() and consolidateState()
-//   wait for their collectives, each wait bounded by options.timeout (kUnsetTimeout: the op's own,
-//   i.e. the group's), throwing TimeoutError.
+//   markReady() waits for communication only for a staging buffer (both in flight). The
+//   constructor, step() and consolidateState() wait for their collectives, each wait bounded by
+//   options.timeout (kUnsetTimeout: the op's own, i.e. the group's), throwing TimeoutError.
 //
-// Memory (N ranks, P = total parameter elements, S = the largest shard, k = state slots)
-//   Optimizer state: k * S_r floats on rank r (the sum over ranks is exactly k * P, what one
-//   unsharded optimizer holds). Staging: this rank's shard of parameters and of reduced gradients
-//   (S floats each) and the round buffers (max(N * R, the largest kReduceToOwner bucket another
-//   rank owns) floats each: about bucketCapBytes; a second one only when there are several rounds
-//   or staged buckets), so ZeRO-2's gradient memory (P / N + two buckets) whatever the model's
-//   size; during consolidateState the gather buffers (k * N * S floats on dstRank, k * S
-//   elsewhere). Parameters and grads are the framework's non-owning views (ZeRO stage 3, the
-//   parameters sharded too, is FullyShardedModel: fully_sharded.h). Buffers in flight stay alive
-//   until their collective completes, so destroying the optimizer with communication in flight
-//   (after a failure) is safe. Every buffer and the state are counted (layers/common/memory.h;
-//   ZeroStepStats::layerBytes): measured, the optimizer holds exactly the staging and its shard's
-//   state, and a step allocates nothing (tests/layers/zero_test.cc).
+// Memory on rank r (N ranks, P = total parameter elements, S_r = rank r's shard, k = state slots,
+// B = bucketCapBytes / 4 floats, L = the largest kReduceToOwner bucket another rank owns)
+//   Optimizer state: k * S_r floats (the sum over ranks is exactly k * P, what one unsharded
+//   optimizer holds). Shards: S_r floats of reduced gradients and S_r of parameters. Staging
+//   (ZeroStepStats::stagingBytes): one or two buffers of max(N * R, L) floats (about B; the
+//   second only when there are several rounds or staged buckets), plus with kReduceScatter one
+//   output buffer of at most R floats per staging buffer, plus R floats per staging buffer when
+//   S_r < S (the allgather's zero-padded input). So rank r holds (2 + k) * S_r floats + about
+//   2 * B, and the full gradients only as long as backward takes to fill a bucket: a framework
+//   that frees each gradient at onGradReleased holds ZeRO-2's memory end to end. During
+//   consolidateState the gather buffers (k * N * S floats on dstRank, k * S elsewhere).
+//   Parameters and grads are the framework's non-owning views (ZeRO stage 3, the parameters
+//   sharded too, is FullyShardedModel: fully_sharded.h). Buffers a collective uses are held by a
+//   layers::KeepAlive until it completes, and dropped as soon as it has been waited for, so a
+//   destroyed optimizer frees them at once, or at the completion of a collective still in flight
+//   (after a failure, or destroyed in the middle of backward): never while the backend uses them.
+//   Every buffer and the state are counted (layers/common/memory.h; ZeroStepStats::layerBytes):
+//   measured, the optimizer holds exactly the staging, its shards and its state, and a step
+//   allocates nothing (tests/layers/zero_test.cc).
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
 //   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
@@ -111,6 +127,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,6 +136,7 @@
 #include "core/process_group.h"
 #include "layers/common/comm_event.h"
 #include "layers/common/failure.h"
+#include "layers/common/keep_alive.h"
 #include "layers/common/memory.h"
 #include "layers/common/parameter.h"
 #include "layers/optim/flat_optimizer.h"
@@ -130,17 +148,24 @@ namespace zero {
 
 struct ZeroOptions {
   optim::OptimizerOptions optimizer;
-  // How gradients reach their owner: reduceScatterTensor in rounds over every rank's shard, or
-  // ShardedDDP's bucketed reduce(dst = owner) launched from markReady() so it overlaps backward.
+  // How gradients reach their owner, in buckets launched from markReady() so that they overlap
+  // backward: reduceScatterTensor of element ranges of every rank's shard, or ShardedDDP's
+  // reduce(dst = owner) of a range of one owner's shard.
   enum class GradReduction { kReduceScatter, kReduceToOwner };
   GradReduction gradReduction = GradReduction::kReduceScatter;
-  size_t bucketCapBytes = 25u << 20;     // kReduceToOwner buckets; the rounds' size (N * R floats)
+  // kReduceToOwner buckets; kReduceScatter buckets and the allgather rounds (N * R floats).
+  size_t bucketCapBytes = 25u << 20;
   Milliseconds timeout = kUnsetTimeout;  // bound for every wait
   // Per-group lr and weight decay (indices into the parameter list; flat_optimizer.h).
   std::vector<optim::ParamGroup> paramGroups;
   // Clip the mean gradient's total norm over every shard before the update (grad_norm.h).
   GradClip clip;
   bool recordComm = false;  // fill ZeroStepStats::comm (timelines; costs a callback per collective)
+  // Called once per step for each parameter i as soon as the optimizer has read this step's
+  // gradient of i (copied into staging or its shard): the framework may free or reuse it. Runs on
+  // the thread of the markReady() or step() that launched i's last bucket, without the
+  // optimizer's lock; it must not call step(). Not compared across ranks.
+  std::function<void(size_t)> onGradReleased;
 };
 
 const char* gradReductionName(ZeroOptions::GradReduction mode);  // "reduce_scatter", ...
@@ -151,12 +176,13 @@ struct ZeroStepStats {
   double stepSeconds = 0;           // the optimizer's arithmetic on this rank's shard
   size_t localStateBytes = 0;       // this rank's optimizer state (slots)
   uint64_t step = 0;                // steps taken so far, this one included
-  size_t bucketsLaunched = 0;       // collectives that moved gradients (kReduceScatter: the rounds;
-                                    //   0 when no parameter has elements)
-  size_t bucketsLaunchedEarly = 0;  // kReduceToOwner: launched by markReady(), before step()
-  double markWaitSeconds = 0;       // kReduceToOwner: markReady() waited for a staging buffer
-  size_t rounds = 0;                // allgather rounds (and kReduceScatter's reduce-scatter rounds)
-  size_t stagingBytes = 0;          // the two round buffers
+  size_t bucketsLaunched = 0;       // collectives that moved gradients (0 when no parameter has
+                                    //   elements)
+  size_t bucketsLaunchedEarly = 0;  // launched by markReady(), before step()
+  double markWaitSeconds = 0;       // markReady() waited for a staging buffer
+  size_t rounds = 0;                // allgather rounds
+  size_t shardBytes = 0;            // this rank's shards of reduced gradients and parameters
+  size_t stagingBytes = 0;          // the staging buffers and scratch (see Memory above)
   double gradNorm = 0;              // the mean gradient's total norm before clipping (0: no clip)
   std::vector<layers::CommEvent> comm;  // with recordComm: each collective's launch, completion
   // The layers' own memory in this process after the step, measured (layers/common/memory.h:
@@ -182,14 +208,17 @@ class ShardedOptimizer {
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
 
-  // Optional (kReduceToOwner overlaps with it; kReduceScatter just records): parameter i's local
-  // gradient is complete for this backward. Same misuse rules as Reducer::markReady. In
-  // kReduceToOwner the grads of a launched bucket are read then; the others' in step().
+  // Parameter i's local gradient is complete for this backward, in its grad tensor (or, with
+  // `grad`, in that view until onGradReleased(i): fp32 on the CPU with the parameter's numel).
+  // Launches every bucket it completes (buckets() order), reading their gradients now. Optional:
+  // step() reads the gradients of parameters never marked. Same misuse rules as
+  // Reducer::markReady.
   void markReady(size_t index) C10D_EXCLUDES(mu_);
-  // Collective: the framework has written each parameter's local (un-averaged) gradient into its
-  // grad tensor. Reduces gradients to their owners and averages (sum / world size), the owner steps
-  // its shard with FlatOptimizer, and every rank's parameters end equal to the owners' updated
-  // values (allgather in rounds). The grad tensors are only read.
+  void markReady(size_t index, Tensor grad) C10D_EXCLUDES(mu_);
+  // Collective: every parameter's local (un-averaged) gradient is marked or in its grad tensor.
+  // Reduces gradients to their owners and averages (sum / world size), the owner steps its shard
+  // with FlatOptimizer, and every rank's parameters end equal to the owners' updated values
+  // (allgather in rounds). Gradients are only read.
   ZeroStepStats step() C10D_EXCLUDES(mu_);
 
   int ownerOf(size_t param) const;
@@ -214,19 +243,31 @@ class ShardedOptimizer {
   size_t roundNumel() const { return round_; }
   const ZeroOptions& options() const { return options_; }
   ProcessGroup& group() const { return *group_; }
-  // kReduceToOwner: the buckets' parameter indices, in launch order (empty for kReduceScatter).
-  // Parameters with no elements that would be alone in a bucket are in none (nothing to move).
+  // The buckets' parameter indices (descending), in launch order. kReduceScatter: a parameter
+  // split between buckets is in each. Parameters with no elements that would be alone in a
+  // bucket are in none (nothing to move).
   std::vector<std::vector<size_t>> buckets() const C10D_EXCLUDES(mu_);
   ZeroStepStats lastStats() const C10D_EXCLUDES(mu_);
 
  private:
   struct Bucket {
-    int owner = 0;
+    int owner = 0;               // kReduceToOwner
     std::vector<size_t> params;  // descending index order (the order backward marks them)
-    size_t offset = 0;           // in the owner's chunk
-    size_t numel = 0;
-    size_t pending = 0;  // parameters not yet marked this step
+    size_t offset = 0;           // kReduceToOwner: in the owner's shard
+    size_t numel = 0;            // kReduceToOwner: elements; kReduceScatter: the parts' width
+    // kReduceScatter: rank r's part is [partBegin[r], partBegin[r] + partNumel[r]) of its shard.
+    std::vector<size_t> partBegin;
+    std::vector<size_t> partNumel;
+    size_t pending = 0;          // parameters not yet marked this step
+    std::shared_ptr<Work> work;  // kReduceToOwner on the owner: the in-place reduce
+    layers::KeepAlive keep;
+  };
+  // A staging buffer's collective in flight, and (kReduceScatter) the bucket whose part to copy
+  // out of the output buffer once it completes.
+  struct InFlight {
     std::shared_ptr<Work> work;
+    layers::KeepAlive keep;
+    size_t scatterBucket = ~size_t{0};
   };
 
   // "parameter 3 ('fc.bias')"
@@ -235,22 +276,32 @@ class ShardedOptimizer {
   // The state functions below are called with mu_ held, or by the constructor.
   void partition() C10D_REQUIRES(mu_);
   void buildBuckets() C10D_REQUIRES(mu_);
+  void buildScatterBuckets() C10D_REQUIRES(mu_);
+  void indexBuckets() C10D_REQUIRES(mu_);
   void allocateStaging() C10D_REQUIRES(mu_);
   void resetStep() C10D_REQUIRES(mu_);
   // Calls fn(param, paramPos, count, shardPos) for each run of rank r's shard in [begin, end):
   // elements [paramPos, paramPos + count) of the parameter sit at shardPos in the shard.
   template <typename Fn>
   void forEachPiece(int r, size_t begin, size_t end, Fn&& fn) const;
-  // The grads of rank r's shard [begin, begin + count) into dst, zero past the shard's end.
-  void packGrads(int r, size_t begin, size_t count, float* dst) const;
+  // This step's grads of rank r's shard [begin, begin + count) into dst.
+  void packGrads(int r, size_t begin, size_t count, float* dst) const C10D_REQUIRES(mu_);
   // src (rank r's shard [begin, begin + count)) into the parameters' data tensors.
   void unpackParams(int r, size_t begin, size_t count, const float* src) const;
-  // A staging buffer free for reuse: waits for the collective still using the older one.
-  layers::Floats& acquireStaging() C10D_REQUIRES(mu_);
-  void useStaging(const std::shared_ptr<Work>& work) C10D_REQUIRES(mu_);
+  // The index of a staging buffer free for reuse: waits for the collective still using the older
+  // one (and copies its reduce-scatter output out).
+  size_t acquireStaging() C10D_REQUIRES(mu_);
+  void finishStaging(size_t i) C10D_REQUIRES(mu_);
+  void useStaging(size_t i, std::shared_ptr<Work> work,
+                  std::vector<std::shared_ptr<layers::Floats>> held, size_t scatterBucket)
+      C10D_REQUIRES(mu_);
   void drainStaging() C10D_REQUIRES(mu_);
-  void launchReadyBuckets() C10D_REQUIRES(mu_);
-  void reduceScatterRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
+  // Launches the buckets whose parameters are all marked, in order; appends the parameters whose
+  // gradients are no longer needed to `released`.
+  void launchReadyBuckets(std::vector<size_t>& released) C10D_REQUIRES(mu_);
+  void launchBucket(size_t b) C10D_REQUIRES(mu_);
+  void markReadyImpl(size_t index, const Tensor* grad) C10D_EXCLUDES(mu_);
+  void notifyReleased(const std::vector<size_t>& released) const;
   void allgatherRounds(ZeroStepStats& st) C10D_REQUIRES(mu_);
   void waitWork(Work& work);
   std::vector<size_t> numels() const;
@@ -270,22 +321,27 @@ class ShardedOptimizer {
   std::vector<optim::Span> spans_;           // this rank's shard's parameter-group spans
 
   mutable Mutex mu_;
-  // The two round buffers (kept alive by Works in flight), the collective using each, and the
-  // one to use next.
+  // The two staging buffers, kReduceScatter's output buffers and the allgather's padded inputs
+  // (one of each per staging buffer), the collective using each, and the one to use next.
   std::shared_ptr<layers::Floats> staging_[2] C10D_GUARDED_BY(mu_);
-  std::shared_ptr<Work> stagingWork_[2] C10D_GUARDED_BY(mu_);
+  std::shared_ptr<layers::Floats> scatterOut_[2] C10D_GUARDED_BY(mu_);
+  std::shared_ptr<layers::Floats> gatherPad_[2] C10D_GUARDED_BY(mu_);
+  InFlight inFlight_[2] C10D_GUARDED_BY(mu_);
   size_t nextStaging_ C10D_GUARDED_BY(mu_) = 0;
   double markWaitSeconds_ C10D_GUARDED_BY(mu_) = 0;
   layers::CommEventLog events_ C10D_GUARDED_BY(mu_);
-  // S: this rank's reduced gradients.
+  // S_r: this rank's reduced gradients.
   std::shared_ptr<layers::Floats> shardGrad_ C10D_GUARDED_BY(mu_);
-  // S: this rank's parameters, stepped.
+  // S_r: this rank's parameters, stepped.
   std::shared_ptr<layers::Floats> shardParam_ C10D_GUARDED_BY(mu_);
   std::unique_ptr<optim::FlatOptimizer> optimizer_ C10D_GUARDED_BY(mu_);  // over S_r elements
   std::vector<Bucket> buckets_ C10D_GUARDED_BY(mu_);
   static constexpr size_t kNoBucket = ~size_t{0};
-  // Per parameter (kReduceToOwner); kNoBucket: no elements.
-  std::vector<size_t> bucketOf_ C10D_GUARDED_BY(mu_);
+  // Per parameter: the buckets holding a piece of it (none: no elements), how many of them are
+  // still to be packed this step, and where this step's gradient is.
+  std::vector<std::vector<size_t>> bucketsOf_ C10D_GUARDED_BY(mu_);
+  std::vector<size_t> unpacked_ C10D_GUARDED_BY(mu_);
+  std::vector<const float*> gradOf_ C10D_GUARDED_BY(mu_);
   std::vector<uint8_t> marked_ C10D_GUARDED_BY(mu_);
   size_t nextBucket_ C10D_GUARDED_BY(mu_) = 0;
   size_t launchedEarly_ C10D_GUARDED_BY(mu_) = 0;

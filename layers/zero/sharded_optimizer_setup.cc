@@ -63,10 +63,17 @@ ShardedOptimizer::ShardedOptimizer(std::vector<layers::Parameter> params,
     waitWork(*broadcastCoalesced(*group_, tensors, kDefaultBroadcastBucketBytes, 0));
   }
   partition();
-  if (options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) buildBuckets();
+  if (options_.gradReduction == ZeroOptions::GradReduction::kReduceToOwner) {
+    buildBuckets();
+  } else {
+    buildScatterBuckets();
+  }
+  indexBuckets();
   allocateStaging();
   events_.enable(options_.recordComm);
   marked_.assign(params_.size(), 0);
+  unpacked_.assign(params_.size(), 0);
+  gradOf_.assign(params_.size(), nullptr);
   resetStep();
 }
 
@@ -112,8 +119,9 @@ void ShardedOptimizer::partition() {
   chunk_ = *std::max_element(shardNumel_.begin(), shardNumel_.end());
   const size_t perRound = options_.bucketCapBytes / sizeof(float) / static_cast<size_t>(size_);
   round_ = std::min(chunk_, std::max<size_t>(perRound, 1));
-  shardGrad_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
-  shardParam_ = std::make_shared<layers::Floats>(chunk_, 0.0f);
+  const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
+  shardGrad_ = std::make_shared<layers::Floats>(mine, 0.0f);
+  shardParam_ = std::make_shared<layers::Floats>(mine, 0.0f);
   const std::vector<optim::Span> each =
       groupOfEach(options_.paramGroups, params_.size(), options_.optimizer);
   for (size_t p : shards_[static_cast<size_t>(rank_)]) {
@@ -125,59 +133,124 @@ void ShardedOptimizer::partition() {
 
 void ShardedOptimizer::buildBuckets() {
   // Per owner, walk its parameters from the last to the first (the order backward finishes them),
-  // closing a bucket before it would exceed the cap (a parameter larger than the cap gets a bucket
-  // of its own). A bucket is then a run of consecutive shard members: one contiguous range.
+  // closing a bucket before it would exceed the cap. A parameter larger than the cap is cut, from
+  // its end, into buckets of the cap; its first elements (what is left) start the next bucket. A
+  // bucket is then a run of consecutive shard elements: one contiguous range.
+  const size_t cap = std::max<size_t>(options_.bucketCapBytes / sizeof(float), 1);
   std::vector<Bucket> buckets;
   for (int r = 0; r < size_; ++r) {
     const auto& shard = shards_[static_cast<size_t>(r)];
     Bucket cur;
-    size_t bytes = 0;
     auto close = [&]() {
-      if (cur.numel == 0) {  // nothing to move (no parameters, or only empty ones)
-        cur = Bucket{};
-        bytes = 0;
-        return;
+      if (cur.numel > 0) {  // else nothing to move (no parameters, or only empty ones)
+        cur.owner = r;
+        buckets.push_back(std::move(cur));
       }
-      const size_t lowest = cur.params.back();
-      cur.owner = r;
-      cur.offset = offset_[lowest];
-      buckets.push_back(std::move(cur));
       cur = Bucket{};
-      bytes = 0;
     };
     for (size_t k = shard.size(); k-- > 0;) {
       const size_t p = shard[k];
-      const size_t b = params_[p].data.numel * sizeof(float);
-      if (!cur.params.empty() && bytes + b > options_.bucketCapBytes) close();
+      size_t left = params_[p].data.numel;  // elements [0, left) of p are in no bucket yet
+      if (!cur.params.empty() && cur.numel + std::min(left, cap) > cap) close();
       cur.params.push_back(p);
-      cur.numel += params_[p].data.numel;
-      bytes += b;
+      cur.offset = offset_[p] + left;
+      while (true) {
+        const size_t take = std::min(left, cap - cur.numel);
+        left -= take;
+        cur.numel += take;
+        cur.offset -= take;
+        if (left == 0) break;
+        close();
+        cur.params.push_back(p);
+        cur.offset = offset_[p] + left;
+      }
     }
     close();
   }
-  // Launch order: by lowest parameter index, descending, i.e. the order in which a backward that
-  // marks parameters last to first completes them. The same on every rank.
-  std::sort(buckets.begin(), buckets.end(),
-            [](const Bucket& a, const Bucket& b) { return a.params.back() > b.params.back(); });
-  bucketOf_.assign(params_.size(), kNoBucket);
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    for (size_t p : buckets[b].params) bucketOf_[p] = b;
-  }
+  // Launch order: by lowest element, descending, i.e. the order in which a backward that marks
+  // parameters last to first completes them (the pieces of a parameter: its last first). The same
+  // on every rank.
+  std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) {
+    if (a.params.back() != b.params.back()) return a.params.back() > b.params.back();
+    return a.offset > b.offset;
+  });
   buckets_ = std::move(buckets);
 }
 
+void ShardedOptimizer::buildScatterBuckets() {
+  // Every parameter's elements from the last to the first, each to the current bucket until its
+  // owner's part would exceed R elements; then the bucket closes and the next one starts. Walking
+  // down, each rank's part grows downwards through consecutive members of its (ascending) shard,
+  // so it stays one contiguous range of the shard.
+  const size_t n = static_cast<size_t>(size_);
+  if (round_ == 0) return;  // no elements at all
+  Bucket cur;
+  auto open = [&]() {
+    cur = Bucket{};
+    cur.partBegin.assign(n, 0);
+    cur.partNumel.assign(n, 0);
+  };
+  auto close = [&]() {
+    if (cur.params.empty()) return;
+    cur.numel = *std::max_element(cur.partNumel.begin(), cur.partNumel.end());
+    buckets_.push_back(std::move(cur));
+    open();
+  };
+  open();
+  for (size_t p = params_.size(); p-- > 0;) {
+    const auto r = static_cast<size_t>(owner_[p]);
+    size_t left = params_[p].data.numel;  // elements [0, left) of p are in no bucket yet
+    while (left > 0) {
+      if (cur.partNumel[r] == round_) close();
+      const size_t take = std::min(left, round_ - cur.partNumel[r]);
+      left -= take;
+      cur.partBegin[r] = offset_[p] + left;
+      cur.partNumel[r] += take;
+      if (cur.params.empty() || cur.params.back() != p) cur.params.push_back(p);
+    }
+  }
+  close();
+}
+
+void ShardedOptimizer::indexBuckets() {
+  bucketsOf_.assign(params_.size(), {});
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t p : buckets_[b].params) bucketsOf_[p].push_back(b);
+  }
+}
+
 void ShardedOptimizer::allocateStaging() {
-  // A round's N * R floats, or a whole bucket another rank owns. The second buffer only when
-  // there is something to overlap: several rounds, or several buckets packed into staging.
+  // A round's N * R floats, or a whole bucket another rank owns (a kReduceScatter bucket's N parts
+  // are at most N * R). The second buffer only when there is something to overlap: several
+  // rounds, or several buckets packed into staging.
   const size_t rounds = round_ == 0 ? 0 : (chunk_ + round_ - 1) / round_;
+  const bool scatter = options_.gradReduction == ZeroOptions::GradReduction::kReduceScatter;
   size_t numel = static_cast<size_t>(size_) * round_;
   size_t staged = 0;
+  size_t width = 0;  // kReduceScatter: the widest part, this rank's output buffer
   for (const Bucket& b : buckets_) {
-    if (b.owner != rank_) numel = std::max(numel, b.numel), ++staged;
+    if (scatter) {
+      width = std::max(width, b.numel);
+      ++staged;
+    } else if (b.owner != rank_) {
+      numel = std::max(numel, b.numel);
+      ++staged;
+    }
   }
-  const bool two = rounds > 1 || staged > 1;
-  staging_[0] = std::make_shared<layers::Floats>(numel, 0.0f);
-  staging_[1] = std::make_shared<layers::Floats>(two ? numel : 0, 0.0f);
+  const size_t count = rounds > 1 || staged > 1 ? 2 : 1;
+  // The allgather sends a round reaching past this rank's shard zero-padded, from the padding
+  // buffer of the staging buffer that round uses.
+  bool pad[2] = {false, false};
+  const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
+  for (size_t t = 0; t < rounds; ++t) {
+    if (std::min(chunk_, (t + 1) * round_) > mine) pad[t % count] = true;
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const bool used = i < count;
+    staging_[i] = std::make_shared<layers::Floats>(used ? numel : 0, 0.0f);
+    scatterOut_[i] = std::make_shared<layers::Floats>(used ? width : 0, 0.0f);
+    gatherPad_[i] = std::make_shared<layers::Floats>(pad[i] ? round_ : 0, 0.0f);
+  }
 }
 
 std::vector<size_t> ShardedOptimizer::numels() const {

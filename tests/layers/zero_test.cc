@@ -6,8 +6,10 @@
 // first and last rank; a checkpoint saved at world size N and resumed at M != N. Every CPU
 // backend, world sizes 1-4.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <numeric>
 #include <thread>
 
@@ -78,6 +80,13 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
   opts.bucketCapBytes = 64;  // many buckets
   opts.paramGroups = cfg.groups;
   opts.clip = cfg.clip;
+  // The framework frees a gradient once told: here it overwrites it with NaN, which would reach
+  // the parameters if the optimizer read it later.
+  std::vector<int> released(cfg.numels.size(), 0);
+  opts.onGradReleased = [&](size_t p) {
+    ++released[p];
+    std::fill(m.grad(p).begin(), m.grad(p).end(), std::nanf(""));
+  };
   ShardedOptimizer opt(m.parameters(), pg, opts);
   ReferenceOptimizer ref(cfg.optimizer, cfg.numels, cfg.groups, cfg.clip);
   ref.expectParamsEqual(m, what + ": rank 0's parameters after construction");
@@ -121,11 +130,7 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
   for (int s = 0; s < steps; ++s) {
     const std::string at = what + ", step " + std::to_string(s + 1);
     m.produceGrads(rank, s);
-    const std::vector<std::vector<float>> gradsBefore = [&] {
-      std::vector<std::vector<float>> g;
-      for (size_t p = 0; p < m.size(); ++p) g.push_back(m.grad(p));
-      return g;
-    }();
+    std::fill(released.begin(), released.end(), 0);
     // Step 0: every parameter marked, last to first; step 1: none (step() stages them all);
     // step 2: every other parameter, and rank 1 in another order (the launch order rule keeps
     // the collectives matched).
@@ -147,20 +152,15 @@ void runAgainstReference(ProcessGroup& pgRef, const std::shared_ptr<ProcessGroup
     EXPECT_GE(st.stepSeconds, 0.0) << at;
     EXPECT_EQ(st.rounds, rounds) << at;
     EXPECT_DOUBLE_EQ(st.gradNorm, ref.lastNorm()) << at;
-    if (cfg.mode == Mode::kReduceToOwner) {
-      EXPECT_EQ(st.bucketsLaunched, numBuckets) << at;
-      if (s == 0) {
-        EXPECT_EQ(st.bucketsLaunchedEarly, numBuckets) << at << ": all launched by markReady";
-      }
-      if (s == 1) {
-        EXPECT_EQ(st.bucketsLaunchedEarly, 0u) << at;
-      }
-    } else {
-      EXPECT_EQ(st.bucketsLaunched, rounds) << at;
-      EXPECT_EQ(numBuckets, 0u) << at;
+    EXPECT_EQ(st.bucketsLaunched, numBuckets) << at;
+    if (s == 0) {
+      EXPECT_EQ(st.bucketsLaunchedEarly, numBuckets) << at << ": all launched by markReady";
+    }
+    if (s == 1) {
+      EXPECT_EQ(st.bucketsLaunchedEarly, 0u) << at;
     }
     for (size_t p = 0; p < m.size(); ++p) {
-      EXPECT_EQ(m.grad(p), gradsBefore[p]) << at << ": this implementation only reads grads";
+      EXPECT_EQ(released[p], 1) << at << ": parameter " << p << "'s gradient released";
     }
   }
 
@@ -351,64 +351,223 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
   std::remove(ckpt.c_str());
 }
 
+// The staging a rank needs, from the documented rule (sharded_optimizer.h, "Memory"): one or two
+// buffers (two when there are several allgather rounds or several buckets it packs into staging)
+// of max(N * R, the largest kReduceToOwner bucket another rank owns) floats; with kReduceScatter
+// an output buffer of R floats per buffer (the widest part of any bucket is R: a bucket closes
+// when a part reaches R, and a lone bucket holds every shard whole, S <= R); and R floats of
+// zero-padded allgather input for each buffer used by a round reaching past this rank's shard.
+size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_t>& numels,
+                            int rank) {
+  const size_t n = static_cast<size_t>(opt.group().size());
+  const size_t s = opt.chunkNumel();
+  const size_t r = opt.roundNumel();
+  const size_t mine = opt.shardNumel(rank);
+  const size_t rounds = r == 0 ? 0 : (s + r - 1) / r;
+  const bool scatter = opt.options().gradReduction == Mode::kReduceScatter;
+  size_t staging = n * r;
+  size_t staged = 0;
+  const std::vector<std::vector<size_t>> buckets = opt.buckets();
+  // kReduceToOwner: a parameter in k buckets (larger than the cap C) has C elements in each of the
+  // first k - 1, the rest in the last.
+  const size_t cap = std::max<size_t>(opt.options().bucketCapBytes / sizeof(float), 1);
+  std::vector<size_t> seen(numels.size(), 0);
+  std::vector<size_t> pieces(numels.size(), 0);
+  for (const std::vector<size_t>& bucket : buckets) {
+    for (size_t p : bucket) ++pieces[p];
+  }
+  for (const std::vector<size_t>& bucket : buckets) {
+    ++staged;
+    if (scatter) continue;
+    size_t numel = 0;
+    for (size_t p : bucket)
+      numel += ++seen[p] < pieces[p] ? cap : numels[p] - (pieces[p] - 1) * cap;
+    if (opt.ownerOf(bucket[0]) == rank) {  // reduced in place in the shard
+      --staged;
+      continue;
+    }
+    staging = std::max(staging, numel);
+  }
+  const size_t buffers = rounds > 1 || staged > 1 ? 2 : 1;
+  size_t floats = buffers * staging + (scatter && staged > 0 ? buffers * r : 0);
+  bool pad[2] = {false, false};
+  for (size_t t = 0; t < rounds; ++t) {
+    if (std::min(s, (t + 1) * r) > mine) pad[t % buffers] = true;
+  }
+  floats += (pad[0] ? r : 0) + (pad[1] ? r : 0);
+  return floats * sizeof(float);
+}
+
 // Memory, measured: what the optimizer allocates (layers/common/memory.h counts every buffer of
-// the layers) is exactly its shards of gradients and parameters, two round buffers of about one
-// bucket each, and the state of its own shard: ZeRO-2's P / N + two buckets, whatever the model's
-// size. A stray full-size allocation (a flat gradient buffer, a state of every parameter) fails,
-// and so does a step that allocates.
+// the layers) is exactly this rank's shards of gradients and parameters (S_r floats each, not the
+// largest shard's), the staging this rank needs (expectedStagingBytes) and the state of its own
+// shard: ZeRO-2's P / N + two buckets, whatever the model's size. A stray full-size allocation (a
+// flat gradient buffer, a state of every parameter, a shard-sized buffer on a rank that owns
+// little) fails, and so does a step that allocates.
 TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
   const BackendParam bp = p();
-  // Each mode in processes of its own: an earlier optimizer's buffers live on in the callbacks of
+  // 436 KB of parameters against 16 KiB buckets, the largest parameter 4 KB; and a model whose
+  // first parameter makes rank 0's shard 16 KB while the others' hold a few floats, against 1 KiB
+  // buckets.
+  std::vector<size_t> many;
+  for (size_t i = 0; i < 100; ++i) many.push_back(1000 + 10 * i);
+  const std::vector<std::pair<std::vector<size_t>, size_t>> models = {
+      {many, 16 << 10}, {{4000, 8, 8, 8, 3}, 1 << 10}};
+  // Each case in processes of its own: an earlier optimizer's buffers live on in the callbacks of
   // Works the backend still holds, and would be freed in the middle of the next measurement.
-  for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
-    const std::string path = uniqueTempPath("zero-memory");
-    expectAllRanksOk(ws(), [&](int rank, int size) {
-      auto pg = makeGroup(bp, path, rank, size);
-      // 436 KB of parameters against 16 KiB buckets; the largest parameter is 4 KB.
-      std::vector<size_t> numels;
-      for (size_t i = 0; i < 100; ++i) numels.push_back(1000 + 10 * i);
-      size_t total = 0;
-      size_t largest = 0;
-      for (size_t n : numels) total += n, largest = std::max(largest, n);
-      const std::string what = std::string(gradReductionName(mode)) + " on rank " +
-                               std::to_string(rank) + " of " + std::to_string(size);
-      ZeroModel m(numels, rank);
-      ZeroOptions o;
-      o.optimizer = referenceOptimizers()[1];  // Adam: two slots
-      o.gradReduction = mode;
-      o.bucketCapBytes = 16 << 10;
-      const int64_t before = layers::layerMemory().liveBytes;
-      ShardedOptimizer opt(m.parameters(), pg, o);
-      const int64_t built = layers::layerMemory().liveBytes - before;
-      m.produceGrads(rank, 0);
-      layers::resetLayerMemoryPeak();
-      if (mode == Mode::kReduceToOwner) {
+  for (const auto& [numels, cap] : models) {
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      const std::string path = uniqueTempPath("zero-memory");
+      expectAllRanksOk(ws(), [&](int rank, int size) {
+        auto pg = makeGroup(bp, path, rank, size);
+        size_t total = 0;
+        size_t largest = 0;
+        for (size_t n : numels) total += n, largest = std::max(largest, n);
+        const std::string what = std::string(gradReductionName(mode)) + " over " +
+                                 std::to_string(numels.size()) + " parameters on rank " +
+                                 std::to_string(rank) + " of " + std::to_string(size);
+        ZeroModel m(numels, rank);
+        ZeroOptions o;
+        o.optimizer = referenceOptimizers()[1];  // Adam: two slots
+        o.gradReduction = mode;
+        o.bucketCapBytes = cap;
+        const int64_t before = layers::layerMemory().liveBytes;
+        ShardedOptimizer opt(m.parameters(), pg, o);
+        const int64_t built = layers::layerMemory().liveBytes - before;
+        m.produceGrads(rank, 0);
+        layers::resetLayerMemoryPeak();
         for (size_t p = numels.size(); p-- > 0;) opt.markReady(p);  // buckets launched early
-      }
-      const ZeroStepStats st = opt.step();
-      const layers::LayerMemory after = layers::layerMemory();
+        const ZeroStepStats st = opt.step();
+        const layers::LayerMemory after = layers::layerMemory();
 
-      const size_t chunk = opt.chunkNumel();  // S
-      const int64_t shards = static_cast<int64_t>(2 * chunk * sizeof(float));
-      EXPECT_EQ(built, shards + static_cast<int64_t>(st.stagingBytes + st.localStateBytes))
-          << what << ": allocated other than two shards, the round buffers and this rank's state";
-      // Greedy partition: no rank holds more than P / N plus one parameter.
-      const size_t shardBound = total / static_cast<size_t>(size) + largest;
-      EXPECT_LE(st.localStateBytes, 2 * shardBound * sizeof(float)) << what;
-      EXPECT_LE(chunk, shardBound) << what;
-      // Two buffers of a bucket each (a round's N * R floats, or a bucket of whole parameters).
-      const size_t bucketBound = std::max<size_t>(o.bucketCapBytes, largest * sizeof(float));
-      EXPECT_LE(st.stagingBytes, 2 * bucketBound) << what;
-      if (size > 1) {  // gradients: the shard's and two buckets', less than the model
-        const size_t gradBytes = st.stagingBytes + chunk * sizeof(float);
-        EXPECT_LT(gradBytes, total * sizeof(float)) << what << ": gradient memory of the model";
-      }
-      EXPECT_EQ(after.liveBytes - before, built) << what << ": a step kept memory";
-      EXPECT_EQ(after.peakBytes, after.liveBytes) << what << ": a step allocated a buffer";
-      EXPECT_EQ(st.layerBytes, static_cast<size_t>(after.liveBytes)) << what;
-      pg->barrier()->wait();
-    });
+        const size_t mine = opt.shardNumel(rank);  // S_r
+        EXPECT_EQ(st.shardBytes, 2 * mine * sizeof(float)) << what;
+        EXPECT_EQ(st.localStateBytes, 2 * mine * sizeof(float)) << what;
+        EXPECT_EQ(st.stagingBytes, expectedStagingBytes(opt, numels, rank)) << what;
+        EXPECT_EQ(built, static_cast<int64_t>(st.shardBytes + st.stagingBytes + st.localStateBytes))
+            << what << ": allocated other than its shards, its staging and its state";
+        // Greedy partition: no rank holds more than P / N plus one parameter.
+        const size_t shardBound = total / static_cast<size_t>(size) + largest;
+        EXPECT_LE(mine, shardBound) << what;
+        // At most two buffers of a bucket each (a round's N * R floats, or a bucket: a parameter
+        // larger than the cap is cut), and their small companions (R floats each).
+        EXPECT_LE(st.stagingBytes, 2 * cap + 4 * opt.roundNumel() * sizeof(float)) << what;
+        if (size > 1 && rank > 0 && numels[0] == 4000) {  // rank 0 owns parameter 0 alone
+          EXPECT_LT(static_cast<size_t>(built), opt.chunkNumel() * sizeof(float))
+              << what << ": a buffer of rank 0's shard on a rank that owns " << mine << " elements";
+        }
+        EXPECT_EQ(after.liveBytes - before, built) << what << ": a step kept memory";
+        EXPECT_EQ(after.peakBytes, after.liveBytes) << what << ": a step allocated a buffer";
+        EXPECT_EQ(st.layerBytes, static_cast<size_t>(after.liveBytes)) << what;
+        pg->barrier()->wait();
+      });
+    }
   }
+}
+
+// The framework's gradient of parameter i is released (onGradReleased) as soon as the buckets
+// holding it have been copied, before backward of the parameters below ends: a backward that
+// allocates each gradient just before computing it (markReady(i, grad)) and frees it when told
+// never holds every gradient at once, and the result is still the reference's. Under ASan a read
+// of a freed gradient is a heap-use-after-free.
+TEST_P(ZeroTest, GradientsReleasedDuringBackward) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-release");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      const std::string what = modeName(mode) + " on rank " + std::to_string(rank);
+      ZeroModel m(kMixed, rank);  // its grad arrays stay untouched: backward uses its own
+      std::vector<std::unique_ptr<float[]>> live(kMixed.size());
+      size_t liveFloats = 0;
+      size_t peakFloats = 0;
+      std::vector<int> released(kMixed.size(), 0);
+      ZeroOptions opts;
+      opts.optimizer = referenceOptimizers()[1];
+      opts.gradReduction = mode;
+      opts.bucketCapBytes = 64;  // several buckets per rank
+      opts.onGradReleased = [&](size_t p) {
+        ++released[p];
+        if (live[p]) liveFloats -= kMixed[p];
+        live[p].reset();  // freed
+      };
+      ShardedOptimizer opt(m.parameters(), pg, opts);
+      const std::vector<std::vector<size_t>> buckets = opt.buckets();
+      ASSERT_GT(buckets.size(), 1u) << what;
+      // Parameter q is released once every bucket holding it is complete; marking last to
+      // first, a bucket is complete once its lowest parameter is marked (and so are the buckets
+      // before it in launch order). A parameter in no bucket is released when marked.
+      std::vector<size_t> releasedAt(kMixed.size());  // the mark that releases it
+      for (size_t q = 0; q < kMixed.size(); ++q) {
+        releasedAt[q] = q;
+        for (const std::vector<size_t>& b : buckets) {
+          if (std::find(b.begin(), b.end(), q) != b.end()) releasedAt[q] = b.back();
+        }
+      }
+      ReferenceOptimizer ref(opts.optimizer, kMixed);
+      size_t total = 0;
+      for (size_t n : kMixed) total += n;
+      for (int s = 0; s < 3; ++s) {
+        const std::string at = what + ", step " + std::to_string(s + 1);
+        std::fill(released.begin(), released.end(), 0);
+        peakFloats = 0;
+        for (size_t p = kMixed.size(); p-- > 0;) {
+          live[p].reset(new float[kMixed[p] + 1]);  // this parameter's gradient, computed now
+          for (size_t e = 0; e < kMixed[p]; ++e) live[p][e] = gradValue(rank, p, e, s);
+          liveFloats += kMixed[p];
+          peakFloats = std::max(peakFloats, liveFloats);
+          opt.markReady(p, tensorOf(live[p].get(), kMixed[p]));
+          for (size_t q = 0; q < kMixed.size(); ++q) {
+            EXPECT_EQ(released[q], releasedAt[q] >= p ? 1 : 0)
+                << at << ": after markReady(" << p << "), parameter " << q << "'s gradient";
+          }
+        }
+        EXPECT_EQ(liveFloats, 0u) << at << ": gradients never released";
+        // The first buckets were copied and freed while backward went on.
+        EXPECT_LT(peakFloats, total) << at << ": every gradient held at once";
+        opt.step();
+        ref.step(size, s);
+        ref.expectParamsEqual(m, at);
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
+// Destroyed in the middle of backward, with buckets in flight that the other ranks complete
+// later: the optimizer's buffers stay alive until the backend is done with them (ASan: no
+// use-after-free), and are freed then (the layers' memory back where it started).
+TEST_P(ZeroTest, DestroyedWithWorkInFlight) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-destroy");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      const std::string what = modeName(mode) + " on rank " + std::to_string(rank);
+      ZeroModel m(kMixed, rank);
+      ZeroOptions opts;
+      opts.optimizer = referenceOptimizers()[1];
+      opts.gradReduction = mode;
+      opts.bucketCapBytes = 64;
+      const int64_t before = layers::layerMemory().liveBytes;
+      {
+        ShardedOptimizer opt(m.parameters(), pg, opts);
+        m.produceGrads(rank, 0);
+        // Rank 0 launches its half of the buckets and goes; the others join later.
+        if (rank != 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        for (size_t p = kMixed.size(); p-- > kMixed.size() / 2;) opt.markReady(p);
+      }
+      // Every rank's collectives complete (they all launched the same buckets).
+      pg->barrier()->wait();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (layers::layerMemory().liveBytes != before &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(layers::layerMemory().liveBytes, before) << what << ": buffers never freed";
+    }
+    pg->barrier()->wait();
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ZeroTest, ::testing::ValuesIn(conformanceCases({1, 2, 3, 4})),
