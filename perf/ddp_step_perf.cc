@@ -27,9 +27,9 @@
 //               the rest of backward.
 //   ddp-view    ddp with gradientAsBucketView: backward writes the gradients into the buckets.
 //   ddp+opt     ddp, then a --optimizer step over the whole model on every rank (FlatOptimizer).
-//   zero        ZeRO-2 (also accepted as zero2): backward with ShardedOptimizer::markReady, then
-//               step(): one reduce-scatter of the gradients, the owner's optimizer step on its
-//               shard, one allgather of parameters.
+//   zero        ZeRO-2 (also accepted as zero2): backward with ShardedOptimizer::markReady, each
+//               bucket of gradients reduce-scattered as it fills, overlapping backward; then
+//               step(): the owner's optimizer step on its shard, the allgather of parameters.
 //   zero-owner  ZeRO-2 with kReduceToOwner: buckets reduced to their owner as they fill
 //               (ShardedDDP), overlapping backward.
 //   zero3       ZeRO-3: FullyShardedModel with one unit per layer (prefetch on). Forward:

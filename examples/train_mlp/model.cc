@@ -74,7 +74,7 @@ void Mlp::bindOwnArrays() {
   if (params_.empty()) return;  // released: the storage binds each layer
   for (size_t p = 0; p < names_.size(); ++p) {
     data_[p] = params_.data() + offsets_[p];
-    grad_[p] = grads_.data() + offsets_[p];
+    if (!grads_.empty()) grad_[p] = grads_.data() + offsets_[p];
   }
 }
 
@@ -112,6 +112,12 @@ void Mlp::releaseArrays() {
   bindOwnArrays();
 }
 
+void Mlp::releaseGrads() {
+  C10D_CHECK(storage_ != nullptr, "Mlp::releaseGrads needs a LayerStorage to bind the gradients");
+  std::vector<float>().swap(grads_);
+  bindOwnArrays();
+}
+
 void Mlp::restoreArrays() {
   storage_ = nullptr;
   params_.resize(total_, 0.0f);
@@ -140,7 +146,7 @@ void Mlp::initialize(uint64_t seed) {
 }
 
 uint64_t Mlp::checksum() const {
-  C10D_CHECK(storage_ == nullptr, "Mlp::checksum: the parameters are in a LayerStorage");
+  C10D_CHECK(!params_.empty(), "Mlp::checksum: the parameters are in a LayerStorage");
   return fnv1a(params_.data(), params_.size() * sizeof(float));
 }
 

@@ -24,6 +24,8 @@
 // (in backward, once the layer's gradients are complete and its weight no longer read). Layer 0
 // holds bn0's parameters with fc0's. releaseArrays() frees the model's own arrays meanwhile;
 // restoreArrays() brings them back (for values to be copied in) and unbinds the storage.
+// releaseGrads() frees the gradient array alone (ZeRO-2): the storage binds each layer's
+// gradients in backward (bind(p, params() + offset(p), grad)).
 //
 // Arithmetic: every sum runs in a fixed order (over the batch, then over input features), so the
 // same inputs give the same bits on every rank and every run; the loss is accumulated in double.
@@ -112,6 +114,7 @@ class Mlp {
   // From LayerStorage::enter: parameter p's values (and gradient, in backward) are at these.
   void bind(size_t p, float* data, float* grad);
   void releaseArrays();
+  void releaseGrads();
   void restoreArrays();
 
   // Each layer's compute in the passes since the last take (--trace): FlightRecorder::nowNs, not

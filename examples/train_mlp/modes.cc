@@ -124,12 +124,24 @@ class DdpMode : public TrainingMode {
   bool rebuilt_ = false;
 };
 
-class ZeroMode : public TrainingMode {
+// The model keeps no gradient array: backward computes each layer's gradients into buffers
+// allocated as the layer's backward starts (Mlp::LayerStorage), handed to the optimizer with
+// markReady(p, grad) and freed when it releases them, so no rank holds every gradient at once.
+class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
  public:
   ZeroMode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
-      : rank_(group->rank()), optimizer_(model.parameters(), group, zeroOptions(o)) {}
+      : model_(model),
+        rank_(group->rank()),
+        numels_(model.numels()),
+        grads_(model.numParameters()),
+        optimizer_(model.parameters(), group, zeroOptions(o, this)) {
+    model_.setLayerStorage(this);
+    model_.releaseGrads();
+  }
 
-  void markReady(size_t p) override { optimizer_.markReady(p); }
+  void markReady(size_t p) override {
+    optimizer_.markReady(p, tensorOf(grads_[p].data(), grads_[p].size()));
+  }
   void step() override {
     zero::ZeroStepStats s = optimizer_.step();
     comm_ = std::move(s.comm);
@@ -158,21 +170,47 @@ class ZeroMode : public TrainingMode {
     lines.push_back("zero: measured, the layers' own memory on rank " + std::to_string(rank_) +
                     ": " + kib(layerBytes_) + " (peak " + kib(layerPeakBytes_) +
                     "): state, staging and buffers; not the model's parameters and gradients");
+    lines.push_back("zero: gradients freed as the optimizer released them: at most " +
+                    kib(peakGradBytes_) + " of the model's " + kib(model_.numel() * sizeof(float)) +
+                    " held at once on rank " + std::to_string(rank_));
     return lines;
   }
   bool summaryPerRank() const override { return true; }
 
  private:
-  static zero::ZeroOptions zeroOptions(const TrainOptions& o) {
+  static zero::ZeroOptions zeroOptions(const TrainOptions& o, ZeroMode* self) {
     zero::ZeroOptions z;
     z.optimizer = o.optimizer;
     z.gradReduction = o.gradReduction;
     z.bucketCapBytes = o.bucketCapBytes;
     z.recordComm = !o.traceFile.empty();
+    z.onGradReleased = [self](size_t p) { self->release(p); };
     return z;
   }
 
+  // Mlp::LayerStorage: the parameters stay in the model's array; a layer's gradients are
+  // allocated as its backward starts.
+  void enter(size_t layer, bool backward) override {
+    if (!backward) return;
+    for (size_t p : model_.layerParameters(layer)) {
+      grads_[p].assign(numels_[p], 0.0f);
+      gradBytes_ += grads_[p].size() * sizeof(float);
+      peakGradBytes_ = std::max(peakGradBytes_, gradBytes_);
+      model_.bind(p, model_.params() + model_.offset(p), grads_[p].data());
+    }
+  }
+  void leave(size_t, bool) override {}
+  void release(size_t p) {
+    gradBytes_ -= grads_[p].size() * sizeof(float);
+    std::vector<float>().swap(grads_[p]);  // freed
+  }
+
+  Mlp& model_;
   int rank_;
+  const std::vector<size_t> numels_;
+  std::vector<std::vector<float>> grads_;  // per parameter: this step's gradient until released
+  size_t gradBytes_ = 0;
+  size_t peakGradBytes_ = 0;
   zero::ShardedOptimizer optimizer_;
   double commSeconds_ = 0;
   double stepSeconds_ = 0;

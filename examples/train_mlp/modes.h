@@ -2,8 +2,9 @@
 //   local  one process: FlatOptimizer over every parameter, back to back;
 //   ddp    ddp::Reducer (gradient buckets allreduced from markReady, overlapping backward, then
 //          averaged) followed by the same FlatOptimizer on every rank;
-//   zero   zero::ShardedOptimizer (ZeRO-2): gradients reduced to their owner, each rank steps its
-//          shard of the optimizer state, parameters all-gathered.
+//   zero   zero::ShardedOptimizer (ZeRO-2): gradients reduced to their owner in buckets during
+//          backward, each freed as the optimizer releases it (the model keeps no gradient array);
+//          each rank steps its shard of the optimizer state, parameters all-gathered.
 //   zero3  zero::FullyShardedModel (ZeRO-3, FSDP): each layer is a unit; the model's own arrays
 //          are released and each layer's parameters gathered for its forward and backward
 //          (Mlp::LayerStorage), its gradients reduce-scattered as its backward ends.

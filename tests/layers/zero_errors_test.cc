@@ -81,7 +81,7 @@ TEST_P(ZeroErrorsTest, StartupProblemsAreErrorsOnEveryRank) {
         cap.gradReduction = Mode::kReduceToOwner;
         if (rank == odd) cap.bucketCapBytes = 128;
         attempt(m, m.parameters(), cap, {"bucketCapBytes differs", oddRank + " has 128"}, "cap");
-        ZeroOptions rounds = base;  // reduce-scatter rounds follow from the cap too
+        ZeroOptions rounds = base;  // reduce-scatter buckets and rounds follow from the cap too
         rounds.gradReduction = Mode::kReduceScatter;
         if (rank == odd) rounds.bucketCapBytes = 256;
         attempt(m, m.parameters(), rounds, {"bucketCapBytes differs", oddRank + " has 256"},
