@@ -147,8 +147,8 @@ void ShardedOptimizer::markReadyImpl(size_t index, const Tensor* grad) {
                      "ShardedOptimizer::markReady: the gradient given for ", describe(index),
                      " is ", grad->numel, " elements of ", toString(grad->dtype), " on ",
                      toString(grad->device), (grad->data == nullptr ? " (null)" : ""),
-                     "; the parameter has ", want, " float32 elements on the CPU (group ",
-                     group_->name(), ")");
+                     "; the parameter has ", want, " elements of ", toString(DataType::kFloat32),
+                     " on cpu (group ", group_->name(), ")");
       gradOf_[index] = grad->ptr<float>();
     }
     marked_[index] = 1;

@@ -103,11 +103,12 @@
 // B = bucketCapBytes / 4 floats, L = the largest kReduceToOwner bucket another rank owns)
 //   Optimizer state: k * S_r floats (the sum over ranks is exactly k * P, what one unsharded
 //   optimizer holds). Shards: S_r floats of reduced gradients and S_r of parameters. Staging
-//   (ZeroStepStats::stagingBytes): one or two buffers of max(N * R, L) floats (about B; the
-//   second only when there are several rounds or staged buckets), plus with kReduceScatter one
-//   output buffer of at most R floats per staging buffer, plus R floats per staging buffer when
-//   S_r < S (the allgather's zero-padded input). So rank r holds (2 + k) * S_r floats + about
-//   2 * B, and the full gradients only as long as backward takes to fill a bucket: a framework
+//   (ZeroStepStats::stagingBytes): one or two buffers of max(N * R, L) floats (N * R <= B; L is
+//   at most B unless a parameter is larger; the second buffer only when there are several rounds
+//   or staged buckets), plus with kReduceScatter one output buffer of R floats per staging
+//   buffer, plus R floats per staging buffer a round past S_r uses (the allgather's zero-padded
+//   input). So rank r holds (2 + k) * S_r floats + about 2 * max(B, L), and each full gradient
+//   only as long as backward takes to complete the buckets holding it: a framework
 //   that frees each gradient at onGradReleased holds ZeRO-2's memory end to end. During
 //   consolidateState the gather buffers (k * N * S floats on dstRank, k * S elsewhere).
 //   Parameters and grads are the framework's non-owning views (ZeRO stage 3, the parameters

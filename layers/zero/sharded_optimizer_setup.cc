@@ -133,47 +133,40 @@ void ShardedOptimizer::partition() {
 
 void ShardedOptimizer::buildBuckets() {
   // Per owner, walk its parameters from the last to the first (the order backward finishes them),
-  // closing a bucket before it would exceed the cap. A parameter larger than the cap is cut, from
-  // its end, into buckets of the cap; its first elements (what is left) start the next bucket. A
-  // bucket is then a run of consecutive shard elements: one contiguous range.
-  const size_t cap = std::max<size_t>(options_.bucketCapBytes / sizeof(float), 1);
+  // closing a bucket before it would exceed the cap (a parameter larger than the cap gets a bucket
+  // of its own). A bucket is then a run of consecutive shard members: one contiguous range.
   std::vector<Bucket> buckets;
   for (int r = 0; r < size_; ++r) {
     const auto& shard = shards_[static_cast<size_t>(r)];
     Bucket cur;
+    size_t bytes = 0;
     auto close = [&]() {
-      if (cur.numel > 0) {  // else nothing to move (no parameters, or only empty ones)
-        cur.owner = r;
-        buckets.push_back(std::move(cur));
+      if (cur.numel == 0) {  // nothing to move (no parameters, or only empty ones)
+        cur = Bucket{};
+        bytes = 0;
+        return;
       }
+      const size_t lowest = cur.params.back();
+      cur.owner = r;
+      cur.offset = offset_[lowest];
+      buckets.push_back(std::move(cur));
       cur = Bucket{};
+      bytes = 0;
     };
     for (size_t k = shard.size(); k-- > 0;) {
       const size_t p = shard[k];
-      size_t left = params_[p].data.numel;  // elements [0, left) of p are in no bucket yet
-      if (!cur.params.empty() && cur.numel + std::min(left, cap) > cap) close();
+      const size_t b = params_[p].data.numel * sizeof(float);
+      if (!cur.params.empty() && bytes + b > options_.bucketCapBytes) close();
       cur.params.push_back(p);
-      cur.offset = offset_[p] + left;
-      while (true) {
-        const size_t take = std::min(left, cap - cur.numel);
-        left -= take;
-        cur.numel += take;
-        cur.offset -= take;
-        if (left == 0) break;
-        close();
-        cur.params.push_back(p);
-        cur.offset = offset_[p] + left;
-      }
+      cur.numel += params_[p].data.numel;
+      bytes += b;
     }
     close();
   }
-  // Launch order: by lowest element, descending, i.e. the order in which a backward that marks
-  // parameters last to first completes them (the pieces of a parameter: its last first). The same
-  // on every rank.
-  std::sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) {
-    if (a.params.back() != b.params.back()) return a.params.back() > b.params.back();
-    return a.offset > b.offset;
-  });
+  // Launch order: by lowest parameter index, descending, i.e. the order in which a backward that
+  // marks parameters last to first completes them. The same on every rank.
+  std::sort(buckets.begin(), buckets.end(),
+            [](const Bucket& a, const Bucket& b) { return a.params.back() > b.params.back(); });
   buckets_ = std::move(buckets);
 }
 

@@ -1,8 +1,9 @@
 // ShardedOptimizer errors: a bad argument or a mismatch on one rank is the same InvalidArgument on
 // every rank, naming the rank and the parameter index (never a hang), and the group stays usable;
-// every misuse error (markReady twice / out of range, consolidateState with a bad rank, loadState
-// with a state that does not fit) names what is wrong and leaves the optimizer usable; a failed
-// collective makes it refuse further use. Every CPU backend, world sizes 1-4.
+// every misuse error (markReady twice / out of range / with a gradient that does not fit,
+// consolidateState with a bad rank, loadState with a state that does not fit) names what is wrong
+// and leaves the optimizer usable; a failed collective makes it refuse further use. Every CPU
+// backend, world sizes 1-4.
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -146,6 +147,18 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
       expectThrowWith<InvalidArgument>([&] { opt.markReady(4); },
                                        {"parameter index 4 out of range", "4 parameters"},
                                        "markReady out of range");
+      // A gradient given with markReady that does not fit its parameter; the parameter stays
+      // unmarked (step() reads its grad tensor).
+      std::vector<float> wrong(kNumels[1] + 1, 0.0f);
+      expectThrowWith<InvalidArgument>(
+          [&] { opt.markReady(1, tensorOf(wrong.data(), wrong.size())); },
+          {"parameter 1 ('p1')", std::to_string(wrong.size()) + " elements of float on cpu",
+           "the parameter has " + std::to_string(kNumels[1]) + " elements of float"},
+          "markReady with a gradient of another size");
+      std::vector<double> doubles(kNumels[1], 0.0);
+      expectThrowWith<InvalidArgument>(
+          [&] { opt.markReady(1, tensorOf(doubles.data(), doubles.size())); },
+          {"parameter 1 ('p1')", "elements of double"}, "markReady with a float64 gradient");
       expectThrowWith<InvalidArgument>([&] { opt.ownerOf(9); }, {"index 9 out of range"},
                                        "ownerOf");
       expectThrowWith<InvalidArgument>([&] { opt.shardOf(size); }, {"out of range"}, "shardOf");

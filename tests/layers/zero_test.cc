@@ -367,26 +367,16 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
   const bool scatter = opt.options().gradReduction == Mode::kReduceScatter;
   size_t staging = n * r;
   size_t staged = 0;
-  const std::vector<std::vector<size_t>> buckets = opt.buckets();
-  // kReduceToOwner: a parameter in k buckets (larger than the cap C) has C elements in each of the
-  // first k - 1, the rest in the last.
-  const size_t cap = std::max<size_t>(opt.options().bucketCapBytes / sizeof(float), 1);
-  std::vector<size_t> seen(numels.size(), 0);
-  std::vector<size_t> pieces(numels.size(), 0);
-  for (const std::vector<size_t>& bucket : buckets) {
-    for (size_t p : bucket) ++pieces[p];
-  }
-  for (const std::vector<size_t>& bucket : buckets) {
-    ++staged;
-    if (scatter) continue;
-    size_t numel = 0;
-    for (size_t p : bucket)
-      numel += ++seen[p] < pieces[p] ? cap : numels[p] - (pieces[p] - 1) * cap;
-    if (opt.ownerOf(bucket[0]) == rank) {  // reduced in place in the shard
-      --staged;
+  for (const std::vector<size_t>& bucket : opt.buckets()) {
+    if (scatter) {
+      ++staged;
       continue;
     }
+    if (opt.ownerOf(bucket[0]) == rank) continue;  // reduced in place in the shard
+    size_t numel = 0;
+    for (size_t p : bucket) numel += numels[p];
     staging = std::max(staging, numel);
+    ++staged;
   }
   const size_t buffers = rounds > 1 || staged > 1 ? 2 : 1;
   size_t floats = buffers * staging + (scatter && staged > 0 ? buffers * r : 0);
@@ -449,10 +439,13 @@ TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
         // Greedy partition: no rank holds more than P / N plus one parameter.
         const size_t shardBound = total / static_cast<size_t>(size) + largest;
         EXPECT_LE(mine, shardBound) << what;
-        // At most two buffers of a bucket each (a round's N * R floats, or a bucket: a parameter
-        // larger than the cap is cut), and their small companions (R floats each).
-        EXPECT_LE(st.stagingBytes, 2 * cap + 4 * opt.roundNumel() * sizeof(float)) << what;
-        if (size > 1 && rank > 0 && numels[0] == 4000) {  // rank 0 owns parameter 0 alone
+        // At most two buffers of a bucket each (a round's N * R floats, or a bucket of whole
+        // parameters), and their small companions (R floats each).
+        const size_t bucketBound = std::max<size_t>(cap, largest * sizeof(float));
+        EXPECT_LE(st.stagingBytes, 2 * bucketBound + 4 * opt.roundNumel() * sizeof(float)) << what;
+        // Rank 0 owns parameter 0 alone; kReduceToOwner stages that parameter whole on the
+        // others, kReduceScatter R of its elements at a time.
+        if (mode == Mode::kReduceScatter && size > 1 && rank > 0 && numels[0] == 4000) {
           EXPECT_LT(static_cast<size_t>(built), opt.chunkNumel() * sizeof(float))
               << what << ": a buffer of rank 0's shard on a rank that owns " << mine << " elements";
         }
