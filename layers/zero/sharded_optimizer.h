@@ -165,7 +165,8 @@ struct ZeroOptions {
   // Called once per step for each parameter i as soon as the optimizer has read this step's
   // gradient of i (copied into staging or its shard): the framework may free or reuse it. Runs on
   // the thread of the markReady() or step() that launched i's last bucket, without the
-  // optimizer's lock; it must not call step(). Not compared across ranks.
+  // optimizer's lock (so concurrently when several threads mark); it must not call step(). Not
+  // compared across ranks.
   std::function<void(size_t)> onGradReleased;
 };
 
