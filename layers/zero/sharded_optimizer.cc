@@ -190,12 +190,17 @@ void ShardedOptimizer::launchBucket(size_t index) {
       packGrads(static_cast<int>(r), b.partBegin[r], b.partNumel[r], in + r * width);
       std::fill(in + r * width + b.partNumel[r], in + (r + 1) * width, 0.0f);
     }
+    // This rank's sum lands straight in its shard when its part is the widest (no padding);
+    // else in the output buffer, copied into the shard once the collective completes.
+    const auto me = static_cast<size_t>(rank_);
+    const bool direct = b.partNumel[me] == width;
+    std::shared_ptr<layers::Floats> out = direct ? shardGrad_ : scatterOut_[i];
     const int64_t issued = events_.stamp();
-    auto work = group_->reduceScatterTensor(floats(*scatterOut_[i], 0, width),
+    auto work = group_->reduceScatterTensor(floats(*out, direct ? b.partBegin[me] : 0, width),
                                             floats(*staging_[i], 0, n * width),
                                             ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
     events_.launched("reduce-scatter bucket", index, n * width * sizeof(float), issued, *work);
-    useStaging(i, std::move(work), {staging_[i], scatterOut_[i]}, index);
+    useStaging(i, std::move(work), {staging_[i], out}, direct ? kNoBucket : index);
     return;
   }
   if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients

@@ -32,8 +32,9 @@
 //     down, into ranges in which no rank owns more than R elements (R = bucketCapBytes / 4 / N,
 //     at least 1, at most S; a parameter may span several buckets). Each rank's part of a range
 //     is a contiguous range of its shard; one reduceScatterTensor(SUM) of N parts padded to the
-//     largest (N * R floats at most) leaves this rank's summed part in a small output buffer,
-//     copied into its shard of reduced gradients when the collective completes.
+//     largest (N * R floats at most) leaves this rank's summed part in its shard of reduced
+//     gradients (where its part is the widest) or in a small output buffer, copied into the
+//     shard when the collective completes.
 //   kReduceToOwner (ShardedDDP): each owner's parameters, walked in reverse index order, are cut
 //     into buckets of at most bucketCapBytes (a bucket holds at least one parameter); a bucket is
 //     a contiguous range of the owner's shard, reduced with reduce(SUM, root = owner). The owner
@@ -105,8 +106,9 @@
 //   optimizer holds). Shards: S_r floats of reduced gradients and S_r of parameters. Staging
 //   (ZeroStepStats::stagingBytes): one or two buffers of max(N * R, L) floats (N * R <= B; L is
 //   at most B unless a parameter is larger; the second buffer only when there are several rounds
-//   or staged buckets), plus with kReduceScatter one output buffer of R floats per staging
-//   buffer, plus R floats per staging buffer a round past S_r uses (the allgather's zero-padded
+//   or staged buckets), plus with kReduceScatter one output buffer per staging buffer, as wide
+//   as the widest bucket in which this rank's part is narrower than another's (at most R), plus
+//   R floats per staging buffer a round past S_r uses (the allgather's zero-padded
 //   input). So rank r holds (2 + k) * S_r floats + about 2 * max(B, L), and each full gradient
 //   only as long as backward takes to complete the buckets holding it: a framework
 //   that frees each gradient at onGradReleased holds ZeRO-2's memory end to end. During

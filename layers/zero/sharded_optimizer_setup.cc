@@ -220,10 +220,12 @@ void ShardedOptimizer::allocateStaging() {
   const bool scatter = options_.gradReduction == ZeroOptions::GradReduction::kReduceScatter;
   size_t numel = static_cast<size_t>(size_) * round_;
   size_t staged = 0;
-  size_t width = 0;  // kReduceScatter: the widest part, this rank's output buffer
+  // kReduceScatter: the output buffer, for the buckets in which this rank's part is narrower
+  // than another's (the others' sums land straight in the shard).
+  size_t width = 0;
   for (const Bucket& b : buckets_) {
     if (scatter) {
-      width = std::max(width, b.numel);
+      if (b.partNumel[static_cast<size_t>(rank_)] < b.numel) width = std::max(width, b.numel);
       ++staged;
     } else if (b.owner != rank_) {
       numel = std::max(numel, b.numel);

@@ -351,12 +351,39 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
   std::remove(ckpt.c_str());
 }
 
+// kReduceScatter's buckets by the documented rule, walked out here: every parameter's elements
+// from the last to the first, each to the current bucket until its owner's part would pass R.
+struct ScatterBucket {
+  std::vector<size_t> params;  // descending
+  std::vector<size_t> part;    // per rank: elements
+};
+std::vector<ScatterBucket> scatterBuckets(const std::vector<size_t>& numels, int size, size_t r) {
+  const std::vector<int> owners = zero::partitionParameters(numels, size);
+  std::vector<ScatterBucket> out;
+  ScatterBucket cur{{}, std::vector<size_t>(static_cast<size_t>(size), 0)};
+  for (size_t p = numels.size(); p-- > 0;) {
+    for (size_t left = numels[p]; left > 0;) {
+      if (cur.part[static_cast<size_t>(owners[p])] == r) {
+        out.push_back(cur);
+        cur = {{}, std::vector<size_t>(static_cast<size_t>(size), 0)};
+      }
+      size_t& now = cur.part[static_cast<size_t>(owners[p])];
+      const size_t take = std::min(left, r - now);
+      now += take;
+      left -= take;
+      if (cur.params.empty() || cur.params.back() != p) cur.params.push_back(p);
+    }
+  }
+  if (!cur.params.empty()) out.push_back(cur);
+  return out;
+}
+
 // The staging a rank needs, from the documented rule (sharded_optimizer.h, "Memory"): one or two
 // buffers (two when there are several allgather rounds or several buckets it packs into staging)
 // of max(N * R, the largest kReduceToOwner bucket another rank owns) floats; with kReduceScatter
-// an output buffer of R floats per buffer (the widest part of any bucket is R: a bucket closes
-// when a part reaches R, and a lone bucket holds every shard whole, S <= R); and R floats of
-// zero-padded allgather input for each buffer used by a round reaching past this rank's shard.
+// an output buffer per buffer as wide as the widest bucket in which this rank's part is narrower
+// than another's; and R floats of zero-padded allgather input for each buffer used by a round
+// reaching past this rank's shard.
 size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_t>& numels,
                             int rank) {
   const size_t n = static_cast<size_t>(opt.group().size());
@@ -367,11 +394,20 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
   const bool scatter = opt.options().gradReduction == Mode::kReduceScatter;
   size_t staging = n * r;
   size_t staged = 0;
-  for (const std::vector<size_t>& bucket : opt.buckets()) {
-    if (scatter) {
-      ++staged;
-      continue;
+  size_t outWidth = 0;
+  if (scatter && r > 0) {
+    const std::vector<ScatterBucket> buckets = scatterBuckets(numels, static_cast<int>(n), r);
+    std::vector<std::vector<size_t>> params;
+    for (const ScatterBucket& b : buckets) {
+      params.push_back(b.params);
+      const size_t width = *std::max_element(b.part.begin(), b.part.end());
+      if (b.part[static_cast<size_t>(rank)] < width) outWidth = std::max(outWidth, width);
     }
+    EXPECT_EQ(opt.buckets(), params) << "kReduceScatter buckets";
+    staged = buckets.size();
+  }
+  for (const std::vector<size_t>& bucket : opt.buckets()) {
+    if (scatter) continue;
     if (opt.ownerOf(bucket[0]) == rank) continue;  // reduced in place in the shard
     size_t numel = 0;
     for (size_t p : bucket) numel += numels[p];
@@ -379,7 +415,7 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
     ++staged;
   }
   const size_t buffers = rounds > 1 || staged > 1 ? 2 : 1;
-  size_t floats = buffers * staging + (scatter && staged > 0 ? buffers * r : 0);
+  size_t floats = buffers * (staging + outWidth);
   bool pad[2] = {false, false};
   for (size_t t = 0; t < rounds; ++t) {
     if (std::min(s, (t + 1) * r) > mine) pad[t % buffers] = true;
