@@ -81,8 +81,9 @@ void ShardedOptimizer::finishStaging(size_t i) {
   if (f.scatterBucket != kNoBucket) {  // this rank's part of the summed bucket into its shard
     const Bucket& b = buckets_[f.scatterBucket];
     const auto me = static_cast<size_t>(rank_);
-    if (b.partNumel[me] > 0) {
-      std::memcpy(shardGrad_->data() + b.partBegin[me], scatterOut_[i]->data(),
+    if (b.partNumel[me] > 0) {  // the output follows the N parts
+      std::memcpy(shardGrad_->data() + b.partBegin[me],
+                  staging_[i]->data() + static_cast<size_t>(size_) * b.numel,
                   b.partNumel[me] * sizeof(float));
     }
     f.scatterBucket = kNoBucket;
@@ -191,16 +192,17 @@ void ShardedOptimizer::launchBucket(size_t index) {
       std::fill(in + r * width + b.partNumel[r], in + (r + 1) * width, 0.0f);
     }
     // This rank's sum lands straight in its shard when its part is the widest (no padding);
-    // else in the output buffer, copied into the shard once the collective completes.
+    // else after the N parts in the staging buffer, copied into the shard once the collective
+    // completes.
     const auto me = static_cast<size_t>(rank_);
     const bool direct = b.partNumel[me] == width;
-    std::shared_ptr<layers::Floats> out = direct ? shardGrad_ : scatterOut_[i];
+    const Tensor out = direct ? floats(*shardGrad_, b.partBegin[me], width)
+                              : floats(*staging_[i], n * width, width);
     const int64_t issued = events_.stamp();
-    auto work = group_->reduceScatterTensor(floats(*out, direct ? b.partBegin[me] : 0, width),
-                                            floats(*staging_[i], 0, n * width),
+    auto work = group_->reduceScatterTensor(out, floats(*staging_[i], 0, n * width),
                                             ReduceScatterOptions{ReduceOp::SUM, options_.timeout});
     events_.launched("reduce-scatter bucket", index, n * width * sizeof(float), issued, *work);
-    useStaging(i, std::move(work), {staging_[i], out}, direct ? kNoBucket : index);
+    useStaging(i, std::move(work), {staging_[i], shardGrad_}, direct ? kNoBucket : index);
     return;
   }
   if (b.owner == rank_) {  // reduced in place, in this rank's shard of gradients
@@ -224,7 +226,7 @@ void ShardedOptimizer::launchBucket(size_t index) {
 
 // Round t: elements [t*R, t*R + R) of every shard; rank r's part at r * R' of the staging buffer
 // (R' = R, or what is left of S in the last round). A round reaching past this rank's shard
-// sends it zero-padded from gatherPad_.
+// sends the zero tail of shardParam_.
 void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
   const size_t n = static_cast<size_t>(size_);
   const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
@@ -252,21 +254,14 @@ void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
     Round& f = slots[k];
     f.begin = begin;
     f.count = std::min(round_, chunk_ - begin);
-    std::shared_ptr<layers::Floats> input = shardParam_;
-    size_t at = begin;
-    if (begin + f.count > mine) {
-      input = gatherPad_[k];
-      const size_t have = mine > begin ? mine - begin : 0;
-      if (have > 0) std::copy_n(shardParam_->data() + begin, have, input->data());
-      std::fill(input->data() + have, input->data() + f.count, 0.0f);
-      at = 0;
-    }
+    // Past this rank's shard: the zero tail (min(R, S - S_r) floats; never written).
+    const size_t at = std::min(begin, mine);
     const int64_t issued = events_.stamp();
     f.work = group_->allgatherIntoTensor(floats(*staging_[k], 0, n * f.count),
-                                         floats(*input, at, f.count),
+                                         floats(*shardParam_, at, f.count),
                                          AllgatherOptions{options_.timeout});
     events_.launched("allgather round", st.rounds, n * f.count * sizeof(float), issued, *f.work);
-    f.keep = layers::KeepAlive(*f.work, {input, staging_[k]});
+    f.keep = layers::KeepAlive(*f.work, {shardParam_, staging_[k]});
     ++st.rounds;
   }
   finish(k);  // the older of the two first
@@ -283,8 +278,7 @@ ZeroStepStats ShardedOptimizer::step() {
     st.shardBytes = (shardGrad_->size() + shardParam_->size()) * sizeof(float);
     st.stagingBytes = 0;
     for (size_t i = 0; i < 2; ++i) {
-      st.stagingBytes +=
-          (staging_[i]->size() + scatterOut_[i]->size() + gatherPad_[i]->size()) * sizeof(float);
+      st.stagingBytes += staging_[i]->size() * sizeof(float);
     }
     try {
       // 1. Reduce to the owners: the buckets not launched by markReady() now.

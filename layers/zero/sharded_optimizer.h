@@ -26,15 +26,16 @@
 // Shards and buckets
 //   Rank r's shard is its parameters in ascending index order, back to back: S_r elements (S =
 //   max_r S_r). The optimizer keeps this rank's reduced gradients and its parameters (S_r floats
-//   each) and never a full-size buffer. Gradients move in buckets, launched as backward completes
-//   them (the DDP Reducer's shape), each copied into staging before its collective starts:
+//   each, the parameters followed by min(R, S - S_r) zeros that a round past the shard sends) and
+//   never a full-size buffer. Gradients move in buckets, launched as backward completes them (the
+//   DDP Reducer's shape), each copied into staging before its collective starts:
 //   kReduceScatter: the parameters back to back in index order are cut, from the last element
-//     down, into ranges in which no rank owns more than R elements (R = bucketCapBytes / 4 / N,
-//     at least 1, at most S; a parameter may span several buckets). Each rank's part of a range
-//     is a contiguous range of its shard; one reduceScatterTensor(SUM) of N parts padded to the
-//     largest (N * R floats at most) leaves this rank's summed part in its shard of reduced
-//     gradients (where its part is the widest) or in a small output buffer, copied into the
-//     shard when the collective completes.
+//     down, into ranges in which no rank owns more than W elements (W = N * R / (N + 1), at
+//     least 1; R below; a parameter may span several buckets). Each rank's part of a range is a
+//     contiguous range of its shard; one reduceScatterTensor(SUM) of N parts padded to the
+//     largest leaves this rank's summed part in its shard of reduced gradients (where its part is
+//     the widest) or after the N parts in the staging buffer ((N + 1) * W <= N * R floats in
+//     all), copied into the shard when the collective completes.
 //   kReduceToOwner (ShardedDDP): each owner's parameters, walked in reverse index order, are cut
 //     into buckets of at most bucketCapBytes (a bucket holds at least one parameter); a bucket is
 //     a contiguous range of the owner's shard, reduced with reduce(SUM, root = owner). The owner
@@ -58,9 +59,9 @@
 //      tensors and runs FlatOptimizer::step on its S_r elements (torch.optim's update rules,
 //      flat_optimizer.h), each parameter with its group's lr and weight decay.
 //   3. allgatherIntoTensor of every rank's updated shard in rounds of R elements of every shard
-//      (a rank whose shard ends before a round's end sends it zero-padded from a scratch of R
-//      floats), each round's result copied into the parameters' data tensors while the next one
-//      is in flight.
+//      (R = bucketCapBytes / 4 / N, at least 1, at most S; a rank whose shard ends before a
+//      round's end sends the zero tail), each round's result copied into the parameters' data
+//      tensors while the next one is in flight.
 //   The result equals one FlatOptimizer over all parameters stepped with the mean gradient, up to
 //   the backend's summation order in step 1 (bit for bit whenever the sums are exact).
 //   The framework's grad tensors are only read.
@@ -103,15 +104,15 @@
 // Memory on rank r (N ranks, P = total parameter elements, S_r = rank r's shard, k = state slots,
 // B = bucketCapBytes / 4 floats, L = the largest kReduceToOwner bucket another rank owns)
 //   Optimizer state: k * S_r floats (the sum over ranks is exactly k * P, what one unsharded
-//   optimizer holds). Shards: S_r floats of reduced gradients and S_r of parameters. Staging
-//   (ZeroStepStats::stagingBytes): one or two buffers of max(N * R, L) floats (N * R <= B; L is
-//   at most B unless a parameter is larger; the second buffer only when there are several rounds
-//   or staged buckets), plus with kReduceScatter one output buffer per staging buffer, as wide
-//   as the widest bucket in which this rank's part is narrower than another's (at most R), plus
-//   R floats per staging buffer a round past S_r uses (the allgather's zero-padded
-//   input). So rank r holds (2 + k) * S_r floats + about 2 * max(B, L), and each full gradient
-//   only as long as backward takes to complete the buckets holding it: a framework
-//   that frees each gradient at onGradReleased holds ZeRO-2's memory end to end. During
+//   optimizer holds). Shards (ZeroStepStats::shardBytes): S_r floats of reduced gradients, S_r of
+//   parameters and min(R, S - S_r) zeros. Staging (ZeroStepStats::stagingBytes): one or two
+//   buffers of max(N * R, L) floats (N * R <= B; L is at most B unless a parameter is larger;
+//   with kReduceScatter (N + 1) * W, more than N * R only when R = 1; the second buffer only when
+//   there are several rounds or staged buckets). So rank r holds (2 + k) * S_r floats + about
+//   2 * max(B, L), never more than before issue 44 (2 * S + k * S_r + the same staging; R = 1
+//   aside), and each full gradient only as long as backward takes to complete the buckets
+//   holding it: a framework that frees each gradient at onGradReleased holds ZeRO-2's memory end
+//   to end. During
 //   consolidateState the gather buffers (k * N * S floats on dstRank, k * S elsewhere).
 //   Parameters and grads are the framework's non-owning views (ZeRO stage 3, the parameters
 //   sharded too, is FullyShardedModel: fully_sharded.h). Buffers a collective uses are held by a
@@ -322,21 +323,19 @@ class ShardedOptimizer {
   std::vector<std::vector<size_t>> shards_;  // per rank: parameter indices, ascending
   size_t chunk_ = 0;                         // S
   size_t round_ = 0;                         // R
+  size_t scatterWidth_ = 0;                  // W: kReduceScatter's widest part
   std::vector<optim::Span> spans_;           // this rank's shard's parameter-group spans
 
   mutable Mutex mu_;
-  // The two staging buffers, kReduceScatter's output buffers and the allgather's padded inputs
-  // (one of each per staging buffer), the collective using each, and the one to use next.
+  // The two staging buffers, the collective using each, and the one to use next.
   std::shared_ptr<layers::Floats> staging_[2] C10D_GUARDED_BY(mu_);
-  std::shared_ptr<layers::Floats> scatterOut_[2] C10D_GUARDED_BY(mu_);
-  std::shared_ptr<layers::Floats> gatherPad_[2] C10D_GUARDED_BY(mu_);
   InFlight inFlight_[2] C10D_GUARDED_BY(mu_);
   size_t nextStaging_ C10D_GUARDED_BY(mu_) = 0;
   double markWaitSeconds_ C10D_GUARDED_BY(mu_) = 0;
   layers::CommEventLog events_ C10D_GUARDED_BY(mu_);
   // S_r: this rank's reduced gradients.
   std::shared_ptr<layers::Floats> shardGrad_ C10D_GUARDED_BY(mu_);
-  // S_r: this rank's parameters, stepped.
+  // S_r + min(R, S - S_r): this rank's parameters, stepped, and a zero tail.
   std::shared_ptr<layers::Floats> shardParam_ C10D_GUARDED_BY(mu_);
   std::unique_ptr<optim::FlatOptimizer> optimizer_ C10D_GUARDED_BY(mu_);  // over S_r elements
   std::vector<Bucket> buckets_ C10D_GUARDED_BY(mu_);

@@ -119,9 +119,13 @@ void ShardedOptimizer::partition() {
   chunk_ = *std::max_element(shardNumel_.begin(), shardNumel_.end());
   const size_t perRound = options_.bucketCapBytes / sizeof(float) / static_cast<size_t>(size_);
   round_ = std::min(chunk_, std::max<size_t>(perRound, 1));
+  // A reduce-scatter bucket's N parts and this rank's output fit in one round's N * R floats.
+  const auto n = static_cast<size_t>(size_);
+  scatterWidth_ = std::max<size_t>(n * round_ / (n + 1), 1);
   const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
   shardGrad_ = std::make_shared<layers::Floats>(mine, 0.0f);
-  shardParam_ = std::make_shared<layers::Floats>(mine, 0.0f);
+  // A zero tail: an allgather round reaching past this rank's shard sends it zero-padded.
+  shardParam_ = std::make_shared<layers::Floats>(mine + std::min(round_, chunk_ - mine), 0.0f);
   const std::vector<optim::Span> each =
       groupOfEach(options_.paramGroups, params_.size(), options_.optimizer);
   for (size_t p : shards_[static_cast<size_t>(rank_)]) {
@@ -194,8 +198,8 @@ void ShardedOptimizer::buildScatterBuckets() {
     const auto r = static_cast<size_t>(owner_[p]);
     size_t left = params_[p].data.numel;  // elements [0, left) of p are in no bucket yet
     while (left > 0) {
-      if (cur.partNumel[r] == round_) close();
-      const size_t take = std::min(left, round_ - cur.partNumel[r]);
+      if (cur.partNumel[r] == scatterWidth_) close();
+      const size_t take = std::min(left, scatterWidth_ - cur.partNumel[r]);
       left -= take;
       cur.partBegin[r] = offset_[p] + left;
       cur.partNumel[r] += take;
@@ -214,38 +218,25 @@ void ShardedOptimizer::indexBuckets() {
 
 void ShardedOptimizer::allocateStaging() {
   // A round's N * R floats, or a whole bucket another rank owns (a kReduceScatter bucket's N parts
-  // are at most N * R). The second buffer only when there is something to overlap: several
-  // rounds, or several buckets packed into staging.
+  // and this rank's output, (N + 1) * W <= N * R unless R = 1). The second buffer only when there
+  // is something to overlap: several rounds, or several buckets packed into staging.
   const size_t rounds = round_ == 0 ? 0 : (chunk_ + round_ - 1) / round_;
   const bool scatter = options_.gradReduction == ZeroOptions::GradReduction::kReduceScatter;
-  size_t numel = static_cast<size_t>(size_) * round_;
+  const auto n = static_cast<size_t>(size_);
+  size_t numel = n * round_;
   size_t staged = 0;
-  // kReduceScatter: the output buffer, for the buckets in which this rank's part is narrower
-  // than another's (the others' sums land straight in the shard).
-  size_t width = 0;
   for (const Bucket& b : buckets_) {
     if (scatter) {
-      if (b.partNumel[static_cast<size_t>(rank_)] < b.numel) width = std::max(width, b.numel);
+      numel = std::max(numel, (n + 1) * b.numel);
       ++staged;
     } else if (b.owner != rank_) {
       numel = std::max(numel, b.numel);
       ++staged;
     }
   }
-  const size_t count = rounds > 1 || staged > 1 ? 2 : 1;
-  // The allgather sends a round reaching past this rank's shard zero-padded, from the padding
-  // buffer of the staging buffer that round uses.
-  bool pad[2] = {false, false};
-  const size_t mine = shardNumel_[static_cast<size_t>(rank_)];
-  for (size_t t = 0; t < rounds; ++t) {
-    if (std::min(chunk_, (t + 1) * round_) > mine) pad[t % count] = true;
-  }
-  for (size_t i = 0; i < 2; ++i) {
-    const bool used = i < count;
-    staging_[i] = std::make_shared<layers::Floats>(used ? numel : 0, 0.0f);
-    scatterOut_[i] = std::make_shared<layers::Floats>(used ? width : 0, 0.0f);
-    gatherPad_[i] = std::make_shared<layers::Floats>(pad[i] ? round_ : 0, 0.0f);
-  }
+  const bool two = rounds > 1 || staged > 1;
+  staging_[0] = std::make_shared<layers::Floats>(numel, 0.0f);
+  staging_[1] = std::make_shared<layers::Floats>(two ? numel : 0, 0.0f);
 }
 
 std::vector<size_t> ShardedOptimizer::numels() const {

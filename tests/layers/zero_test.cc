@@ -352,81 +352,77 @@ TEST_P(ZeroTest, CheckpointResumesAtAnotherWorldSize) {
 }
 
 // kReduceScatter's buckets by the documented rule, walked out here: every parameter's elements
-// from the last to the first, each to the current bucket until its owner's part would pass R.
-struct ScatterBucket {
-  std::vector<size_t> params;  // descending
-  std::vector<size_t> part;    // per rank: elements
-};
-std::vector<ScatterBucket> scatterBuckets(const std::vector<size_t>& numels, int size, size_t r) {
+// from the last to the first, each to the current bucket until its owner's part would pass W.
+std::vector<std::vector<size_t>> scatterBuckets(const std::vector<size_t>& numels, int size,
+                                                size_t w, size_t* widest) {
   const std::vector<int> owners = zero::partitionParameters(numels, size);
-  std::vector<ScatterBucket> out;
-  ScatterBucket cur{{}, std::vector<size_t>(static_cast<size_t>(size), 0)};
+  std::vector<std::vector<size_t>> out;
+  std::vector<size_t> params;
+  std::vector<size_t> part(static_cast<size_t>(size), 0);
+  auto close = [&] {
+    *widest = std::max(*widest, *std::max_element(part.begin(), part.end()));
+    out.push_back(params);
+    params.clear();
+    std::fill(part.begin(), part.end(), 0);
+  };
   for (size_t p = numels.size(); p-- > 0;) {
+    size_t& mine = part[static_cast<size_t>(owners[p])];
     for (size_t left = numels[p]; left > 0;) {
-      if (cur.part[static_cast<size_t>(owners[p])] == r) {
-        out.push_back(cur);
-        cur = {{}, std::vector<size_t>(static_cast<size_t>(size), 0)};
-      }
-      size_t& now = cur.part[static_cast<size_t>(owners[p])];
-      const size_t take = std::min(left, r - now);
-      now += take;
+      if (mine == w) close();
+      const size_t take = std::min(left, w - mine);
+      mine += take;
       left -= take;
-      if (cur.params.empty() || cur.params.back() != p) cur.params.push_back(p);
+      if (params.empty() || params.back() != p) params.push_back(p);
     }
   }
-  if (!cur.params.empty()) out.push_back(cur);
+  if (!params.empty()) close();
   return out;
 }
 
-// The staging a rank needs, from the documented rule (sharded_optimizer.h, "Memory"): one or two
-// buffers (two when there are several allgather rounds or several buckets it packs into staging)
-// of max(N * R, the largest kReduceToOwner bucket another rank owns) floats; with kReduceScatter
-// an output buffer per buffer as wide as the widest bucket in which this rank's part is narrower
-// than another's; and R floats of zero-padded allgather input for each buffer used by a round
-// reaching past this rank's shard.
+// What a rank needs, from the documented rule (sharded_optimizer.h, "Memory"): shards of S_r
+// floats of gradients and S_r of parameters with a zero tail of min(R, S - S_r); one or two
+// staging buffers (two when there are several allgather rounds or several buckets it packs into
+// staging) of max(N * R, the largest kReduceToOwner bucket another rank owns, kReduceScatter's
+// (N + 1) * the widest part) floats.
+size_t expectedShardBytes(const ShardedOptimizer& opt, int rank) {
+  const size_t mine = opt.shardNumel(rank);
+  return (2 * mine + std::min(opt.roundNumel(), opt.chunkNumel() - mine)) * sizeof(float);
+}
+
 size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_t>& numels,
                             int rank) {
   const size_t n = static_cast<size_t>(opt.group().size());
   const size_t s = opt.chunkNumel();
   const size_t r = opt.roundNumel();
-  const size_t mine = opt.shardNumel(rank);
   const size_t rounds = r == 0 ? 0 : (s + r - 1) / r;
-  const bool scatter = opt.options().gradReduction == Mode::kReduceScatter;
   size_t staging = n * r;
   size_t staged = 0;
-  size_t outWidth = 0;
-  if (scatter && r > 0) {
-    const std::vector<ScatterBucket> buckets = scatterBuckets(numels, static_cast<int>(n), r);
-    std::vector<std::vector<size_t>> params;
-    for (const ScatterBucket& b : buckets) {
-      params.push_back(b.params);
-      const size_t width = *std::max_element(b.part.begin(), b.part.end());
-      if (b.part[static_cast<size_t>(rank)] < width) outWidth = std::max(outWidth, width);
+  if (opt.options().gradReduction == Mode::kReduceScatter) {
+    if (r > 0) {
+      size_t widest = 0;
+      const auto buckets = scatterBuckets(numels, static_cast<int>(n),
+                                          std::max<size_t>(n * r / (n + 1), 1), &widest);
+      EXPECT_EQ(opt.buckets(), buckets) << "kReduceScatter buckets";
+      staging = std::max(staging, (n + 1) * widest);
+      staged = buckets.size();
     }
-    EXPECT_EQ(opt.buckets(), params) << "kReduceScatter buckets";
-    staged = buckets.size();
-  }
-  for (const std::vector<size_t>& bucket : opt.buckets()) {
-    if (scatter) continue;
-    if (opt.ownerOf(bucket[0]) == rank) continue;  // reduced in place in the shard
-    size_t numel = 0;
-    for (size_t p : bucket) numel += numels[p];
-    staging = std::max(staging, numel);
-    ++staged;
+  } else {
+    for (const std::vector<size_t>& bucket : opt.buckets()) {
+      if (opt.ownerOf(bucket[0]) == rank) continue;  // reduced in place in the shard
+      size_t numel = 0;
+      for (size_t p : bucket) numel += numels[p];
+      staging = std::max(staging, numel);
+      ++staged;
+    }
   }
   const size_t buffers = rounds > 1 || staged > 1 ? 2 : 1;
-  size_t floats = buffers * (staging + outWidth);
-  bool pad[2] = {false, false};
-  for (size_t t = 0; t < rounds; ++t) {
-    if (std::min(s, (t + 1) * r) > mine) pad[t % buffers] = true;
-  }
-  floats += (pad[0] ? r : 0) + (pad[1] ? r : 0);
-  return floats * sizeof(float);
+  return buffers * staging * sizeof(float);
 }
 
 // Memory, measured: what the optimizer allocates (layers/common/memory.h counts every buffer of
 // the layers) is exactly this rank's shards of gradients and parameters (S_r floats each, not the
-// largest shard's), the staging this rank needs (expectedStagingBytes) and the state of its own
+// largest shard's, and a zero tail of at most R; expectedShardBytes), the staging this rank needs
+// (expectedStagingBytes) and the state of its own
 // shard: ZeRO-2's P / N + two buckets, whatever the model's size. A stray full-size allocation (a
 // flat gradient buffer, a state of every parameter, a shard-sized buffer on a rank that owns
 // little) fails, and so does a step that allocates.
@@ -467,7 +463,7 @@ TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
         const layers::LayerMemory after = layers::layerMemory();
 
         const size_t mine = opt.shardNumel(rank);  // S_r
-        EXPECT_EQ(st.shardBytes, 2 * mine * sizeof(float)) << what;
+        EXPECT_EQ(st.shardBytes, expectedShardBytes(opt, rank)) << what;
         EXPECT_EQ(st.localStateBytes, 2 * mine * sizeof(float)) << what;
         EXPECT_EQ(st.stagingBytes, expectedStagingBytes(opt, numels, rank)) << what;
         EXPECT_EQ(built, static_cast<int64_t>(st.shardBytes + st.stagingBytes + st.localStateBytes))
@@ -476,9 +472,11 @@ TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
         const size_t shardBound = total / static_cast<size_t>(size) + largest;
         EXPECT_LE(mine, shardBound) << what;
         // At most two buffers of a bucket each (a round's N * R floats, or a bucket of whole
-        // parameters), and their small companions (R floats each).
+        // parameters).
         const size_t bucketBound = std::max<size_t>(cap, largest * sizeof(float));
-        EXPECT_LE(st.stagingBytes, 2 * bucketBound + 4 * opt.roundNumel() * sizeof(float)) << what;
+        EXPECT_LE(st.stagingBytes, 2 * bucketBound) << what;
+        // Never more than the old layout's two shards of S floats each, with the same staging.
+        EXPECT_LE(st.shardBytes, 2 * opt.chunkNumel() * sizeof(float)) << what;
         // Rank 0 owns parameter 0 alone; kReduceToOwner stages that parameter whole on the
         // others, kReduceScatter R of its elements at a time.
         if (mode == Mode::kReduceScatter && size > 1 && rank > 0 && numels[0] == 4000) {
