@@ -268,7 +268,7 @@ class ShardedOptimizer {
     layers::KeepAlive keep;
   };
   // A staging buffer's collective in flight, and (kReduceScatter) the bucket whose part to copy
-  // out of the output buffer once it completes.
+  // from after the N parts into the shard once it completes.
   struct InFlight {
     std::shared_ptr<Work> work;
     layers::KeepAlive keep;
