@@ -64,6 +64,14 @@
 // a step's rise over the bytes live before it (resetLayerMemoryPeak() before each step;
 // FullyShardedModel::step() resets the peak itself, so zero3's comes from FsdpStepStats).
 //
+// Process memory (RSS, /proc/self; layers/common/process_memory.h): what the kernel counts, so
+// also the model, the backends' scratch and what the allocator keeps. By phase, the largest
+// rank's: start-up (the process's start to the first step), the steps (peak: VmHWM; RSS sampled
+// after every step), the check; per mode, the most one timed step raised the peak above the RSS
+// before it (VmHWM restarted by /proc/self/clear_refs before each step). One process holds every
+// mode, so the phases' figures are the sum of all modes' objects; train_mlp measures one mode per
+// process.
+//
 // Check (-c): after timing, each mode but none runs -c more steps; every rank compares what the
 // mode produced with references it computes itself: the averaged gradients (flat, ddp, ddp-view,
 // ddp+opt) against the exact mean over ranks, and the parameters (ddp+opt, zero, zero-owner, and
@@ -162,6 +170,7 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
   b.run();
   print(b.bucketLine());
   b.check();
+  const layers::RssPhases memory = b.processMemory();
   const std::vector<StepRow> rows = b.rows();
   const StateBytes state = b.stateBytes();
   print("#\n" + stepTableHeader());
@@ -188,6 +197,14 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
   print(detail::str("# model arrays per rank, not in peak/live: parameters ", formatMiB(arrays),
                     " + gradients ", formatMiB(arrays),
                     " (zero3 needs neither; ddp-view's gradients are its buckets)\n"));
+  print("# process memory per rank (RSS, the largest rank's): " + layers::describePhases(memory) +
+        "\n");
+  std::string rises;
+  for (const StepRow& r : rows) {
+    rises += (rises.empty() ? "" : ", ") + r.mode + " " + layers::mib(r.rssRiseBytes);
+  }
+  print("# a timed step's rise of the RSS peak over the RSS before it (largest rank): " + rises +
+        "\n");
   print(detail::str("# Out of bounds values : ", wrong, wrong ? " FAILED" : " OK", "\n"));
   print(detail::str("#\n# DDP step test concluded: ", program, "\n#\n"));
 
@@ -237,6 +254,8 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
            {"bus_bw", orNull(r.busBw)},
            {"peak_bytes", r.peakBytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.peakBytes)},
            {"live_bytes", r.liveBytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.liveBytes)},
+           {"rss_step_rise_bytes",
+            r.rssRiseBytes < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.rssRiseBytes)},
            {"nwrong", r.wrong < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.wrong)}});
     }
     doc["optimizer_state"] = {{"optimizer", algo},
@@ -246,6 +265,16 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
                               {"zero_min_bytes_per_rank", state.zeroMin},
                               {"zero3_state_bytes_per_rank", state.zero3State},
                               {"zero3_shard_bytes_per_rank", state.zero3Shards}};
+    nlohmann::json phases = nlohmann::json::array();
+    for (const layers::RssPhases::Phase& p : memory.phases()) {
+      phases.push_back({{"phase", p.name},
+                        {"peak_bytes", p.peakBytes},
+                        {"peak_is_phase", p.peakIsPhase},
+                        {"sampled_max_bytes", p.sampledMaxBytes},
+                        {"last_bytes", p.lastBytes},
+                        {"samples", p.samples}});
+    }
+    doc["process_memory"] = {{"phases", phases}, {"process_peak_bytes", memory.processPeakBytes()}};
     doc["model_array_bytes"] = {{"parameters", b.modelArrayBytes()},
                                 {"gradients", b.modelArrayBytes()}};
     doc["out_of_bounds"] = wrong;

@@ -75,7 +75,10 @@ struct StepRow {
   double busBw = -1;       // 2(n-1)/n x model bytes / comm (GB/s, 1e9)
   int64_t peakBytes = -1;  // the mode's layer memory at its peak during a step, largest rank
   int64_t liveBytes = -1;  // the mode's layer memory between steps, largest rank
-  int64_t wrong = -1;      // wrong elements in the checked steps, over ranks
+  // The process's RSS: the most a timed step raised the peak (VmHWM) above the RSS before it,
+  // largest rank; -1 where /proc/self/clear_refs is refused.
+  int64_t rssRiseBytes = -1;
+  int64_t wrong = -1;  // wrong elements in the checked steps, over ranks
 };
 
 // "#      mode   step_min ... busbw       peak       live   #wrong" and the units line.

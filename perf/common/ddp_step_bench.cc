@@ -55,6 +55,7 @@ DdpStepBench::DdpStepBench(const DdpStepOptions& o, std::shared_ptr<ProcessGroup
       ex_(world_->store(), rank_, n_),
       ops_(layers::cpuDeviceOps()),
       model_(o.layers, o.paramsPerLayer) {
+  rss_.begin("start-up");
   const char* inject = std::getenv("C10D_PERF_INJECT_ERROR");
   inject_ = inject != nullptr && std::atoi(inject) != 0 && rank_ == n_ - 1;
   optimizer_.algorithm = o.optimizer;
@@ -229,6 +230,7 @@ std::vector<size_t> DdpStepBench::bucketBytes() const {
 // -w untimed, then -n timed iterations; each runs every mode once, in a rotating order.
 void DdpStepBench::run() {
   results_.assign(o_.modes.size(), ModeResult{});
+  rss_.begin("steps");
   const int total = o_.warmupIters + o_.iters;
   for (int it = 0; it < total; ++it) {
     for (size_t k = 0; k < o_.modes.size(); ++k) {
@@ -241,9 +243,12 @@ void DdpStepBench::run() {
       const int64_t held = heldBytes(mode);
       const int64_t live = layers::layerMemory().liveBytes;
       layers::resetLayerMemoryPeak();
+      const int64_t rssBefore = rss_.restartPeak();
       const auto t0 = Clock::now();
       const StepStats st = step(mode);
       const double sec = secondsSince(t0);
+      const int64_t rssPeak = layers::processMemory().peakBytes;
+      rss_.sample();
       const layers::LayerMemory after = layers::layerMemory();
       const std::vector<Holder> hs = holders(mode);
       if (!hs.empty()) held_[hs.front()] += after.liveBytes - live;
@@ -257,6 +262,7 @@ void DdpStepBench::run() {
       r.reducerComm += st.reducer.commSeconds;
       r.peakBytes = std::max(r.peakBytes, peak);
       r.liveBytes = heldBytes(mode);
+      if (rssBefore >= 0 && rssPeak >= 0) r.rssRise = std::max(r.rssRise, rssPeak - rssBefore);
     }
   }
 }
@@ -264,6 +270,7 @@ void DdpStepBench::run() {
 // -c checked steps per mode (but none), then the optimizer modes' parameters.
 void DdpStepBench::check() {
   if (o_.check == 0) return;
+  rss_.begin("check");
   for (size_t m = 0; m < o_.modes.size(); ++m) {
     const StepMode mode = o_.modes[m];
     if (mode == StepMode::kNone) continue;
@@ -323,6 +330,7 @@ std::vector<StepRow> DdpStepBench::rows() {
     if (isDdp(mode)) row.overlapPct = reducerComm > 0 ? 100.0 * overlapped / reducerComm : 0.0;
     row.peakBytes = maxOverRanks(r.peakBytes);
     row.liveBytes = maxOverRanks(r.liveBytes);
+    row.rssRiseBytes = maxOverRanks(r.rssRise);
     rows.push_back(row);
   }
   for (StepRow& row : rows) row.exposedMs = row.stepMedMs - noneMed;  // NaN without none
@@ -499,6 +507,17 @@ std::vector<double> DdpStepBench::acrossRanks(const std::vector<double>& mine, b
       out[i] = maximum ? std::max(out[i], v) : std::min(out[i], v);
     }
     ++r;
+  }
+  return out;
+}
+
+layers::RssPhases DdpStepBench::processMemory() {
+  rss_.end();
+  layers::RssPhases out = rss_;
+  for (layers::RssPhases::Phase& p : out.phases()) {
+    p.peakBytes = maxOverRanks(p.peakBytes);
+    p.sampledMaxBytes = maxOverRanks(p.sampledMaxBytes);
+    p.lastBytes = maxOverRanks(p.lastBytes);
   }
   return out;
 }

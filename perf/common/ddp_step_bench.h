@@ -24,6 +24,7 @@
 #include "core/process_group.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/flat_buffer.h"
+#include "layers/common/process_memory.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
 #include "layers/zero/fully_sharded.h"
@@ -67,6 +68,10 @@ class DdpStepBench {
   // framework's tensors, not counted in the rows' memory.
   size_t modelArrayBytes() const { return model_.numel() * sizeof(float); }
 
+  // Collective: the process's memory (RSS) by phase, each figure the largest rank's: start-up
+  // (from the process's start to the first step: the model, the modes' objects, calibration),
+  // the steps (sampled after each), the check.
+  layers::RssPhases processMemory();
   // "# reducer: ..." (the buckets after warm-up: rebuilt once from the ready order), or "".
   std::string bucketLine() const;
   std::vector<size_t> bucketBytes() const;
@@ -83,6 +88,7 @@ class DdpStepBench {
     std::vector<double> step, comm;          // per timed step, this rank's
     double overlapped = 0, reducerComm = 0;  // Reducer IterationStats sums, this rank's
     int64_t peakBytes = 0, liveBytes = 0;    // this rank's, over the timed steps
+    int64_t rssRise = -1;                    // this rank's VmHWM over a step minus RSS before
     int64_t wrong = -1;                      // over ranks; -1 = not checked
   };
   // What one step reports: the Reducer's stats (ddp modes), and FullyShardedModel's peak of the
@@ -132,6 +138,7 @@ class DdpStepBench {
   const int rank_;
   const int n_;
   RankExchange ex_;
+  layers::RssPhases rss_;  // start-up from construction (its peak: since the process started)
   std::shared_ptr<layers::DeviceOps> ops_;
   bool inject_ = false;
   optim::OptimizerOptions optimizer_;
