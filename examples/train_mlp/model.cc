@@ -38,7 +38,7 @@ void MlpShape::validate() const {
                  layers, ")");
 }
 
-Mlp::Mlp(MlpShape shape) : shape_(shape) {
+Mlp::Mlp(MlpShape shape, bool ownArrays) : shape_(shape) {
   shape_.validate();
   widths_ = shape_.widths();
   size_t total = 0;
@@ -62,8 +62,10 @@ Mlp::Mlp(MlpShape shape) : shape_(shape) {
     }
   }
   total_ = total;
-  params_.assign(total, 0.0f);
-  grads_.assign(total, 0.0f);
+  if (ownArrays) {
+    params_.assign(total, 0.0f);
+    grads_.assign(total, 0.0f);
+  }
   bindOwnArrays();
   acts_.resize(widths_.size());
 }
@@ -130,18 +132,36 @@ void Mlp::attachGroup(std::shared_ptr<ProcessGroup> group) {
   bn_ = std::make_unique<norm::SyncBatchNorm>(std::move(group), widths_[1], bn_->options());
 }
 
-void Mlp::initialize(uint64_t seed) {
-  Rng rng = Rng::forStream(seed, kInitStream);
-  for (size_t l = 0; l < numLayers(); ++l) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(widths_[l]));
-    for (size_t p : {weightParam_[l], weightParam_[l] + 1}) {
-      float* v = params_.data() + offsets_[p];
-      for (size_t i = 0; i < numels_[p]; ++i) v[i] = static_cast<float>(rng.uniform(-bound, bound));
+Mlp::Initializer::Initializer(const Mlp& model, uint64_t seed)
+    : model_(model), rng_(Rng::forStream(seed, kInitStream)) {}
+
+void Mlp::Initializer::fill(size_t layer, const std::vector<float*>& params) {
+  C10D_CHECK_ARG(layer == next_, "Mlp::Initializer: layer ", layer, " filled before layer ", next_,
+                 " (the draws run in layer order)");
+  const std::vector<size_t> ps = model_.layerParameters(layer);
+  C10D_CHECK_ARG(params.size() == ps.size(), "Mlp::Initializer: ", params.size(),
+                 " views for layer ", layer, "'s ", ps.size(), " parameters");
+  const double bound = 1.0 / std::sqrt(static_cast<double>(model_.widths_[layer]));
+  for (size_t i = 0; i < 2; ++i) {  // weight, bias
+    float* v = params[i];
+    for (size_t j = 0; j < model_.numels_[ps[i]]; ++j) {
+      v[j] = static_cast<float>(rng_.uniform(-bound, bound));
     }
   }
-  if (bn_) {  // torch's BatchNorm: weight 1, bias 0
-    std::fill_n(params_.data() + offsets_[bnParam_], numels_[bnParam_], 1.0f);
-    std::fill_n(params_.data() + offsets_[bnParam_ + 1], numels_[bnParam_ + 1], 0.0f);
+  if (ps.size() > 2) {  // bn0, as torch's BatchNorm: weight 1, bias 0
+    std::fill_n(params[2], model_.numels_[ps[2]], 1.0f);
+    std::fill_n(params[3], model_.numels_[ps[3]], 0.0f);
+  }
+  ++next_;
+}
+
+void Mlp::initialize(uint64_t seed) {
+  C10D_CHECK(!params_.empty(), "Mlp::initialize: the model holds no arrays (use an Initializer)");
+  Initializer init(*this, seed);
+  for (size_t l = 0; l < numLayers(); ++l) {
+    std::vector<float*> views;
+    for (size_t p : layerParameters(l)) views.push_back(params_.data() + offsets_[p]);
+    init.fill(l, views);
   }
 }
 

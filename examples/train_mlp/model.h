@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "core/process_group.h"
+#include "examples/train_mlp/random.h"
 #include "layers/common/parameter.h"
 #include "layers/norm/sync_batch_norm.h"
 
@@ -71,11 +72,25 @@ class Mlp {
     virtual void leave(size_t layer, bool backward) = 0;
   };
 
-  explicit Mlp(MlpShape shape);
+  // ownArrays false: the model starts released (no parameter or gradient arrays: a LayerStorage
+  // must hold the layers, ZeRO-3), its initial values made layer by layer by an Initializer.
+  explicit Mlp(MlpShape shape, bool ownArrays = true);
 
   // torch's nn.Linear default: weight and bias uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
   // from `seed` (the same values on every rank and every run).
   void initialize(uint64_t seed);
+  // initialize()'s values one layer at a time, into views of layer l's parameters (in
+  // layerParameters(l)'s order): fill(0), fill(1), ... in order give the same values.
+  class Initializer {
+   public:
+    Initializer(const Mlp& model, uint64_t seed);
+    void fill(size_t layer, const std::vector<float*>& params);
+
+   private:
+    const Mlp& model_;
+    Rng rng_;
+    size_t next_ = 0;
+  };
 
   // The group the batch norm's statistics span (collective forward and backward from then on);
   // without one it normalizes over this process's batch. No-op without batchNorm.

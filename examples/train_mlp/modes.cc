@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/hash.h"
 #include "layers/common/memory.h"
 #include "layers/ddp/reducer.h"
 #include "layers/optim/flat_optimizer.h"
@@ -222,12 +223,13 @@ class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
 
 class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
  public:
-  Zero3Mode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
+  Zero3Mode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group,
+            const std::vector<float>* initial)
       : model_(model),
         rank_(group->rank()),
         size_(group->size()),
-        fsdp_(units(model), group, fsdpOptions(o)) {
-    shard();
+        fsdp_(units(model), group, fsdpOptions(o), unitInit(model, o.seed, initial)) {
+    model_.setLayerStorage(this);
     layers::resetLayerMemoryPeak();  // the first step's peak, not construction's
   }
 
@@ -256,6 +258,25 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     model_.setLayerStorage(this);
     model_.releaseArrays();
   }
+  uint64_t checksum(const Mlp&) override {
+    uint64_t h = kFnv1aBasis;  // Mlp::checksum's hash, streamed over the layers in order
+    fsdp_.forEachUnit([&](size_t, const std::vector<Tensor>& params) {
+      for (const Tensor& t : params) h = fnv1a(t.data, t.numel * sizeof(float), h);
+    });
+    return h;
+  }
+  double evaluate(Mlp& model, const float* x, const int32_t* labels, size_t n) override {
+    evaluating_ = true;
+    double loss = 0;
+    try {
+      loss = model.evaluate(x, labels, n);
+    } catch (...) {
+      evaluating_ = false;
+      throw;
+    }
+    evaluating_ = false;
+    return loss;
+  }
   std::vector<std::string> summary() const override {
     const size_t local = fsdp_.localStateBytes();
     const size_t full = fsdp_.fullStateBytes();
@@ -275,14 +296,36 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
   bool summaryPerRank() const override { return true; }
 
  private:
-  static std::vector<std::vector<layers::Parameter>> units(Mlp& model) {
-    const std::vector<layers::Parameter> all = model.parameters();
+  // Names and numels only: the model holds no arrays.
+  static std::vector<std::vector<layers::Parameter>> units(const Mlp& model) {
     std::vector<std::vector<layers::Parameter>> out;
     for (size_t l = 0; l < model.numLayers(); ++l) {
       out.emplace_back();
-      for (size_t p : model.layerParameters(l)) out.back().push_back(all[p]);
+      for (size_t p : model.layerParameters(l)) {
+        out.back().push_back(
+            {model.name(p), Tensor(nullptr, model.numels()[p], DataType::kFloat32), Tensor()});
+      }
     }
     return out;
+  }
+  static zero::FullyShardedModel::UnitInit unitInit(const Mlp& model, uint64_t seed,
+                                                    const std::vector<float>* initial) {
+    if (initial != nullptr) {
+      C10D_CHECK_ARG(initial->size() == model.numel(), "zero3: ", initial->size(),
+                     " initial values for a model of ", model.numel(), " parameters");
+      return [&model, initial](size_t layer, const std::vector<Tensor>& views) {
+        const std::vector<size_t> ps = model.layerParameters(layer);
+        for (size_t i = 0; i < ps.size(); ++i) {
+          std::copy_n(initial->data() + model.offset(ps[i]), views[i].numel, views[i].ptr<float>());
+        }
+      };
+    }
+    auto init = std::make_shared<Mlp::Initializer>(model, seed);
+    return [init](size_t layer, const std::vector<Tensor>& views) {
+      std::vector<float*> ptrs;
+      for (const Tensor& v : views) ptrs.push_back(v.ptr<float>());
+      init->fill(layer, ptrs);
+    };
   }
   static zero::FsdpOptions fsdpOptions(const TrainOptions& o) {
     zero::FsdpOptions f;
@@ -307,8 +350,8 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
   void leave(size_t layer, bool backward) override {
     if (backward) {
       fsdp_.reduceGrads(layer);
-    } else if (layer + 1 < fsdp_.numUnits()) {
-      fsdp_.reshard(layer);  // the last layer stays: backward starts with it
+    } else if (evaluating_ || layer + 1 < fsdp_.numUnits()) {
+      fsdp_.reshard(layer);  // in training the last layer stays: backward starts with it
     }
   }
 
@@ -316,6 +359,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
   int rank_;
   int size_;
   zero::FullyShardedModel fsdp_;
+  bool evaluating_ = false;  // evaluate(): every layer resharded after its forward
   size_t gathers_ = 0;
   size_t prefetched_ = 0;
   double gatherWait_ = 0;
@@ -328,7 +372,8 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
 }  // namespace
 
 std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
-                                       std::shared_ptr<ProcessGroup> group) {
+                                       std::shared_ptr<ProcessGroup> group,
+                                       const std::vector<float>* initial) {
   switch (options.mode) {
     case Mode::kLocal:
       return std::make_unique<LocalMode>(options, model);
@@ -340,7 +385,7 @@ std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
       return std::make_unique<ZeroMode>(options, model, std::move(group));
     case Mode::kZero3:
       C10D_CHECK(group != nullptr, "zero3 mode needs a process group");
-      return std::make_unique<Zero3Mode>(options, model, std::move(group));
+      return std::make_unique<Zero3Mode>(options, model, std::move(group), initial);
   }
   C10D_THROW(InvalidArgument, "unknown mode");
 }

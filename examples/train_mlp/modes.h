@@ -45,10 +45,16 @@ class TrainingMode {
   // differ) or rank 0 alone.
   virtual std::vector<std::string> summary() const = 0;
   virtual bool summaryPerRank() const { return false; }
-  // zero3 (collective): the full parameters back in the model's own arrays, for the checksum, the
-  // evaluation or a checkpoint; shard() returns to training. No-ops in the other modes.
+  // zero3 (collective): the full parameters back in the model's own arrays, for a checkpoint;
+  // shard() returns to training. No-ops in the other modes.
   virtual void materialize() {}
   virtual void shard() {}
+  // The model's Mlp::checksum and Mlp::evaluate; zero3 (collective) gathers one layer at a time
+  // and never holds the whole model.
+  virtual uint64_t checksum(const Mlp& model) { return model.checksum(); }
+  virtual double evaluate(Mlp& model, const float* x, const int32_t* labels, size_t n) {
+    return model.evaluate(x, labels, n);
+  }
   // The collectives of the last step(), for --trace (local: none).
   std::vector<layers::CommEvent> takeComm() { return std::move(comm_); }
 
@@ -57,8 +63,13 @@ class TrainingMode {
 };
 
 // Builds the mode's machinery over `model`; ddp/zero broadcast rank 0's parameters (collective).
+// zero3 takes a model without arrays (Mlp(shape, false)) and makes its initial parameters one
+// layer at a time: `initial`'s values (every parameter back to back, e.g. a checkpoint's) if
+// given, else Mlp::Initializer from options.seed; the other modes ignore `initial` (the model
+// holds its values).
 std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
-                                       std::shared_ptr<ProcessGroup> group);
+                                       std::shared_ptr<ProcessGroup> group,
+                                       const std::vector<float>* initial = nullptr);
 
 }  // namespace example
 }  // namespace c10d

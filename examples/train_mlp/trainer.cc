@@ -21,6 +21,7 @@
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/modes.h"
 #include "examples/train_mlp/trace.h"
+#include "layers/common/process_memory.h"
 
 namespace c10d {
 namespace example {
@@ -188,6 +189,10 @@ void writeCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank, int worl
 }  // namespace
 
 void runTraining(const TrainOptions& o) {
+  // The process's own memory (RSS), by phase: start-up (everything before the first step), the
+  // training steps (checkpoint writes apart), the final checksum and evaluation.
+  layers::RssPhases memory;
+  memory.begin("start-up");
   // 1. The world. The arguments that depend on the world size are checked between the
   // rendezvous and the backend: every rank raises the same error on its own, and none has yet
   // made a transport (a verbs shm workspace) that the first rank to fail would tear down under
@@ -220,16 +225,18 @@ void runTraining(const TrainOptions& o) {
     pg = c10d::init(init);
   }
 
-  // 2. Data and model.
+  // 2. Data and model. zero3's model holds no arrays: its mode makes the layers one at a time.
   SyntheticDataset data({o.seed, o.datasetSize, o.evalSize, o.shape.inputDim, o.shape.classes});
-  Mlp model(o.shape);
-  model.initialize(o.seed);
+  const bool sharded = o.mode == Mode::kZero3;
+  Mlp model(o.shape, !sharded);
+  if (!sharded) model.initialize(o.seed);
   if (pg && o.mode != Mode::kLocal) model.attachGroup(pg);  // --sync-bn: statistics over the group
 
   // 3. Resume.
   std::optional<Checkpoint> ck = findCheckpoint(o, pg.get(), rank, model);
-  if (ck) model.setParams(ck->params);
-  std::unique_ptr<TrainingMode> mode = makeMode(o, model, pg);  // ddp/zero: broadcast from rank 0
+  if (ck && !sharded) model.setParams(ck->params);
+  // ddp/zero: broadcast from rank 0; zero3: layer by layer.
+  std::unique_ptr<TrainingMode> mode = makeMode(o, model, pg, ck ? &ck->params : nullptr);
   if (ck) {
     try {
       mode->loadState(ck->optimizer);
@@ -267,6 +274,7 @@ void runTraining(const TrainOptions& o) {
   const int attempt = restartCount();
   std::vector<float> x;
   std::vector<int32_t> labels;
+  memory.begin("training");
   const auto trainStart = Clock::now();
   for (uint64_t step = start + 1; step <= o.steps; ++step) {
     if (step == o.crashAtStep && rank == 1 && attempt == 0) crash(step, rank);
@@ -274,8 +282,11 @@ void runTraining(const TrainOptions& o) {
     const int64_t stepBeginNs = trace ? FlightRecorder::nowNs() : 0;
     data.gather(plan.indices(step), &x, &labels);
     const double loss = model.forward(x.data(), labels.data(), labels.size());
+    memory.sample();  // the activations
     model.backward([&](size_t p) { mode->markReady(p); });
+    memory.sample();  // the gradients (ddp, zero) before the step frees or reduces them
     mode->step();
+    memory.sample();
     const double ms = secondsSince(t0) * 1e3;
     if (trace) {
       trace->step(step, stepBeginNs, FlightRecorder::nowNs(), model.takeTimings(),
@@ -286,21 +297,24 @@ void runTraining(const TrainOptions& o) {
       if (rank == 0) say(fmt("step %" PRIu64 " loss %.9g ms %.3f", step, mean, ms));
     }
     if (o.checkpointEvery > 0 && step % o.checkpointEvery == 0) {
+      memory.begin("checkpoints");
       mode->materialize();
       writeCheckpoint(o, pg.get(), rank, world, *mode, model, step);
       mode->shard();
       if (rank == 0) say(fmt("checkpoint step %" PRIu64 " written", step));
+      memory.begin("training");
     }
   }
   const double trainSeconds = secondsSince(trainStart);
+  memory.begin("evaluation");
 
   // 5. The end.
   if (trace) {
     trace->finish(pg.get());
     if (rank == 0) say("train_mlp: trace written to " + o.traceFile);
   }
-  mode->materialize();
-  const uint64_t checksum = model.checksum();
+  const uint64_t checksum = mode->checksum(model);
+  memory.sample();
   if (pg) {
     const auto sums = allgatherInts(*pg, {static_cast<int64_t>(checksum)});
     for (int r = 1; r < world; ++r) {
@@ -312,10 +326,13 @@ void runTraining(const TrainOptions& o) {
       }
     }
   }
-  const double finalLoss = model.evaluate(data.evalInputs(), data.evalLabels(), data.evalSize());
+  const double finalLoss =
+      mode->evaluate(model, data.evalInputs(), data.evalLabels(), data.evalSize());
+  memory.end();
   if (mode->summaryPerRank() || rank == 0) {
     for (const std::string& line : mode->summary()) say(line);
   }
+  say(fmt("memory: rank %d: ", rank) + layers::describePhases(memory));
   if (pg) pg->barrier()->wait();  // the per-rank summaries before rank 0's last lines
   if (rank == 0) {
     const uint64_t ran = o.steps - start;

@@ -42,6 +42,22 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
       options_(std::move(options)),
       rank_(group_->rank()),
       size_(group_->size()) {
+  setUp(std::move(units), nullptr);
+}
+
+FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
+                                     std::shared_ptr<ProcessGroup> group, FsdpOptions options,
+                                     const UnitInit& init)
+    : group_(checkedGroup(std::move(group))),
+      options_(std::move(options)),
+      rank_(group_->rank()),
+      size_(group_->size()) {
+  C10D_CHECK_ARG(init != nullptr, "FullyShardedModel: null UnitInit (group ", group_->name(), ")");
+  setUp(std::move(units), &init);
+}
+
+void FullyShardedModel::setUp(std::vector<std::vector<layers::Parameter>> units,
+                              const UnitInit* init) {
   std::string problem;
   for (size_t u = 0; u < units.size(); ++u) {
     if (units[u].empty() && problem.empty()) {
@@ -57,6 +73,7 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   check.layer = "FullyShardedModel";
   check.params = &params_;
   check.checkGrads = false;
+  check.checkData = init == nullptr;
   check.optimizer = &options_.optimizer;
   try {
     optim::validateGroups(options_.paramGroups, params_.size());
@@ -75,7 +92,7 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   check.timeout = options_.timeout;
   verifyAcrossRanks(*group_, check);
 
-  if (size_ > 1 && !params_.empty()) {
+  if (init == nullptr && size_ > 1 && !params_.empty()) {
     std::vector<Tensor> tensors;
     for (const layers::Parameter& p : params_) tensors.push_back(p.data);
     broadcastCoalesced(*group_, tensors, kDefaultBroadcastBucketBytes, 0)->wait(options_.timeout);
@@ -114,9 +131,13 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   shardParam_ = std::make_shared<layers::Floats>(local_, 0.0f);
   shardGrad_ = std::make_shared<layers::Floats>(local_, 0.0f);
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer, local_);
-  std::vector<Tensor> initial;
-  for (const layers::Parameter& p : params_) initial.push_back(p.data);
-  takeShard(initial, shardParam_->data());
+  if (init != nullptr) {
+    for (size_t u = 0; u < unitParams_.size(); ++u) initUnit(u, *init);
+  } else {
+    std::vector<Tensor> initial;
+    for (const layers::Parameter& p : params_) initial.push_back(p.data);
+    takeShard(initial, shardParam_->data());
+  }
   // The framework's views are not kept: it may free them now.
   for (layers::Parameter& p : params_) {
     p.data = Tensor(nullptr, p.data.numel, DataType::kFloat32);
@@ -125,6 +146,24 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
 }
 
 FullyShardedModel::~FullyShardedModel() = default;
+
+void FullyShardedModel::initUnit(size_t unit, const UnitInit& init) {
+  layers::Floats full(unitNumels_[unit], 0.0f);
+  init(unit, viewsOf(unit, full));
+  if (size_ > 1 && !full.empty()) {
+    try {
+      group_->broadcast(tensorOf(full.data(), full.size()), BroadcastOptions{0, options_.timeout})
+          ->wait(options_.timeout);
+    } catch (...) {
+      broken_.fail("the start-up broadcast of " + describe(unit), std::current_exception());
+    }
+  }
+  const size_t begin = static_cast<size_t>(rank_) * unitChunk_[unit];
+  const size_t end = std::min(begin + unitChunk_[unit], full.size());
+  if (end > begin) {
+    std::copy(full.data() + begin, full.data() + end, shardParam_->data() + unitShardOffset_[unit]);
+  }
+}
 
 void FullyShardedModel::takeShard(const std::vector<Tensor>& values, float* shard) const {
   for (size_t u = 0; u < unitParams_.size(); ++u) {
@@ -344,23 +383,45 @@ void FullyShardedModel::checkViews(const std::vector<Tensor>& views, const char*
 }
 
 void FullyShardedModel::gatherParameters(const std::vector<Tensor>& out) {
+  checkViews(out, "gatherParameters");
+  forEachUnit([&](size_t unit, const std::vector<Tensor>& views) {
+    const std::vector<size_t>& ps = unitParams_[unit];
+    for (size_t i = 0; i < ps.size(); ++i) {
+      if (views[i].numel == 0) continue;
+      std::memcpy(out[ps[i]].data, views[i].data, views[i].numel * sizeof(float));
+    }
+  });
+}
+
+void FullyShardedModel::forEachUnit(const UnitVisitor& fn) {
   MutexLock lock(mu_);
   broken_.check(group_->name());
-  checkViews(out, "gatherParameters");
-  try {
-    for (size_t u = 0; u < units_.size(); ++u) {
-      const bool had = units_[u].full != nullptr;
+  // Units gathered before (a training step's) stay; the others are freed after their visit.
+  std::vector<bool> had(units_.size());
+  for (size_t u = 0; u < units_.size(); ++u) had[u] = units_[u].full != nullptr;
+  for (size_t u = 0; u < units_.size(); ++u) {
+    try {
       startGather(u, false);
+      if (options_.prefetch && u + 1 < units_.size()) startGather(u + 1, true);
       waitGather(u);
-      for (size_t p : unitParams_[u]) {
-        if (params_[p].data.numel == 0) continue;
-        std::memcpy(out[p].data, units_[u].full->data() + unitOffset_[p],
-                    params_[p].data.numel * sizeof(float));
-      }
-      if (!had) units_[u].full.reset();
+    } catch (...) {
+      broken_.fail("forEachUnit(" + describe(u) + ")", std::current_exception());
     }
-  } catch (...) {
-    broken_.fail("gatherParameters", std::current_exception());
+    try {
+      fn(u, viewsOf(u, *units_[u].full));
+    } catch (...) {
+      for (size_t v = u; v < units_.size() && v <= u + 1; ++v) {
+        if (had[v]) continue;
+        try {
+          waitGather(v);  // the prefetch's buffers must outlive its collective
+        } catch (...) {
+          broken_.fail("forEachUnit(" + describe(v) + ")", std::current_exception());
+        }
+        units_[v].full.reset();
+      }
+      throw;
+    }
+    if (!had[u]) units_[u].full.reset();
   }
 }
 

@@ -14,7 +14,11 @@
 //                       backward of unit u on p, writing its local gradients into g;
 //                       fsdp.reduceGrads(u);
 //     auto stats = fsdp.step();                       // collective: averaged, shard stepped
-//   Evaluation or a checkpoint: fsdp.gatherParameters(views of full-size buffers) (collective).
+//   Evaluation: unshard(u, kForward) / reshard(u) unit by unit, as in a training forward (then
+//   reshard the last unit too). A checksum or a checkpoint: fsdp.forEachUnit(fn) (collective),
+//   one unit's full parameters at a time. gatherParameters fills full-size buffers: the whole
+//   model on every rank, for small models and tests only.
+//   Start-up without the whole model: the UnitInit constructor fills one unit at a time.
 //   Optimizer checkpoint: consolidateState(0) / loadState(full) at any world size.
 //
 // Layout (torch FSDP's flat parameter, one per unit)
@@ -56,6 +60,9 @@
 //
 // Memory (U units, F = max N * C_u, k state slots), measured (layers/common/memory.h)
 //   Always: the parameter shard, the gradient shard and the state ((2 + k) * L floats). While
+//   start-up with a UnitInit, one unit's full parameters (the plain constructor reads the
+//   framework's full parameters, and broadcastCoalesced flattens them into a temporary buffer);
+//   forEachUnit, two units' (one without prefetch). While
 //   training, at most two units' full parameters (this one and the prefetched one, F floats
 //   each) and two units' full gradients (the unit in backward, and the previous one while its
 //   reduce-scatter is in flight, which reduceGrads() of the next unit waits for), plus C_u floats
@@ -70,6 +77,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,10 +130,22 @@ struct FsdpStepStats {
 
 class FullyShardedModel {
  public:
+  // Fills unit `unit`'s parameters (views, one per parameter, zero at first) with their initial
+  // values. Called for u = 0, 1, ..., U-1 in order, on every rank; rank 0's values are kept.
+  using UnitInit = std::function<void(size_t unit, const std::vector<Tensor>& params)>;
+  // Sees unit `unit`'s full parameters (views valid during the call only).
+  using UnitVisitor = std::function<void(size_t unit, const std::vector<Tensor>& params)>;
+
   // Collective. units[u] are unit u's parameters (their data: initial values, rank 0's are
   // broadcast; their grads are not used). The views are read only here.
   FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
                     std::shared_ptr<ProcessGroup> group, FsdpOptions options = {});
+  // Collective. As above, but the whole model never exists at once: units[u] give names and
+  // numels (data may be null), and init fills one unit at a time into a temporary buffer, which
+  // is broadcast from rank 0 (one broadcast per unit), sharded and freed before the next unit
+  // (torch FSDP's param_init_fn). InvalidArgument for a null init.
+  FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
+                    std::shared_ptr<ProcessGroup> group, FsdpOptions options, const UnitInit& init);
   ~FullyShardedModel();
   FullyShardedModel(const FullyShardedModel&) = delete;
   FullyShardedModel& operator=(const FullyShardedModel&) = delete;
@@ -145,8 +165,16 @@ class FullyShardedModel {
   FsdpStepStats step() C10D_EXCLUDES(mu_);
 
   // Collective: every parameter's full values into out[p] (one view per parameter, in the order
-  // of the units, numel as given at construction), on every rank.
+  // of the units, numel as given at construction), on every rank. out is the whole model: for
+  // large models use forEachUnit.
   void gatherParameters(const std::vector<Tensor>& out) C10D_EXCLUDES(mu_);
+  // Collective: for u = 0..U-1, gathers unit u's full parameters (with prefetch, unit u + 1's
+  // gather travels meanwhile), calls fn(u, views) and frees them: at most two units' full
+  // parameters at a time (units already gathered by a step stay as they were). fn must not call
+  // into this model (it runs under its lock) and should not throw: the other ranks would wait in
+  // the next unit's gather until the timeout. If it does, the gathered units are freed and the
+  // exception propagates.
+  void forEachUnit(const UnitVisitor& fn) C10D_EXCLUDES(mu_);
   // Every rank passes the same full values (e.g. from a checkpoint); keeps its shard. No
   // communication.
   void loadParameters(const std::vector<Tensor>& full) C10D_EXCLUDES(mu_);
@@ -179,6 +207,9 @@ class FullyShardedModel {
     layers::KeepAlive keep;  // the unit's full gradients and `out`, while in flight
   };
 
+  void setUp(std::vector<std::vector<layers::Parameter>> units, const UnitInit* init);
+  // Unit u's values from init, rank 0's broadcast, this rank's chunk into the shard.
+  void initUnit(size_t unit, const UnitInit& init) C10D_REQUIRES(mu_);
   std::string describe(size_t unit) const;  // "unit 2 ('fc2.weight', 2 parameters)"
   void checkUnit(size_t unit, const char* fn) const;
   // InvalidArgument naming the parameter unless views[p] is parameter p's numel of fp32 on the CPU.

@@ -78,7 +78,7 @@ LocalProblem findLocalProblem(const StartUpCheck& c) {
       found(kNotCpu, idx, 0,
             detail::str(describe(i), " is on ", toString(p.data.device), ": ", c.layer,
                         " supports CPU parameters only"));
-    } else if (p.data.data == nullptr && p.data.numel > 0) {
+    } else if (c.checkData && p.data.data == nullptr && p.data.numel > 0) {
       found(kNullData, idx, static_cast<int64_t>(p.data.numel),
             detail::str(describe(i), " has null data and ", p.data.numel, " elements"));
     } else if (!c.checkGrads) {

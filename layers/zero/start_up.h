@@ -33,6 +33,7 @@ struct StartUpCheck {
   const char* layer = "";  // message prefix: "ShardedOptimizer"
   const std::vector<layers::Parameter>* params = nullptr;
   bool checkGrads = true;  // the layer reads Parameter::grad
+  bool checkData = true;   // false: null data is fine (the layer fills the values itself)
   const optim::OptimizerOptions* optimizer = nullptr;
   std::string optionsProblem;  // this rank's own invalid setting (empty: none)
   std::vector<AgreedSetting> settings;
