@@ -51,19 +51,6 @@ void fsyncPath(const std::string& path, int flags) {
   C10D_SYSCHECK(::fsync(fd.get()), "(checkpoint: ", path, ")");
 }
 
-void writeFileSynced(const std::string& path, const std::string& bytes) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  C10D_SYSCHECK(fd.get(), "(checkpoint: creating ", path, ")");
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    C10D_SYSCHECK(n, "(checkpoint: writing ", path, ")");
-    done += static_cast<size_t>(n);
-  }
-  C10D_SYSCHECK(::fsync(fd.get()), "(checkpoint: ", path, ")");
-}
-
 std::string stepName(uint64_t step) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%s%08llu", kStepPrefix, static_cast<unsigned long long>(step));
@@ -105,6 +92,14 @@ void removeAll(const std::string& path) {
 }  // namespace
 
 void writeModelFile(const std::string& path, const CheckpointMeta& meta, const Mlp& model) {
+  ModelFileWriter w(path, meta, model);
+  w.add(model.params(), model.numel());
+  w.finish();
+}
+
+ModelFileWriter::ModelFileWriter(const std::string& path, const CheckpointMeta& meta,
+                                 const Mlp& model)
+    : path_(path), remaining_(model.numel()) {
   nlohmann::json header;
   header["step"] = meta.step;
   header["seed"] = meta.seed;
@@ -121,19 +116,48 @@ void writeModelFile(const std::string& path, const CheckpointMeta& meta, const M
   header["parameters"] = params;
   const std::string text = header.dump();
 
-  std::string out;
   const size_t dataBytes = model.numel() * sizeof(float);
-  const uint64_t fileBytes = sizeof(kMagic) + 4 + 8 + 4 + text.size() + dataBytes + 8;
-  out.reserve(fileBytes);
+  fileBytes_ = sizeof(kMagic) + 4 + 8 + 4 + text.size() + dataBytes + 8;
+  std::string out;
   out.append(kMagic, sizeof(kMagic));
   put<uint32_t>(out, kVersion);
-  put<uint64_t>(out, fileBytes);
+  put<uint64_t>(out, fileBytes_);
   put<uint32_t>(out, static_cast<uint32_t>(text.size()));
   out += text;
-  out.append(reinterpret_cast<const char*>(model.params()), dataBytes);
-  put<uint64_t>(out, fnv1a(out.data(), out.size()));
-  C10D_CHECK_EQ(out.size(), fileBytes);
-  writeFileSynced(path, out);
+  fd_ = Fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  C10D_SYSCHECK(fd_.get(), "(checkpoint: creating ", path, ")");
+  write(out.data(), out.size());
+}
+
+void ModelFileWriter::write(const void* data, size_t n) {
+  hash_ = fnv1a(data, n, hash_);
+  written_ += n;
+  const char* p = static_cast<const char*>(data);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::write(fd_.get(), p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    C10D_SYSCHECK(w, "(checkpoint: writing ", path_, ")");
+    done += static_cast<size_t>(w);
+  }
+}
+
+void ModelFileWriter::add(const float* values, size_t count) {
+  C10D_CHECK_ARG(count <= remaining_, "checkpoint ", path_, ": ", count, " more values, but ",
+                 remaining_, " remain of the model's");
+  write(values, count * sizeof(float));  // little-endian hosts only
+  remaining_ -= count;
+}
+
+void ModelFileWriter::finish() {
+  C10D_CHECK_ARG(remaining_ == 0, "checkpoint ", path_, ": ", remaining_,
+                 " of the model's values never written");
+  std::string tail;
+  put<uint64_t>(tail, hash_);
+  write(tail.data(), tail.size());
+  C10D_CHECK_EQ(written_, fileBytes_);
+  C10D_SYSCHECK(::fsync(fd_.get()), "(checkpoint: ", path_, ")");
+  fd_ = Fd();
 }
 
 Checkpoint readModelFile(const std::string& path) {
@@ -241,7 +265,14 @@ uint64_t CheckpointDir::latestStep() const {
 
 void CheckpointDir::write(const CheckpointMeta& meta, const Mlp& model,
                           const optim::OptimizerState& state, size_t keep) const {
-  C10D_CHECK_ARG(meta.step > 0, "checkpoint: step must be >= 1");
+  const std::string tmpDir = begin(meta.step);
+  writeModelFile(modelFileIn(tmpDir), meta, model);
+  state.save(optimizerFileIn(tmpDir));
+  commit(meta.step, keep);
+}
+
+std::string CheckpointDir::begin(uint64_t step) const {
+  C10D_CHECK_ARG(step > 0, "checkpoint: step must be >= 1");
   create();
   // Temporaries of writers that died (this run's earlier attempts included).
   std::error_code ec;
@@ -252,16 +283,20 @@ void CheckpointDir::write(const CheckpointMeta& meta, const Mlp& model,
       removeAll(entry.path().string());
     }
   }
-  const std::string finalDir = stepDir(meta.step);
-  const std::string tmpDir = (fs::path(dir_) / ("." + stepName(meta.step) + ".tmp")).string();
+  const std::string tmpDir = tmpStepDir(step);
   if (::mkdir(tmpDir.c_str(), 0755) != 0) {
     C10D_THROW(Error, "checkpoint: mkdir ", tmpDir, ": ", detail::errnoString(errno));
   }
-  writeModelFile((fs::path(tmpDir) / kModelFile).string(), meta, model);
-  state.save((fs::path(tmpDir) / kOptimizerFile).string());
+  return tmpDir;
+}
+
+void CheckpointDir::commit(uint64_t step, size_t keep) const {
+  const std::string finalDir = stepDir(step);
+  const std::string tmpDir = tmpStepDir(step);
   fsyncPath(tmpDir, O_RDONLY | O_DIRECTORY);
   // A complete checkpoint of this step already there (a run resumed from an older one and
   // redoing this step): replace it. Not atomic, but the older checkpoints stay.
+  std::error_code ec;
   if (fs::exists(finalDir, ec)) removeAll(finalDir);
   if (::rename(tmpDir.c_str(), finalDir.c_str()) != 0) {
     C10D_THROW(Error, "checkpoint: rename ", tmpDir, " -> ", finalDir, ": ",
@@ -272,16 +307,28 @@ void CheckpointDir::write(const CheckpointMeta& meta, const Mlp& model,
   for (size_t i = 0; i + keep < steps.size(); ++i) removeAll(stepDir(steps[i]));
 }
 
+std::string CheckpointDir::tmpStepDir(uint64_t step) const {
+  return (fs::path(dir_) / ("." + stepName(step) + ".tmp")).string();
+}
+
+std::string modelFileIn(const std::string& stepDir) {
+  return (fs::path(stepDir) / kModelFile).string();
+}
+
+std::string optimizerFileIn(const std::string& stepDir) {
+  return (fs::path(stepDir) / kOptimizerFile).string();
+}
+
 Checkpoint CheckpointDir::read(uint64_t step) const {
   const std::string dir = stepDir(step);
-  const std::string modelPath = (fs::path(dir) / kModelFile).string();
+  const std::string modelPath = modelFileIn(dir);
   Checkpoint ck = readModelFile(modelPath);
   ck.dir = dir;
   if (ck.meta.step != step) {
     C10D_THROW(InvalidArgument, "checkpoint ", modelPath, ": says step ", ck.meta.step,
                " but lies in ", dir);
   }
-  ck.optimizer = optim::OptimizerState::load((fs::path(dir) / kOptimizerFile).string());
+  ck.optimizer = optim::OptimizerState::load(optimizerFileIn(dir));
   return ck;
 }
 

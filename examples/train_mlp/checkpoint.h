@@ -33,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
+#include "base/hash.h"
 #include "examples/train_mlp/model.h"
 #include "layers/optim/optimizer_state.h"
 
@@ -75,11 +77,43 @@ class CheckpointDir {
   // keeps the newest `keep` checkpoints.
   void write(const CheckpointMeta& meta, const Mlp& model, const optim::OptimizerState& state,
              size_t keep) const;
+  // write() in pieces, for a checkpoint written as it is gathered (ZeRO-3, one layer at a time):
+  // begin() removes dead writers' temporaries and creates the temporary directory of `step`
+  // (returned); the caller writes modelFileIn() and optimizerFileIn() of it (ModelFileWriter,
+  // optim::OptimizerStateWriter); commit() makes it the checkpoint of `step` and keeps `keep`.
+  std::string begin(uint64_t step) const;
+  void commit(uint64_t step, size_t keep) const;
   // Reads and checks the checkpoint of `step`.
   Checkpoint read(uint64_t step) const;
 
  private:
+  std::string tmpStepDir(uint64_t step) const;  // D/.step-00000010.tmp
+
   std::string dir_;
+};
+
+std::string modelFileIn(const std::string& stepDir);      // <stepDir>/model.bin
+std::string optimizerFileIn(const std::string& stepDir);  // <stepDir>/optimizer.bin
+
+// model.bin written as its values arrive: the header from meta and the model's names and numels,
+// then add() the values in parameter order (every one, in any number of pieces), then finish()
+// (checksum, fsync). Error naming the path on I/O failures; InvalidArgument for more or fewer
+// values than the model has.
+class ModelFileWriter {
+ public:
+  ModelFileWriter(const std::string& path, const CheckpointMeta& meta, const Mlp& model);
+  void add(const float* values, size_t count);
+  void finish();
+
+ private:
+  void write(const void* data, size_t n);
+
+  std::string path_;
+  Fd fd_;
+  uint64_t hash_ = kFnv1aBasis;
+  size_t remaining_ = 0;  // values still to come
+  uint64_t written_ = 0;
+  uint64_t fileBytes_ = 0;
 };
 
 // The model file on its own (exposed for tests and tools).

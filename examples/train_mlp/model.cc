@@ -107,23 +107,9 @@ void Mlp::bind(size_t p, float* data, float* grad) {
   grad_.at(p) = grad;
 }
 
-void Mlp::releaseArrays() {
-  C10D_CHECK(storage_ != nullptr, "Mlp::releaseArrays needs a LayerStorage to hold the layers");
-  std::vector<float>().swap(params_);
-  std::vector<float>().swap(grads_);
-  bindOwnArrays();
-}
-
 void Mlp::releaseGrads() {
   C10D_CHECK(storage_ != nullptr, "Mlp::releaseGrads needs a LayerStorage to bind the gradients");
   std::vector<float>().swap(grads_);
-  bindOwnArrays();
-}
-
-void Mlp::restoreArrays() {
-  storage_ = nullptr;
-  params_.resize(total_, 0.0f);
-  grads_.resize(total_, 0.0f);
   bindOwnArrays();
 }
 
@@ -166,7 +152,7 @@ void Mlp::initialize(uint64_t seed) {
 }
 
 uint64_t Mlp::checksum() const {
-  C10D_CHECK(!params_.empty(), "Mlp::checksum: the parameters are in a LayerStorage");
+  C10D_CHECK(params_.size() == total_, "Mlp::checksum: the model holds no arrays (ZeRO-3)");
   return fnv1a(params_.data(), params_.size() * sizeof(float));
 }
 

@@ -22,15 +22,15 @@
 // wherever s binds them for the duration of the layer's pass: s->enter(l, backward) before the
 // layer's forward or backward binds its parameters with bind(), s->leave(l, backward) follows
 // (in backward, once the layer's gradients are complete and its weight no longer read). Layer 0
-// holds bn0's parameters with fc0's. releaseArrays() frees the model's own arrays meanwhile;
-// restoreArrays() brings them back (for values to be copied in) and unbinds the storage.
+// holds bn0's parameters with fc0's. A model built without arrays (ZeRO-3) has none of its own:
+// the storage holds every layer, and checksum() and parameters() are not available.
 // releaseGrads() frees the gradient array alone (ZeRO-2): the storage binds each layer's
 // gradients in backward (bind(p, params() + offset(p), grad)).
 //
 // Arithmetic: every sum runs in a fixed order (over the batch, then over input features), so the
 // same inputs give the same bits on every rank and every run; the loss is accumulated in double.
-// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats, none while
-// released) and the activations of the last forward (batch x sum of widths floats).
+// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats, none without
+// arrays) and the activations of the last forward (batch x sum of widths floats).
 #pragma once
 
 #include <cstddef>
@@ -128,9 +128,7 @@ class Mlp {
   void setLayerStorage(LayerStorage* storage);
   // From LayerStorage::enter: parameter p's values (and gradient, in backward) are at these.
   void bind(size_t p, float* data, float* grad);
-  void releaseArrays();
   void releaseGrads();
-  void restoreArrays();
 
   // Each layer's compute in the passes since the last take (--trace): FlightRecorder::nowNs, not
   // counting what a LayerStorage does before and after.

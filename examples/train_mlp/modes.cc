@@ -248,16 +248,14 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
   }
   optim::OptimizerState fullState() override { return fsdp_.consolidateState(0); }
   void loadState(const optim::OptimizerState& state) override { fsdp_.loadState(state); }
-  void materialize() override {
-    model_.restoreArrays();
-    std::vector<Tensor> views;
-    for (const layers::Parameter& p : model_.parameters()) views.push_back(p.data);
-    fsdp_.gatherParameters(views);
+  bool layerByLayer() const override { return true; }
+  void forEachLayer(const std::function<void(size_t, const std::vector<Tensor>&)>& fn) override {
+    fsdp_.forEachUnit(fn);
   }
-  void shard() override {
-    model_.setLayerStorage(this);
-    model_.releaseArrays();
+  std::vector<std::vector<std::vector<float>>> layerState(size_t layer) override {
+    return fsdp_.consolidateUnitState(layer, 0);
   }
+  uint64_t optimizerSteps() const override { return fsdp_.steps(); }
   uint64_t checksum(const Mlp&) override {
     uint64_t h = kFnv1aBasis;  // Mlp::checksum's hash, streamed over the layers in order
     fsdp_.forEachUnit([&](size_t, const std::vector<Tensor>& params) {

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +46,14 @@ class TrainingMode {
   // differ) or rank 0 alone.
   virtual std::vector<std::string> summary() const = 0;
   virtual bool summaryPerRank() const { return false; }
-  // zero3 (collective): the full parameters back in the model's own arrays, for a checkpoint;
-  // shard() returns to training. No-ops in the other modes.
-  virtual void materialize() {}
-  virtual void shard() {}
+  // zero3: a checkpoint is written one layer at a time, from these (collective) instead of the
+  // model's arrays and fullState(): forEachLayer shows each layer's full parameters in turn (in
+  // parameter order), layerState(l) gives layer l's full optimizer state on rank 0 (per
+  // parameter, OptimizerState::slots' layout; empty elsewhere). Not called in the other modes.
+  virtual bool layerByLayer() const { return false; }
+  virtual void forEachLayer(const std::function<void(size_t, const std::vector<Tensor>&)>&) {}
+  virtual std::vector<std::vector<std::vector<float>>> layerState(size_t) { return {}; }
+  virtual uint64_t optimizerSteps() const { return 0; }
   // The model's Mlp::checksum and Mlp::evaluate; zero3 (collective) gathers one layer at a time
   // and never holds the whole model.
   virtual uint64_t checksum(const Mlp& model) { return model.checksum(); }

@@ -161,25 +161,73 @@ std::optional<Checkpoint> findCheckpoint(const TrainOptions& o, ProcessGroup* pg
   return ck;
 }
 
+// zero3: every rank gathers one layer at a time (parameters, then optimizer state) and rank 0
+// writes it as it comes. A write error on rank 0 is kept, and the remaining layers are still
+// gathered (not written), so that the ranks' collectives stay matched until agreeOnSuccess.
+void writeCheckpointLayerByLayer(const TrainOptions& o, const CheckpointMeta& meta, int rank,
+                                 TrainingMode& mode, const Mlp& model, std::exception_ptr* error) {
+  const CheckpointDir dir(o.checkpointDir);
+  const bool writer = rank == 0;
+  auto attempt = [&](auto&& fn) {
+    if (!writer || *error) return;
+    try {
+      fn();
+    } catch (const std::exception&) {
+      *error = std::current_exception();
+    }
+  };
+  std::string tmp;
+  std::optional<ModelFileWriter> params;
+  attempt([&] {
+    tmp = dir.begin(meta.step);
+    params.emplace(modelFileIn(tmp), meta, model);
+  });
+  mode.forEachLayer([&](size_t, const std::vector<Tensor>& views) {
+    attempt([&] {
+      for (const Tensor& t : views) params->add(t.ptr<float>(), t.numel);
+    });
+  });
+  attempt([&] { params->finish(); });
+  std::optional<optim::OptimizerStateWriter> state;
+  std::vector<size_t> numels = model.numels();
+  if (o.optimizer.slotNames().empty()) numels.assign(numels.size(), 0);  // as save() writes
+  attempt([&] { state.emplace(optimizerFileIn(tmp), o.optimizer, mode.optimizerSteps(), numels); });
+  for (size_t l = 0; l < model.numLayers(); ++l) {
+    const auto slots = mode.layerState(l);  // collective
+    attempt([&] {
+      C10D_CHECK_EQ(slots.size(), model.layerParameters(l).size());
+      for (const auto& perParam : slots) state->add(perParam);
+    });
+  }
+  attempt([&] {
+    state->finish();
+    dir.commit(meta.step, o.keepCheckpoints);
+  });
+}
+
 void writeCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank, int world,
                      TrainingMode& mode, const Mlp& model, uint64_t step) {
-  // Zero mode: a collective on every rank; the full state lands on rank 0.
-  optim::OptimizerState state = mode.fullState();
+  CheckpointMeta meta;
+  meta.step = step;
+  meta.seed = o.seed;
+  meta.globalBatch = o.globalBatch;
+  meta.datasetSize = o.datasetSize;
+  meta.widths = model.shape().widths();
+  meta.mode = modeName(o.mode);
+  meta.worldSize = world;
+  meta.optimizer = o.optimizer.describe();
   std::exception_ptr error;
-  if (rank == 0) {
-    try {
-      CheckpointMeta meta;
-      meta.step = step;
-      meta.seed = o.seed;
-      meta.globalBatch = o.globalBatch;
-      meta.datasetSize = o.datasetSize;
-      meta.widths = model.shape().widths();
-      meta.mode = modeName(o.mode);
-      meta.worldSize = world;
-      meta.optimizer = o.optimizer.describe();
-      CheckpointDir(o.checkpointDir).write(meta, model, state, o.keepCheckpoints);
-    } catch (const std::exception&) {
-      error = std::current_exception();
+  if (mode.layerByLayer()) {
+    writeCheckpointLayerByLayer(o, meta, rank, mode, model, &error);
+  } else {
+    // Zero mode: a collective on every rank; the full state lands on rank 0.
+    optim::OptimizerState state = mode.fullState();
+    if (rank == 0) {
+      try {
+        CheckpointDir(o.checkpointDir).write(meta, model, state, o.keepCheckpoints);
+      } catch (const std::exception&) {
+        error = std::current_exception();
+      }
     }
   }
   // Also the barrier: once any rank is past it, checkpoint `step` is complete on disk.
@@ -298,9 +346,7 @@ void runTraining(const TrainOptions& o) {
     }
     if (o.checkpointEvery > 0 && step % o.checkpointEvery == 0) {
       memory.begin("checkpoints");
-      mode->materialize();
       writeCheckpoint(o, pg.get(), rank, world, *mode, model, step);
-      mode->shard();
       if (rank == 0) say(fmt("checkpoint step %" PRIu64 " written", step));
       memory.begin("training");
     }

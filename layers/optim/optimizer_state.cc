@@ -127,10 +127,11 @@ bool sameDouble(double a, double b) {
   return std::memcmp(&a, &b, sizeof(a)) == 0;
 }
 
-void writeAll(int fd, const std::string& data, const std::string& path) {
+void writeAll(int fd, const void* data, size_t size, const std::string& path) {
+  const char* bytes = static_cast<const char*>(data);
   size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+  while (done < size) {
+    const ssize_t n = ::write(fd, bytes + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
@@ -267,6 +268,7 @@ void OptimizerState::save(const std::string& path) const {
   C10D_CHECK_ARG(slotNames == options.slotNames(), "OptimizerState::save('", path,
                  "'): ", slotNames.size(), " slot names for ", options.describe(), ", which keeps ",
                  options.slotNames().size());
+  std::vector<size_t> numels;
   for (size_t p = 0; p < slots.size(); ++p) {
     C10D_CHECK_ARG(slots[p].size() == slotNames.size(), "OptimizerState::save('", path,
                    "'): ", "parameter ", p, " has ", slots[p].size(), " slots, expected ",
@@ -276,11 +278,60 @@ void OptimizerState::save(const std::string& path) const {
                      "'): parameter ", p, "'s slots differ in size ('", slotNames[0], "' ",
                      slots[p][0].size(), ", '", slotNames[k], "' ", slots[p][k].size(), ")");
     }
+    numels.push_back(slots[p].empty() ? 0 : slots[p][0].size());
   }
-  Writer w;
+  OptimizerStateWriter w(path, options, steps, numels);
+  for (const auto& perParam : slots) w.add(perParam);
+  w.finish();
+}
+
+struct OptimizerStateWriter::Impl {
+  std::string path;
+  std::string tmp;
+  Fd fd;
+  Writer buf;
+  uint64_t hash = kFnv1aShortBasis;  // checksum() over everything flushed so far
+  std::vector<size_t> numels;
+  size_t numSlots = 0;
+  size_t next = 0;
+  bool done = false;
+
+  void flush() {
+    std::string& b = buf.buffer();
+    hash = fnv1a(b.data(), b.size(), hash);
+    writeAll(fd.get(), b.data(), b.size(), tmp);
+    b.clear();
+  }
+  // A slot straight from its vector where the host is little-endian (no copy of it), else
+  // through the buffer.
+  void floats(const std::vector<float>& v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    flush();
+    const size_t n = v.size() * sizeof(float);
+    hash = fnv1a(v.data(), n, hash);
+    writeAll(fd.get(), v.data(), n, tmp);
+#else
+    buf.floats(v);
+    flush();
+#endif
+  }
+};
+
+OptimizerStateWriter::OptimizerStateWriter(const std::string& path, const OptimizerOptions& options,
+                                           uint64_t steps, std::vector<size_t> numels)
+    : impl_(std::make_unique<Impl>()) {
+  C10D_CHECK_ARG(!path.empty(), "OptimizerStateWriter: empty path");
+  options.validate();
+  Impl& m = *impl_;
+  m.path = path;
+  m.tmp = path + ".tmp";
+  m.numels = std::move(numels);
+  const std::vector<std::string> slotNames = options.slotNames();
+  m.numSlots = slotNames.size();
+  Writer& w = m.buf;
   w.bytes(kMagic, sizeof(kMagic));
   w.u32(kVersion);
-  w.u64(0);  // fileBytes, patched below
+  w.u64(0);  // fileBytes, below
   w.u32(static_cast<uint32_t>(options.algorithm));
   w.f64(options.lr);
   w.f64(options.momentum);
@@ -296,45 +347,66 @@ void OptimizerState::save(const std::string& path) const {
     w.u32(static_cast<uint32_t>(name.size()));
     w.bytes(name.data(), name.size());
   }
-  w.u64(slots.size());
-  for (const auto& perParam : slots) {
-    w.u64(perParam.empty() ? 0 : perParam[0].size());
-    for (const auto& slot : perParam) w.floats(slot);
-  }
-  std::string& buf = w.buffer();
-  const uint64_t fileBytes = buf.size() + kChecksumBytes;
+  w.u64(m.numels.size());
+  uint64_t fileBytes = w.buffer().size() + kChecksumBytes;
+  for (size_t n : m.numels) fileBytes += 8 + m.numSlots * n * sizeof(float);
   for (int i = 0; i < 8; ++i) {
-    buf[sizeof(kMagic) + 4 + i] = static_cast<char>(static_cast<uint8_t>(fileBytes >> (8 * i)));
+    w.buffer()[sizeof(kMagic) + 4 + i] =
+        static_cast<char>(static_cast<uint8_t>(fileBytes >> (8 * i)));
   }
-  w.u64(checksum(buf.data(), buf.size()));
-
-  // Write beside the target, flush to disk, then rename over it: readers see the old file or the
-  // whole new one.
-  const std::string tmp = path + ".tmp";
-  {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd.valid()) {
-      const int err = errno;
-      C10D_THROW(Error, "OptimizerState::save: cannot create '", tmp,
-                 "': ", detail::errnoString(err));
-    }
-    writeAll(fd.get(), buf, tmp);
-    if (::fsync(fd.get()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      C10D_THROW(Error, "OptimizerState::save: fsync of '", tmp,
-                 "' failed: ", detail::errnoString(err));
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  m.fd = Fd(::open(m.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!m.fd.valid()) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    C10D_THROW(Error, "OptimizerState::save: renaming '", tmp, "' to '", path,
+    C10D_THROW(Error, "OptimizerState::save: cannot create '", m.tmp,
+               "': ", detail::errnoString(err));
+  }
+}
+
+OptimizerStateWriter::~OptimizerStateWriter() {
+  if (impl_ && !impl_->done) ::unlink(impl_->tmp.c_str());
+}
+
+void OptimizerStateWriter::add(const std::vector<std::vector<float>>& slots) {
+  Impl& m = *impl_;
+  C10D_CHECK_ARG(!m.done && m.next < m.numels.size(), "OptimizerStateWriter('", m.path,
+                 "'): more parameters than the ", m.numels.size(), " announced");
+  const size_t numel = m.numels[m.next];
+  C10D_CHECK_ARG(slots.size() == m.numSlots || (numel == 0 && slots.empty()),
+                 "OptimizerStateWriter('", m.path, "'): parameter ", m.next, " has ", slots.size(),
+                 " slots, expected ", m.numSlots);
+  for (const auto& slot : slots) {
+    C10D_CHECK_ARG(slot.size() == numel, "OptimizerStateWriter('", m.path, "'): parameter ", m.next,
+                   " has a slot of ", slot.size(), " floats, announced ", numel);
+  }
+  m.buf.u64(numel);
+  for (const auto& slot : slots) m.floats(slot);
+  m.flush();
+  ++m.next;
+}
+
+void OptimizerStateWriter::finish() {
+  Impl& m = *impl_;
+  C10D_CHECK_ARG(!m.done && m.next == m.numels.size(), "OptimizerStateWriter('", m.path,
+                 "'): ", m.next, " of ", m.numels.size(), " parameters written");
+  const uint64_t sum = fnv1a(m.buf.buffer().data(), m.buf.buffer().size(), m.hash);
+  m.buf.u64(sum);
+  writeAll(m.fd.get(), m.buf.buffer().data(), m.buf.buffer().size(), m.tmp);
+  m.buf.buffer().clear();
+  if (::fsync(m.fd.get()) != 0) {
+    const int err = errno;
+    C10D_THROW(Error, "OptimizerState::save: fsync of '", m.tmp,
                "' failed: ", detail::errnoString(err));
   }
+  m.fd = Fd();
+  if (::rename(m.tmp.c_str(), m.path.c_str()) != 0) {
+    const int err = errno;
+    C10D_THROW(Error, "OptimizerState::save: renaming '", m.tmp, "' to '", m.path,
+               "' failed: ", detail::errnoString(err));
+  }
+  m.done = true;
   // Persist the rename itself (best effort: some file systems refuse fsync on a directory).
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const size_t slash = m.path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : m.path.substr(0, slash + 1);
   Fd dirFd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dirFd.valid()) (void)::fsync(dirFd.get());
 }

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,28 @@ struct OptimizerState {
 
   void save(const std::string& path) const;
   static OptimizerState load(const std::string& path);
+};
+
+// OptimizerState::save's file, one parameter at a time, for a state too large to hold at once
+// (ZeRO-3's checkpoints: one unit's state at a time). The constructor creates `path.tmp` and
+// writes the header (numels: every parameter's, in order; 0 for one whose slots are not kept);
+// add() appends the next parameter's slots; finish() checks that every parameter came, writes the
+// checksum, fsyncs and renames over `path`. Destroyed unfinished, it removes `path.tmp`.
+// Errors: InvalidArgument for sizes that differ from the announced ones, Error for I/O.
+class OptimizerStateWriter {
+ public:
+  OptimizerStateWriter(const std::string& path, const OptimizerOptions& options, uint64_t steps,
+                       std::vector<size_t> numels);
+  ~OptimizerStateWriter();
+  OptimizerStateWriter(const OptimizerStateWriter&) = delete;
+  OptimizerStateWriter& operator=(const OptimizerStateWriter&) = delete;
+  // One vector per slot (options.slotNames()), each of the parameter's numel floats.
+  void add(const std::vector<std::vector<float>>& slots);
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Whether two option sets describe the same optimizer (algorithm and every hyper-parameter); on

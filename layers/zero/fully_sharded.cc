@@ -434,54 +434,63 @@ void FullyShardedModel::loadParameters(const std::vector<Tensor>& full) {
 }
 
 optim::OptimizerState FullyShardedModel::consolidateState(int dstRank) {
-  MutexLock lock(mu_);
-  broken_.check(group_->name());
   C10D_CHECK_ARG(dstRank >= 0 && dstRank < size_, "FullyShardedModel::consolidateState: dstRank ",
                  dstRank, " out of range [0, ", size_, ") (group ", group_->name(), ")");
   optim::OptimizerState st;
   st.options = options_.optimizer;
-  st.steps = optimizer_->steps();
-  const size_t k = optimizer_->numSlots();
-  for (size_t j = 0; j < k; ++j) st.slotNames.push_back(optimizer_->slotName(j));
-  const auto n = static_cast<size_t>(size_);
-  const size_t block = k * local_;  // rank r's slots, back to back, land at r * block
-  auto recv = std::make_shared<layers::Floats>(rank_ == dstRank ? n * block : 0, 0.0f);
-  if (block > 0) {
-    try {
-      auto send = std::make_shared<layers::Floats>(block, 0.0f);
-      for (size_t j = 0; j < k; ++j) {
-        std::copy(optimizer_->slot(j), optimizer_->slot(j) + local_, send->data() + j * local_);
-      }
-      std::vector<Tensor> outputs;
-      if (rank_ == dstRank) {
-        for (size_t r = 0; r < n; ++r) outputs.push_back(tensorOf(recv->data() + r * block, block));
-      }
-      auto work = group_->gather(outputs, tensorOf(send->data(), block),
-                                 GatherOptions{dstRank, options_.timeout});
-      work->then([send, recv](Work&) {});
-      work->wait(options_.timeout);
-    } catch (...) {
-      broken_.fail("consolidateState(" + std::to_string(dstRank) + ")", std::current_exception());
-    }
-  }
-  if (rank_ != dstRank) return st;
-  st.slots.resize(params_.size());
-  for (size_t p = 0; p < params_.size(); ++p) {
-    st.slots[p].assign(k, std::vector<float>(params_[p].data.numel));
-  }
+  st.steps = steps();
+  st.slotNames = options_.optimizer.slotNames();
   for (size_t u = 0; u < unitParams_.size(); ++u) {
-    const size_t chunk = unitChunk_[u];
-    for (size_t r = 0; r < n; ++r) {
-      forEachRun(u, r * chunk, (r + 1) * chunk, [&](size_t p, size_t pos, size_t count, size_t at) {
-        for (size_t j = 0; j < k; ++j) {
-          const float* src =
-              recv->data() + r * block + j * local_ + unitShardOffset_[u] + (at - r * chunk);
-          std::copy(src, src + count, st.slots[p][j].begin() + static_cast<ptrdiff_t>(pos));
-        }
-      });
-    }
+    UnitState unit = consolidateUnitState(u, dstRank);
+    if (rank_ != dstRank) continue;
+    for (auto& slots : unit) st.slots.push_back(std::move(slots));
   }
   return st;
+}
+
+FullyShardedModel::UnitState FullyShardedModel::consolidateUnitState(size_t unit, int dstRank) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  checkUnit(unit, "consolidateUnitState");
+  C10D_CHECK_ARG(dstRank >= 0 && dstRank < size_,
+                 "FullyShardedModel::consolidateUnitState: ", "dstRank ", dstRank,
+                 " out of range [0, ", size_, ") (group ", group_->name(), ")");
+  const size_t k = optimizer_->numSlots();
+  const size_t chunk = unitChunk_[unit];
+  const auto n = static_cast<size_t>(size_);
+  const std::vector<size_t>& ps = unitParams_[unit];
+  UnitState out;
+  if (rank_ == dstRank) {
+    for (size_t p : ps) out.emplace_back(k, std::vector<float>(params_[p].data.numel));
+  }
+  if (chunk == 0) return out;
+  // One slot at a time: rank r's chunk lands at r * chunk of recv.
+  auto send = std::make_shared<layers::Floats>(chunk, 0.0f);
+  auto recv = std::make_shared<layers::Floats>(rank_ == dstRank ? n * chunk : 0, 0.0f);
+  for (size_t j = 0; j < k; ++j) {
+    try {
+      const float* slot = optimizer_->slot(j) + unitShardOffset_[unit];
+      std::copy(slot, slot + chunk, send->data());
+      std::vector<Tensor> outputs;
+      if (rank_ == dstRank) {
+        for (size_t r = 0; r < n; ++r) outputs.push_back(tensorOf(recv->data() + r * chunk, chunk));
+      }
+      auto work = group_->gather(outputs, tensorOf(send->data(), chunk),
+                                 GatherOptions{dstRank, options_.timeout});
+      work->then([send, recv](Work&) {});  // they outlive a timed-out wait
+      work->wait(options_.timeout);
+    } catch (...) {
+      broken_.fail("consolidateUnitState(" + describe(unit) + ", " + std::to_string(dstRank) + ")",
+                   std::current_exception());
+    }
+    if (rank_ != dstRank) continue;
+    forEachRun(unit, 0, n * chunk, [&](size_t p, size_t pos, size_t count, size_t at) {
+      const size_t i = static_cast<size_t>(std::find(ps.begin(), ps.end(), p) - ps.begin());
+      std::copy(recv->data() + at, recv->data() + at + count,
+                out[i][j].begin() + static_cast<ptrdiff_t>(pos));
+    });
+  }
+  return out;
 }
 
 void FullyShardedModel::loadState(const optim::OptimizerState& full) {

@@ -179,7 +179,13 @@ class FullyShardedModel {
   // communication.
   void loadParameters(const std::vector<Tensor>& full) C10D_EXCLUDES(mu_);
   // As ShardedOptimizer's: the full state on dstRank (collective), or a full state kept sharded.
+  // consolidateState holds the whole state on dstRank (built unit by unit); a checkpoint of a
+  // large model writes consolidateUnitState's one unit at a time instead.
   optim::OptimizerState consolidateState(int dstRank) C10D_EXCLUDES(mu_);
+  // Collective: unit u's full state on dstRank, [i][j] = the unit's i-th parameter's slot j
+  // (OptimizerState::slots' layout); empty on the other ranks.
+  using UnitState = std::vector<std::vector<std::vector<float>>>;
+  UnitState consolidateUnitState(size_t unit, int dstRank) C10D_EXCLUDES(mu_);
   void loadState(const optim::OptimizerState& full) C10D_EXCLUDES(mu_);
 
   size_t numUnits() const { return unitNumels_.size(); }

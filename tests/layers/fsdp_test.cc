@@ -418,6 +418,94 @@ TEST_P(FsdpTest, PrefetchedGatherIsInFlightWhileAUnitComputes) {
   });
 }
 
+// Never the whole model (train_mlp --mode zero3's start-up, evaluation and checkpoints): the
+// UnitInit constructor makes each unit's values in turn (rank 0's kept), holding one unit beyond
+// the shards and state; forEachUnit shows every unit's full parameters in order, holding at most
+// two units (one without prefetch) and nothing after; consolidateUnitState, unit after unit, is
+// consolidateState. The layers' own allocations, counted (layers/common/memory.h); train_mlp's
+// TrainMlpMemory test measures the processes' RSS.
+TEST_P(FsdpTest, UnitByUnitStartUpVisitsAndState) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("fsdp-units");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    const auto n = static_cast<size_t>(size);
+    size_t largest = 0;  // the largest unit's N * C_u floats
+    for (const auto& u : kUnits) {
+      size_t numel = 0;
+      for (size_t p : u) numel += kNumels[p];
+      largest = std::max(largest, (numel + n - 1) / n * n);
+    }
+    for (bool prefetch : {true, false}) {
+      const std::string what =
+          std::string(prefetch ? "prefetch" : "no prefetch") + " on rank " + std::to_string(rank);
+      ZeroModel m(kNumels, rank);
+      auto units = unitsOf(m, kUnits);
+      for (auto& u : units) {
+        for (layers::Parameter& param : u) {
+          param.data = Tensor(nullptr, param.data.numel, DataType::kFloat32);
+        }
+      }
+      FsdpOptions fo;
+      fo.optimizer = referenceOptimizers()[1];  // Adam
+      fo.prefetch = prefetch;
+      ReferenceOptimizer ref(fo.optimizer, kNumels);
+      std::vector<size_t> initialized;
+      const int64_t before = layers::layerMemory().liveBytes;
+      layers::resetLayerMemoryPeak();
+      FullyShardedModel fsdp(units, pg, fo, [&](size_t u, const std::vector<Tensor>& views) {
+        initialized.push_back(u);
+        ASSERT_EQ(views.size(), kUnits[u].size()) << what;
+        for (size_t i = 0; i < views.size(); ++i) {
+          std::copy(m.data(kUnits[u][i]).begin(), m.data(kUnits[u][i]).end(),
+                    views[i].ptr<float>());
+        }
+      });
+      const layers::LayerMemory built = layers::layerMemory();
+      EXPECT_EQ(initialized, std::vector<size_t>({0, 1, 2, 3})) << what;
+      // 4 KiB: the start-up check's exchanges of a few integers per rank.
+      EXPECT_LE(built.peakBytes - before,
+                built.liveBytes - before + static_cast<int64_t>(largest * sizeof(float)) + 4096)
+          << what << ": start-up held more than one unit beyond the shards and state";
+      expectFullParamsEqual(fsdp, ref, what + ": rank 0's initial values");
+      trainStep(fsdp, kUnits, rank, 0, ref, what);
+      fsdp.step();
+      ref.step(size, 0);
+
+      std::vector<size_t> visited;
+      layers::resetLayerMemoryPeak();
+      fsdp.forEachUnit([&](size_t u, const std::vector<Tensor>& views) {
+        visited.push_back(u);
+        expectViewsEqual(views, kUnits[u], ref, what + ": forEachUnit");
+      });
+      const layers::LayerMemory after = layers::layerMemory();
+      EXPECT_EQ(visited, std::vector<size_t>({0, 1, 2, 3})) << what;
+      EXPECT_EQ(after.liveBytes, built.liveBytes) << what << ": forEachUnit left units gathered";
+      EXPECT_LE(after.peakBytes - built.liveBytes,
+                static_cast<int64_t>((prefetch ? 2 : 1) * largest * sizeof(float)))
+          << what << ": forEachUnit held more units than it gathers at once";
+
+      for (int dst : {0, size - 1}) {
+        optim::OptimizerState byUnit;
+        for (size_t u = 0; u < kUnits.size(); ++u) {
+          for (auto& slots : fsdp.consolidateUnitState(u, dst)) {
+            byUnit.slots.push_back(std::move(slots));
+          }
+        }
+        const optim::OptimizerState full = fsdp.consolidateState(dst);
+        if (rank == dst) {
+          ASSERT_EQ(byUnit.slots.size(), kNumels.size()) << what;
+          EXPECT_TRUE(byUnit.slots == full.slots) << what << ": consolidateUnitState, dst " << dst;
+          expectStateEqual(full, ref.state(), what + ": consolidateState");
+        } else {
+          EXPECT_TRUE(byUnit.slots.empty()) << what;
+        }
+      }
+    }
+    pg->barrier()->wait();
+  });
+}
+
 TEST_P(FsdpTest, MisuseAndStartUpDifferencesAreErrorsOnEveryRank) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("fsdp-errors");
