@@ -168,7 +168,7 @@ class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
                            static_cast<double>(launchedEarly_), static_cast<double>(launched_)) +
                     format(" step() blocked on comm %.4f s, optimizer arithmetic %.4f s",
                            commSeconds_, stepSeconds_));
-    lines.push_back("zero: measured, the layers' own memory on rank " + std::to_string(rank_) +
+    lines.push_back("zero: counted, the layers' own allocations on rank " + std::to_string(rank_) +
                     ": " + kib(layerBytes_) + " (peak " + kib(layerPeakBytes_) +
                     "): state, staging and buffers; not the model's parameters and gradients");
     lines.push_back("zero: gradients freed as the optimizer released them: at most " +
@@ -286,7 +286,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
             format(" blocked on gathers %.4f s, on reduce-scatters %.4f s, optimizer arithmetic "
                    "%.4f s",
                    gatherWait_, reduceWait_, stepSeconds_),
-        "zero3: measured, the layers' own memory on rank " + std::to_string(rank_) + ": " +
+        "zero3: counted, the layers' own allocations on rank " + std::to_string(rank_) + ": " +
             kib(layerBytes_) + " between steps (peak in a step " + kib(layerPeakBytes_) +
             "): shards, state, gathered layers; the model keeps no arrays of its own while "
             "training"};

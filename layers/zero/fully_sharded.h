@@ -19,7 +19,8 @@
 //   one unit's full parameters at a time. gatherParameters fills full-size buffers: the whole
 //   model on every rank, for small models and tests only.
 //   Start-up without the whole model: the UnitInit constructor fills one unit at a time.
-//   Optimizer checkpoint: consolidateState(0) / loadState(full) at any world size.
+//   Optimizer checkpoint: consolidateState(0) / loadState(full) at any world size;
+//   consolidateUnitState(u, 0) one unit at a time, for a writer that streams it.
 //
 // Layout (torch FSDP's flat parameter, one per unit)
 //   Unit u's parameters, back to back in the order given, are U_u elements, padded with zeros to
@@ -52,17 +53,18 @@
 //
 // Errors
 //   InvalidArgument, leaving the model usable: a null group, empty or bad units (an fp32 CPU
-//   parameter with data is required), invalid optimizer options, a start-up difference; a unit
+//   parameter, with data unless a UnitInit makes it), a null UnitInit, invalid optimizer options, a start-up difference; a unit
 //   out of range; grads(u) or reduceGrads(u) without unshard(u, kBackward); step() while a unit's
 //   backward has not been reduced; gatherParameters / loadParameters with views that do not match
 //   (naming the parameter); consolidateState / loadState as ShardedOptimizer's. A failed or
 //   timed-out collective breaks the model: every later call throws Error quoting it.
 //
-// Memory (U units, F = max N * C_u, k state slots), measured (layers/common/memory.h)
-//   Always: the parameter shard, the gradient shard and the state ((2 + k) * L floats). While
-//   start-up with a UnitInit, one unit's full parameters (the plain constructor reads the
-//   framework's full parameters, and broadcastCoalesced flattens them into a temporary buffer);
-//   forEachUnit, two units' (one without prefetch). While
+// Memory (U units, F = max N * C_u, k state slots), counted (layers/common/memory.h)
+//   Always: the parameter shard, the gradient shard and the state ((2 + k) * L floats). At
+//   start-up with a UnitInit, one unit's full parameters more (the plain constructor reads the
+//   framework's full parameters, and broadcastCoalesced flattens them into a temporary buffer).
+//   forEachUnit: two units' full parameters (one without prefetch). consolidateUnitState: on
+//   dstRank the unit's full state (k * U_u) and one slot's gather (N * C_u), elsewhere C_u. While
 //   training, at most two units' full parameters (this one and the prefetched one, F floats
 //   each) and two units' full gradients (the unit in backward, and the previous one while its
 //   reduce-scatter is in flight, which reduceGrads() of the next unit waits for), plus C_u floats
