@@ -198,26 +198,31 @@ double Mlp::forwardRows(const float* x, const int32_t* labels, size_t n, bool tr
     const size_t in = widths_[l];
     const size_t out = widths_[l + 1];
     enter(l, false);
-    // W is [out, in]; its transpose lets the inner loop run over contiguous outputs (an axpy the
-    // compiler vectorizes) while each output still sums its inputs in index order.
+    // W is [out, in]; a transposed block of its rows lets the inner loop run over contiguous
+    // outputs (an axpy the compiler vectorizes) while each output still sums its inputs in index
+    // order. Blocks of kBlock outputs: the scratch is kBlock rows, not a copy of the layer.
+    constexpr size_t kBlock = 128;
     const float* w = weight(l);
-    transposed_.resize(in * out);
-    for (size_t o = 0; o < out; ++o) {
-      for (size_t k = 0; k < in; ++k) transposed_[k * out + o] = w[o * in + k];
-    }
     const float* b = bias(l);
     const float* a = acts_[l].data();
     std::vector<float>& z = acts_[l + 1];
     z.resize(n * out);
     for (size_t i = 0; i < n; ++i) std::copy(b, b + out, z.data() + i * out);
-    // k outermost: one row of the transposed weight stays in cache while every sample uses it
-    // (the order of each output's sum, k ascending, is the same in any loop order).
-    for (size_t k = 0; k < in; ++k) {
-      const float* __restrict wt = transposed_.data() + k * out;
-      for (size_t i = 0; i < n; ++i) {
-        const float ak = a[i * in + k];
-        float* __restrict zi = z.data() + i * out;
-        for (size_t o = 0; o < out; ++o) zi[o] += ak * wt[o];
+    transposed_.resize(in * std::min(kBlock, out));
+    for (size_t o0 = 0; o0 < out; o0 += kBlock) {
+      const size_t width = std::min(kBlock, out - o0);
+      for (size_t o = 0; o < width; ++o) {
+        for (size_t k = 0; k < in; ++k) transposed_[k * width + o] = w[(o0 + o) * in + k];
+      }
+      // k outermost: one row of the transposed block stays in cache while every sample uses it
+      // (the order of each output's sum, k ascending, is the same in any loop order).
+      for (size_t k = 0; k < in; ++k) {
+        const float* __restrict wt = transposed_.data() + k * width;
+        for (size_t i = 0; i < n; ++i) {
+          const float ak = a[i * in + k];
+          float* __restrict zi = z.data() + i * out + o0;
+          for (size_t o = 0; o < width; ++o) zi[o] += ak * wt[o];
+        }
       }
     }
     if (l == 0 && bn_) batchNormForward(z, n, training);

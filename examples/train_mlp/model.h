@@ -178,7 +178,7 @@ class Mlp {
   size_t batch_ = 0;
   std::vector<std::vector<float>> acts_;
   std::vector<int32_t> labels_;
-  std::vector<float> transposed_;  // a weight as [in, out], for a vectorizable forward
+  std::vector<float> transposed_;  // a block of a weight's rows as [in, block] (forwardRows)
   std::vector<float> delta_;       // dLoss/dz of the layer being differentiated
   std::vector<float> deltaBelow_;  // dLoss/da of the layer below
 };
