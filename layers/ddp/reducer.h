@@ -95,6 +95,7 @@
 
 #include "base/thread_annotations.h"
 #include "core/process_group.h"
+#include "layers/common/bucket_assignment.h"
 #include "layers/common/comm_event.h"
 #include "layers/common/device_ops.h"
 #include "layers/common/failure.h"
@@ -254,7 +255,9 @@ class Reducer {
   void verifyAcrossRanks();
   void broadcastInitialState();
   // The state functions below are called with mu_ held, or by the constructor.
-  void buildBuckets(const std::vector<size_t>& order) C10D_REQUIRES(mu_);
+  // The buckets `order` gives (no allocation), and those buckets allocated as buckets_.
+  std::vector<layers::BucketSpec> assign(const std::vector<size_t>& order) const;
+  void buildBuckets(const std::vector<layers::BucketSpec>& assignment) C10D_REQUIRES(mu_);
   void resetIteration() C10D_REQUIRES(mu_);
   void launchReadyBuckets() C10D_REQUIRES(mu_);
   void launch(size_t b) C10D_REQUIRES(mu_);

@@ -33,7 +33,7 @@ Reducer::Reducer(std::vector<Parameter> parameters, std::shared_ptr<ProcessGroup
   usedSinceSync_.assign(params_.size(), 0);
   verifyAcrossRanks();
   broadcastInitialState();
-  buildBuckets(layers::reverseOrder(params_.size()));
+  buildBuckets(assign(layers::reverseOrder(params_.size())));
   resetIteration();
 }
 
@@ -154,11 +154,13 @@ void Reducer::syncBuffers() {
   }
 }
 
-void Reducer::buildBuckets(const std::vector<size_t>& order) {
+std::vector<layers::BucketSpec> Reducer::assign(const std::vector<size_t>& order) const {
   std::vector<layers::TensorSpec> specs;
   for (const Parameter& p : params_) specs.push_back({p.data.numel, p.data.dtype, p.data.device});
-  const auto assignment =
-      layers::assignBuckets(specs, order, {options_.firstBucketBytes, options_.bucketCapBytes});
+  return layers::assignBuckets(specs, order, {options_.firstBucketBytes, options_.bucketCapBytes});
+}
+
+void Reducer::buildBuckets(const std::vector<layers::BucketSpec>& assignment) {
   std::vector<Bucket> buckets(assignment.size());
   std::vector<Locator> locators(params_.size());
   for (size_t b = 0; b < assignment.size(); ++b) {
@@ -182,16 +184,17 @@ void Reducer::maybeRebuild(IterationStats& st) {
   std::vector<int64_t> order(readyOrder_.begin(), readyOrder_.end());
   order = broadcastInts(std::move(order));
   std::vector<size_t> ord(order.begin(), order.end());
+  // Compared before anything is allocated: the same layout keeps its buckets (building a second
+  // set to discard it would hold every gradient twice for a moment).
+  const auto assignment = assign(ord);  // checks that rank 0's order is a permutation
+  bool same = assignment.size() == buckets_.size();
+  for (size_t b = 0; same && b < buckets_.size(); ++b) {
+    same = assignment[b].members == buckets_[b].params;
+  }
+  if (same) return;
   std::vector<Bucket> old = std::move(buckets_);
   const std::vector<Locator> oldLocators = locators_;
-  buildBuckets(ord);  // checks that rank 0's order is a permutation
-  bool same = old.size() == buckets_.size();
-  for (size_t b = 0; same && b < old.size(); ++b) same = old[b].params == buckets_[b].params;
-  if (same) {
-    buckets_ = std::move(old);
-    locators_ = oldLocators;
-    return;
-  }
+  buildBuckets(assignment);
   if (options_.gradientAsBucketView) {
     // The grads live in the buckets: move this iteration's results to their new places.
     for (size_t p = 0; p < params_.size(); ++p) {

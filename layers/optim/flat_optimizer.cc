@@ -73,7 +73,9 @@ FlatOptimizer::FlatOptimizer(const OptimizerOptions& options, size_t numel)
     : options_(options), numel_(numel) {
   options_.validate();
   names_ = options_.slotNames();
-  slots_.assign(names_.size(), layers::Floats(numel_, 0.0f));
+  // Each slot filled in place: assign(k, Floats(numel)) would hold a (k + 1)-th copy meanwhile.
+  slots_.resize(names_.size());
+  for (layers::Floats& slot : slots_) slot.assign(numel_, 0.0f);
 }
 
 void FlatOptimizer::step(float* params, const float* grads) {

@@ -40,6 +40,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "layers/common/memory.h"
 #include "layers/optim/flat_optimizer.h"
 
 namespace c10d {
@@ -140,6 +141,21 @@ std::vector<TorchCase> torchCases() {
        {{0.245600015f, -0.0992000103f, -0.0472000018f, 0.193600014f, -0.340000033f, 0.486400038f},
         {0.01456609f, 0.0100273602f, 0.0108348094f, 0.0169884395f, 0.0284882486f, 0.0453342386f}}});
   return cases;
+}
+
+// Construction allocates exactly its slots (Adam: two of numel floats), never a third copy
+// meanwhile. Counted (layers/common/memory.h).
+TEST(FlatOptimizerTest, ConstructionAllocatesItsSlotsOnly) {
+  OptimizerOptions o;
+  o.algorithm = Algorithm::kAdam;
+  const int64_t before = layers::layerMemory().liveBytes;
+  layers::resetLayerMemoryPeak();
+  {
+    FlatOptimizer opt(o, 1000);
+    const layers::LayerMemory built = layers::layerMemory();
+    EXPECT_EQ(built.liveBytes - before, 2 * 1000 * 4);
+    EXPECT_EQ(built.peakBytes - before, 2 * 1000 * 4) << "a temporary slot during construction";
+  }
 }
 
 TEST(FlatOptimizerTest, MatchesTorchOptim) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "layers/common/bucket_assignment.h"
+#include "layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
 
@@ -275,6 +276,36 @@ TEST_P(ReducerTest, RebuildsBucketsFromRankZerosReadyOrder) {
         EXPECT_NE(red.gradView(0).data, before.data) << "the views moved";
       }
     }
+    pg->barrier()->wait();
+  });
+}
+
+// The rebuild after the first iteration compares rank 0's order's layout with the buckets it has
+// before it allocates anything: an unchanged layout keeps its buckets, and the iteration never
+// holds a second set of buckets (every gradient twice). Counted (layers/common/memory.h).
+TEST_P(ReducerTest, AnUnchangedLayoutIsKeptWithoutASecondSetOfBuckets) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("ddp-keep");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    TestModel m(mixedSpecs(10));
+    ReducerOptions opts;
+    opts.firstBucketBytes = 64;
+    opts.bucketCapBytes = 256;
+    Reducer red(m.parameters(), pg, opts);
+    int64_t bucketBytes = 0;
+    for (const auto& b : red.buckets()) bucketBytes += static_cast<int64_t>(b.bytes);
+    const int64_t before = layers::layerMemory().liveBytes;
+    layers::resetLayerMemoryPeak();
+    for (size_t p : layers::reverseOrder(m.size())) produceGrad(red, m, rank, p, 0);
+    const ddp::IterationStats st = red.finalize();
+    const layers::LayerMemory after = layers::layerMemory();
+    EXPECT_FALSE(st.rebuiltBuckets) << "rank " << rank;
+    EXPECT_EQ(red.layoutVersion(), 0u) << "rank " << rank;
+    expectMeans(red, m, size, 0, "rank " + std::to_string(rank));
+    EXPECT_LT(after.peakBytes - before, bucketBytes / 2)
+        << "rank " << rank << ": the first iteration allocated " << after.peakBytes - before
+        << " bytes beyond the " << bucketBytes << " of its buckets";
     pg->barrier()->wait();
   });
 }
