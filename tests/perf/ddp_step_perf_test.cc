@@ -371,6 +371,30 @@ TEST_P(DdpStepRun, EveryModeReportsAndChecksClean) {
   EXPECT_EQ(doc["model_array_bytes"]["gradients"], kModelBytes);
   EXPECT_EQ(doc["out_of_bounds"], 0);
 
+  // The process's RSS, measured: start-up, the steps and the check, each peak (VmHWM) at least
+  // what was sampled in it and at least the model's parameter and gradient arrays, which the
+  // process holds throughout; the process's peak the largest; per mode a step's rise.
+  EXPECT_TRUE(has(out, "# process memory per rank (RSS, the largest rank's): start-up peak "))
+      << out;
+  EXPECT_TRUE(has(out, "# a timed step's rise of the RSS peak over the RSS before it")) << out;
+  const auto& pm = doc["process_memory"];
+  ASSERT_EQ(pm["phases"].size(), 3u) << pm.dump();
+  const std::vector<std::string> phaseNames{"start-up", "steps", "check"};
+  int64_t largestPeak = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    const auto& ph = pm["phases"][k];
+    EXPECT_EQ(ph["phase"], phaseNames[k]);
+    const auto phasePeak = ph["peak_bytes"].get<int64_t>();
+    EXPECT_GE(phasePeak, ph["sampled_max_bytes"].get<int64_t>()) << ph.dump();
+    EXPECT_GE(phasePeak, 2 * static_cast<int64_t>(kModelBytes)) << ph.dump();
+    largestPeak = std::max(largestPeak, phasePeak);
+  }
+  EXPECT_EQ(pm["process_peak_bytes"].get<int64_t>(), largestPeak);
+  for (const auto& res : doc["results"]) {
+    EXPECT_TRUE(res["rss_step_rise_bytes"].is_null() || res["rss_step_rise_bytes"] >= 0)
+        << res.dump();
+  }
+
   // What each mode's layers must hold (allocations round up to 8-byte words: 1 KiB of slack).
   // The modes in allStepModes() order: none flat ddp ddp-view ddp+opt zero zero-owner zero3.
   const auto model = static_cast<int64_t>(kModelBytes);
