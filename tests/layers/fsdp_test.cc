@@ -285,7 +285,7 @@ TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
 // two units' parameters and two units' gradients (without prefetch it would stay at three;
 // PrefetchedGatherIsInFlightWhileAUnitComputes checks the prefetch itself); after the step nothing
 // is left.
-TEST_P(FsdpTest, MeasuredMemoryIsAShardAndTwoUnits) {
+TEST_P(FsdpTest, CountedMemoryIsAShardAndTwoUnits) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("fsdp-memory");
   expectAllRanksOk(ws(), [&](int rank, int size) {

@@ -46,6 +46,17 @@ double dyValue(size_t b, size_t c, size_t s, int it) {
   return std::cos(0.3 * static_cast<double>(b * 7 + s) - 0.5 * static_cast<double>(c) + it);
 }
 
+// The global batch, the first global sample of `rank`'s share, and the share's size.
+struct Share {
+  size_t global, first, mine;
+};
+Share shareOf(int size, int rank) {
+  const std::vector<size_t> batches = batchesFor(size);
+  return {std::accumulate(batches.begin(), batches.end(), size_t{0}),
+          std::accumulate(batches.begin(), batches.begin() + rank, size_t{0}),
+          batches[static_cast<size_t>(rank)]};
+}
+
 struct Reference {
   std::vector<double> y, dx;         // global, B x C x S
   std::vector<double> wgrad, bgrad;  // global sums
@@ -118,10 +129,8 @@ TEST_P(SyncBatchNormTest, EqualsOneProcessOverTheGlobalBatch) {
   const std::string path = uniqueTempPath("syncbn");
   expectAllRanksOk(ws, [&](int rank, int size) {
     auto pg = makeGroup(bp, path, rank, size);
-    const std::vector<size_t> batches = batchesFor(size);
-    const size_t global = std::accumulate(batches.begin(), batches.end(), size_t{0});
-    const size_t first = std::accumulate(batches.begin(), batches.begin() + rank, size_t{0});
-    const size_t mine = batches[rank];
+    const Share share = shareOf(size, rank);
+    const size_t global = share.global, first = share.first, mine = share.mine;
     for (DataType dt : {DataType::kFloat32, DataType::kBFloat16}) {
       const std::string what = std::string(toString(dt)) + " rank " + std::to_string(rank);
       // bf16: the result is rounded to 8 bits of mantissa; the statistics stay in double.
@@ -301,10 +310,8 @@ TEST_P(SyncBatchNormTest, VarianceOfInputsFarFromZero) {
   const std::string path = uniqueTempPath("syncbn-far");
   expectAllRanksOk(ws, [&](int rank, int size) {
     auto pg = makeGroup(bp, path, rank, size);
-    const std::vector<size_t> batches = batchesFor(size);
-    const size_t global = std::accumulate(batches.begin(), batches.end(), size_t{0});
-    const size_t first = std::accumulate(batches.begin(), batches.begin() + rank, size_t{0});
-    const size_t mine = batches[rank];
+    const Share share = shareOf(size, rank);
+    const size_t global = share.global, first = share.first, mine = share.mine;
     for (double center : {1e4, 3e7}) {
       const double spread = center > 1e5 ? 30.0 : 1.0;
       std::vector<double> gx(global * kC * kS), gdy(gx.size(), 0.0);

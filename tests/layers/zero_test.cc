@@ -426,7 +426,7 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
 // shard: ZeRO-2's P / N + two buckets, whatever the model's size. A stray full-size allocation (a
 // flat gradient buffer, a state of every parameter, a shard-sized buffer on a rank that owns
 // little) fails, and so does a step that allocates.
-TEST_P(ZeroTest, MeasuredMemoryIsTheShardsOwn) {
+TEST_P(ZeroTest, CountedMemoryIsTheShardsOwn) {
   const BackendParam bp = p();
   // 436 KB of parameters against 16 KiB buckets, the largest parameter 4 KB; and a model whose
   // first parameter makes rank 0's shard 16 KB while the others' hold a few floats, against 1 KiB
