@@ -62,6 +62,7 @@ void ShardedOptimizer::forEachPiece(int r, size_t begin, size_t end, Fn&& fn) co
 
 void ShardedOptimizer::packGrads(int r, size_t begin, size_t count, float* dst) const {
   forEachPiece(r, begin, begin + count, [&](size_t p, size_t pos, size_t n, size_t at) {
+    mu_.assertHeld();  // by the caller (a lambda is analysed on its own)
     std::memcpy(dst + (at - begin), gradOf_[p] + pos, n * sizeof(float));
   });
 }
@@ -238,6 +239,7 @@ void ShardedOptimizer::allgatherRounds(ZeroStepStats& st) {
   };
   Round slots[2];
   auto finish = [&](size_t k) {
+    mu_.assertHeld();  // by this function (a lambda is analysed on its own)
     Round& f = slots[k];
     if (!f.work) return;
     waitWork(*f.work);

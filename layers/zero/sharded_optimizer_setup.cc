@@ -190,6 +190,7 @@ void ShardedOptimizer::buildScatterBuckets() {
   auto close = [&]() {
     if (cur.params.empty()) return;
     cur.numel = *std::max_element(cur.partNumel.begin(), cur.partNumel.end());
+    mu_.assertHeld();  // by this function (a lambda is analysed on its own)
     buckets_.push_back(std::move(cur));
     open();
   };

@@ -437,7 +437,9 @@ TEST_P(ZeroTest, CountedMemoryIsTheShardsOwn) {
       {many, 16 << 10}, {{4000, 8, 8, 8, 3}, 1 << 10}};
   // Each case in processes of its own: an earlier optimizer's buffers live on in the callbacks of
   // Works the backend still holds, and would be freed in the middle of the next measurement.
-  for (const auto& [numels, cap] : models) {
+  for (const auto& model : models) {
+    const std::vector<size_t>& numels = model.first;  // (a lambda cannot capture a binding)
+    const size_t cap = model.second;
     for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
       const std::string path = uniqueTempPath("zero-memory");
       expectAllRanksOk(ws(), [&](int rank, int size) {
