@@ -228,8 +228,8 @@ typedef struct c10d_op_options {
   double premul_scale;
   /* c10d_broadcast and c10d_allgather_into_tensor (ignored by other ops): when the op's tensor
    * (each rank's input) is several tensors laid end to end, their element counts, num_parts of
-   * them summing to its numel. Compared across ranks with the rest of the op, so ranks that split it
-   * differently fail with INVALID_ARGUMENT naming the tensor instead of moving misaligned data.
+   * them summing to its numel. Compared across ranks with the rest of the op, so ranks that split
+   * it differently fail with INVALID_ARGUMENT naming the tensor instead of moving misaligned data.
    * NULL / 0: one tensor. (Added in 0.1.x; a caller compiled without them gets NULL / 0.) */
   const uint64_t* parts;
   size_t num_parts;

@@ -13,6 +13,18 @@ std::string describeParameter(const std::vector<Parameter>& params, size_t index
   return s;
 }
 
+void checkGivenGradient(const char* who, const std::vector<Parameter>& params, size_t index,
+                        const Tensor& grad, const std::string& group) {
+  const Tensor& data = params[index].data;
+  const bool null = grad.numel > 0 && grad.data == nullptr;
+  C10D_CHECK_ARG(
+      grad.numel == data.numel && grad.dtype == data.dtype && grad.device == data.device && !null,
+      who, ": the gradient given for ", describeParameter(params, index), " is ", grad.numel,
+      " elements of ", toString(grad.dtype), " on ", toString(grad.device), null ? " (null)" : "",
+      "; the parameter has ", data.numel, " elements of ", toString(data.dtype), " on ",
+      toString(data.device), " (group ", group, ")");
+}
+
 void FailureLatch::check(const std::string& group) const {
   if (!first_.empty()) {
     C10D_THROW(Error, layer_, " (group ", group,

@@ -15,6 +15,13 @@ namespace layers {
 // "parameter 3 ('fc.bias')"; "parameter 3" when it has no name or is out of range.
 std::string describeParameter(const std::vector<Parameter>& params, size_t index);
 
+// A gradient a framework hands a layer for parameter `index` (markReady(index, grad)) must have
+// the parameter's numel, dtype and device, and data unless it is empty: else InvalidArgument
+// "<who>: the gradient given for parameter 1 ('p1') is 5 elements of float on cpu; the parameter
+// has 4 elements of float on cpu (group <group>)". `index` must be in range.
+void checkGivenGradient(const char* who, const std::vector<Parameter>& params, size_t index,
+                        const Tensor& grad, const std::string& group);
+
 // After a collective failed part way, a layer's buffers are in an unknown state: the first
 // failure is latched and every later call refuses, naming it. Not synchronized: the owner's lock
 // guards it.

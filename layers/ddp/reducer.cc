@@ -56,21 +56,10 @@ void Reducer::markReady(size_t index) {
 
 void Reducer::markReady(size_t index, const Tensor& grad) {
   MutexLock lock(mu_);
-  broken_.check(group_->name());
   C10D_CHECK_ARG(options_.gradientAsBucketView, "Reducer::markReady(", index,
                  ", grad): a gradient outside the bucket needs "
                  "ReducerOptions::gradientAsBucketView; without it the Reducer reads the "
                  "Parameter's grad (call markReady(index))");
-  C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
-                 " out of range: the Reducer has ", params_.size(), " parameters (group ",
-                 group_->name(), ")");
-  const Tensor& data = params_[index].data;
-  C10D_CHECK_ARG(grad.dtype == data.dtype && grad.numel == data.numel &&
-                     grad.device == data.device && (grad.numel == 0 || grad.data != nullptr),
-                 "Reducer::markReady(", index, ", grad): ", describe(index), " is ",
-                 toString(data.dtype), " x ", data.numel, " on ", toString(data.device),
-                 ", the gradient given ", toString(grad.dtype), " x ", grad.numel, " on ",
-                 toString(grad.device), grad.numel > 0 && grad.data == nullptr ? " (null)" : "");
   markReadyLocked(index, &grad);
 }
 
@@ -79,6 +68,9 @@ void Reducer::markReadyLocked(size_t index, const Tensor* grad) {
   C10D_CHECK_ARG(index < params_.size(), "Reducer::markReady: parameter index ", index,
                  " out of range: the Reducer has ", params_.size(), " parameters (group ",
                  group_->name(), ")");
+  if (grad != nullptr) {
+    layers::checkGivenGradient("Reducer::markReady", params_, index, *grad, group_->name());
+  }
   if (!requireSync_) {
     usedSinceSync_[index] = 1;  // accumulation: the framework keeps the gradient
     return;

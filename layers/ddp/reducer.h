@@ -185,10 +185,11 @@ class Reducer {
   // grad is the bucket view).
   void markReady(size_t index) C10D_EXCLUDES(mu_);
   // gradientAsBucketView only: the gradient is in `grad`, outside the bucket (torch's first step,
-  // or every step after zero_grad(set_to_none=True)). It is copied into gradView(index), scaled by
-  // 1 / world size, and the framework should use gradView(index) as the gradient from now on (torch
-  // sets grad = bucket view). `grad` must stay unchanged until finalize(). Under noSync only the
-  // use is recorded: a gradient accumulated outside the bucket is passed in the synced iteration.
+  // or every step after zero_grad(set_to_none=True)). It is copied into gradView(index) at once,
+  // scaled by 1 / world size (so `grad` may be freed on return), and the framework should use
+  // gradView(index) as the gradient from now on (torch sets grad = bucket view). Under noSync only
+  // the use is recorded: a gradient accumulated outside the bucket is passed in the synced
+  // iteration.
   void markReady(size_t index, const Tensor& grad) C10D_EXCLUDES(mu_);
 
   // Ends the iteration: launches what is left (findUnusedParameters), waits for every bucket,

@@ -54,8 +54,8 @@ std::vector<layers::Parameter> SyncBatchNorm::parameters(const std::string& pref
   return {{prefix + "weight", weight(), weightGrad()}, {prefix + "bias", bias(), biasGrad()}};
 }
 
-size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y,
-                                  size_t spatial) const {
+size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batch,
+                                  const Tensor& y) const {
   C10D_CHECK_ARG(x.dtype == DataType::kFloat32 || x.dtype == DataType::kBFloat16,
                  "SyncBatchNorm::", what, ": input is ", toString(x.dtype),
                  "; float or bfloat16 only");
@@ -69,7 +69,7 @@ size_t SyncBatchNorm::checkShapes(const char* what, const Tensor& x, size_t batc
   if (batch == 0) {
     C10D_CHECK_ARG(x.numel == 0, "SyncBatchNorm::", what, ": batch 0 but ", x.numel,
                    " input elements");
-    return spatial > 0 ? spatial : 1;
+    return 1;
   }
   const size_t perSample = batch * features_;
   C10D_CHECK_ARG(x.numel % perSample == 0 && x.numel > 0, "SyncBatchNorm::", what, ": ", x.numel,
@@ -146,8 +146,7 @@ SyncBatchNorm::Statistics SyncBatchNorm::batchStatistics(const Tensor& x, size_t
 
 std::shared_ptr<const SyncBatchNorm::Saved> SyncBatchNorm::forward(const Tensor& x, size_t batch,
                                                                    const Tensor& y) {
-  const size_t spatial = checkShapes("forward", x, batch, y, lastSpatial_);
-  if (batch > 0) lastSpatial_ = spatial;
+  const size_t spatial = checkShapes("forward", x, batch, y);
   const size_t c = features_;
   const bool useBatchStats = training_ || !options_.trackRunningStats;
   auto saved = std::make_shared<Saved>();
@@ -190,7 +189,6 @@ std::shared_ptr<const SyncBatchNorm::Saved> SyncBatchNorm::forward(const Tensor&
   saved->batch = batch;
   saved->spatial = spatial;
   saved->count = st.count;
-  if (options_.affine) saved->weight = weight_;
   last_ = saved;
   return saved;
 }
@@ -205,7 +203,7 @@ void SyncBatchNorm::backward(const Saved& saved, const Tensor& dy, const Tensor&
   C10D_CHECK_ARG(dy.dtype == x.dtype && dy.numel == x.numel, "SyncBatchNorm::backward: dy is ",
                  toString(dy.dtype), " x ", dy.numel, ", the forward's input ", toString(x.dtype),
                  " x ", x.numel);
-  checkShapes("backward", dy, saved.batch, dx, saved.spatial);
+  checkShapes("backward", dy, saved.batch, dx);
   const size_t c = features_;
   const size_t spatial = saved.spatial;
   const std::vector<double>& mean = saved.mean;
@@ -234,7 +232,7 @@ void SyncBatchNorm::backward(const Saved& saved, const Tensor& dy, const Tensor&
   const double count = saved.count;
   for (size_t n = 0; n < saved.batch; ++n) {
     for (size_t ch = 0; ch < c; ++ch) {
-      const double w = options_.affine ? saved.weight[ch] : 1.0;
+      const double w = options_.affine ? weight_[ch] : 1.0;
       const double meanDy = sums[ch] / count;
       const double meanDyXmu = sums[c + ch] / count;
       const double is = invstd[ch];

@@ -22,8 +22,9 @@
 // Evaluation (setTraining(false)): normalizes with the running statistics; no communication.
 //   Without tracked running statistics, evaluation uses the batch's statistics (collective, as
 //   training, without updating anything), as torch.
-// Saved state: each training forward keeps what its backward needs (the input view, mean, inverse
-//   std, weight: torch's autograd context), returned as a Saved handle; evaluation forwards and
+// Saved state: each training forward keeps what its backward needs (the input view, mean and
+// inverse
+//   std: torch's autograd context), returned as a Saved handle; evaluation forwards and
 //   later training forwards do not change a handle. backward(dy, dx) differentiates the last
 //   training forward, backward(saved, dy, dx) any one.
 //
@@ -72,7 +73,6 @@ class SyncBatchNorm {
     size_t spatial = 0;
     double count = 0;  // N over the group
     std::vector<double> mean, invstd;
-    std::vector<float> weight;  // at the forward (affine)
   };
 
   // y <- BN(x) for `batch` samples (see the header comment). Throws InvalidArgument naming what is
@@ -102,9 +102,9 @@ class SyncBatchNorm {
   static Tensor view(std::vector<float>& v) {
     return Tensor(v.data(), v.size(), DataType::kFloat32);
   }
-  // Checks x / y and returns the positions per channel (S); `spatial` for an empty batch.
-  size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y,
-                     size_t spatial) const;
+  // Checks x / y and returns the positions per channel (S; 1 for an empty batch, which reads
+  // none).
+  size_t checkShapes(const char* what, const Tensor& x, size_t batch, const Tensor& y) const;
   // Sums `v` over the group in place (no-op alone).
   void allreduce(std::vector<double>& v);
   // The group's count, mean and biased variance per channel (collective).
@@ -122,7 +122,6 @@ class SyncBatchNorm {
   uint64_t batchesTracked_ = 0;
 
   std::shared_ptr<const Saved> last_;  // the last training forward's, for backward(dy, dx)
-  size_t lastSpatial_ = 0;             // positions per channel of the last non-empty input
 };
 
 }  // namespace norm

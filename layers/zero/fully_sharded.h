@@ -53,11 +53,12 @@
 //
 // Errors
 //   InvalidArgument, leaving the model usable: a null group, empty or bad units (an fp32 CPU
-//   parameter, with data unless a UnitInit makes it), a null UnitInit, invalid optimizer options, a start-up difference; a unit
-//   out of range; grads(u) or reduceGrads(u) without unshard(u, kBackward); step() while a unit's
-//   backward has not been reduced; gatherParameters / loadParameters with views that do not match
-//   (naming the parameter); consolidateState / loadState as ShardedOptimizer's. A failed or
-//   timed-out collective breaks the model: every later call throws Error quoting it.
+//   parameter, with data unless a UnitInit makes it), a null UnitInit, invalid optimizer options, a
+//   start-up difference; a unit out of range; grads(u) or reduceGrads(u) without unshard(u,
+//   kBackward); step() while a unit's backward has not been reduced; gatherParameters /
+//   loadParameters with views that do not match (naming the parameter); consolidateState /
+//   loadState as ShardedOptimizer's. A failed or timed-out collective breaks the model: every later
+//   call throws Error quoting it.
 //
 // Memory (U units, F = max N * C_u, k state slots), counted (layers/common/memory.h)
 //   Always: the parameter shard, the gradient shard and the state ((2 + k) * L floats). At

@@ -143,14 +143,8 @@ void ShardedOptimizer::markReadyImpl(size_t index, const Tensor* grad) {
                  "shared by several modules must be registered once.");
     }
     if (grad != nullptr) {
-      const size_t want = params_[index].data.numel;
-      C10D_CHECK_ARG(grad->numel == want && grad->dtype == DataType::kFloat32 &&
-                         grad->device.isCPU() && (grad->data != nullptr || want == 0),
-                     "ShardedOptimizer::markReady: the gradient given for ", describe(index),
-                     " is ", grad->numel, " elements of ", toString(grad->dtype), " on ",
-                     toString(grad->device), (grad->data == nullptr ? " (null)" : ""),
-                     "; the parameter has ", want, " elements of ", toString(DataType::kFloat32),
-                     " on cpu (group ", group_->name(), ")");
+      layers::checkGivenGradient("ShardedOptimizer::markReady", params_, index, *grad,
+                                 group_->name());
       gradOf_[index] = grad->ptr<float>();
     }
     marked_[index] = 1;
