@@ -10,8 +10,9 @@
 // (listing the ones it does). print() writes the table for --print-config: key, value in effect,
 // default, variable, help.
 //
-// Used by backends/verbs/config.cc, backends/gloo/config.cc, backends/nccl/config.cc and
-// core/diagnostics_config.cc. Pure data; no threads; load() reads the environment (getenv).
+// Used by backends/verbs/config.cc, backends/gloo/config.cc, backends/nccl/config.cc,
+// core/diagnostics_config.cc and store/tcp/tcp_store_config.cc. Pure data; no threads; load()
+// reads the environment (getenv).
 #pragma once
 
 #include <cstddef>
@@ -39,12 +40,23 @@ struct Setting {
   std::function<std::string(const Config&)> show;
 };
 
+// The parsing primitives every reader of options and settings shares: these tables, init URLs,
+// c10drun's and the perf binaries' flags, the TCPStore's limits. Each reads the whole text or
+// returns false; the caller words the error, naming the option and the bad value.
+//
+// An integer in [min, max]: an optional '-', then digits; no blanks, no '+'. `base` as strtoll's:
+// 10, or 0 to read 0x1f as hex and 017 as octal too (nccl-tests' flags do).
+bool parseInteger(const std::string& text, long long min, long long max, long long* out,
+                  int base = 10);
+// A byte count in [0, max]: digits, then optionally K, M or G (or KiB, MiB, GiB; any case; powers
+// of 1024).
+bool parseByteSize(const std::string& text, unsigned long long max, unsigned long long* out);
+
 // Value parsers for Setting::parse. Each throws InvalidArgument "<source>='<value>' ...".
-// An integer in [min, max] (decimal, optional sign).
+// An integer in [min, max] (parseInteger).
 long long parseIntegerSetting(const std::string& value, const std::string& source, long long min,
                               long long max, const std::string& help = "");
-// A byte count: digits with an optional suffix K/KiB, M/MiB or G/GiB (powers of 1024), in
-// [min, max].
+// A byte count (parseByteSize) in [min, max].
 size_t parseBytesSetting(const std::string& value, const std::string& source, size_t min = 0,
                          size_t max = SIZE_MAX, const std::string& help = "");
 // One of `choices`, compared ignoring case when `ignoreCase`; returns the choice as spelled there.

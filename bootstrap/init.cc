@@ -1,7 +1,6 @@
 // Init URLs, the environment, and rendezvous: URL -> (store, rank, world size) -> process group.
 #include "bootstrap/init.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -21,19 +20,6 @@ namespace {
 constexpr const char* kExpected =
     "expected env://, tcp://HOST:PORT?rank=R&world_size=N, file:///ABS/PATH?rank=R&world_size=N, "
     "or a store library's scheme (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX)";
-
-// Parses all of `s` as a decimal integer in [min, max].
-bool parseInt(const std::string& s, long long min, long long max, long long* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end != s.c_str() + s.size() || v < min || v > max) return false;
-  // strtoll skips leading whitespace and accepts '+'; an URL or a variable should not have them.
-  if (s[0] != '-' && (s[0] < '0' || s[0] > '9')) return false;
-  *out = v;
-  return true;
-}
 
 [[noreturn]] void badUrl(const std::string& url, const std::string& problem) {
   C10D_THROW(InvalidArgument, "init URL '", url, "': ", problem);
@@ -63,7 +49,8 @@ void parseQuery(const std::string& url, const std::string& q,
     }
     if (out->count(key) != 0) badUrl(url, "query key '" + key + "' given twice");
     long long v = 0;
-    if (!parseInt(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), &v)) {
+    if (!parseInteger(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(),
+                      &v)) {
       badUrl(url, key + "='" + value + "' is not an integer");
     }
     if (v < 0) badUrl(url, key + "=" + value + " is negative");
@@ -96,8 +83,8 @@ void parseHostPort(const std::string& url, const std::string& hp, InitUrl* u) {
   if (portStr.empty()) badUrl(url, "missing port (expected tcp://HOST:PORT)");
   if (portStr.find('/') != std::string::npos) badUrl(url, "unexpected path after the port");
   long long port = 0;
-  if (!parseInt(portStr, std::numeric_limits<long long>::min(),
-                std::numeric_limits<long long>::max(), &port)) {
+  if (!parseInteger(portStr, std::numeric_limits<long long>::min(),
+                    std::numeric_limits<long long>::max(), &port)) {
     badUrl(url, "port '" + portStr + "' is not a number");
   }
   if (port < 1 || port > 65535) badUrl(url, "port " + portStr + " is out of range [1, 65535]");

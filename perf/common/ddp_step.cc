@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/settings.h"
 
 namespace c10d {
 namespace perf {
@@ -72,11 +74,11 @@ enum LongOnly {
 };
 
 bool parseLong(const char* text, long* out) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || errno != 0) return false;
-  *out = v;
+  long long v = 0;
+  if (!parseInteger(text, std::numeric_limits<long>::min(), std::numeric_limits<long>::max(), &v)) {
+    return false;
+  }
+  *out = static_cast<long>(v);
   return true;
 }
 

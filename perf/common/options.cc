@@ -4,42 +4,20 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/settings.h"
 #include "bootstrap/registry.h"
 
 namespace c10d {
 namespace perf {
 
 bool parseSize(const std::string& text, size_t* bytes) {
-  double size = 0;
-  char unit = 0;
-  char extra = 0;
-  int n = std::sscanf(text.c_str(), "%lf %c %c", &size, &unit, &extra);
-  double mult = 1;
-  if (n == 2) {
-    switch (unit) {
-      case 'G':
-      case 'g':
-        mult = 1024.0 * 1024 * 1024;
-        break;
-      case 'M':
-      case 'm':
-        mult = 1024.0 * 1024;
-        break;
-      case 'K':
-      case 'k':
-        mult = 1024.0;
-        break;
-      default:
-        return false;
-    }
-  } else if (n != 1) {
-    return false;
-  }
-  if (size < 0) return false;
-  *bytes = static_cast<size_t>(size * mult);
+  unsigned long long b = 0;
+  if (!parseByteSize(text, std::numeric_limits<size_t>::max(), &b)) return false;
+  *bytes = static_cast<size_t>(b);
   return true;
 }
 
@@ -58,14 +36,6 @@ const std::vector<DataType>& allDataTypes() {
 namespace {
 
 enum LongOnly { kBackend = 1000, kDevice, kPrintConfig };
-
-bool parseInt(const char* text, long* out) {
-  char* end = nullptr;
-  long v = std::strtol(text, &end, 0);
-  if (end == text || *end != '\0') return false;
-  *out = v;
-  return true;
-}
 
 }  // namespace
 
@@ -124,10 +94,11 @@ ParseResult parseOptions(int argc, char** argv, PerfOptions* o) {
   while (true) {
     int c = getopt_long(argc, argv, ":b:e:i:f:n:m:w:c:o:d:r:z:T:J:a:h", kLong, nullptr);
     if (c == -1) break;
-    long v = 0;
+    long long v = 0;
     const char* arg = optarg;
-    auto needInt = [&](const char* what, long min, long max) {
-      if (!parseInt(arg, &v) || v < min || v > max) {
+    // Base 0, as nccl-tests' strtol(optarg, NULL, 0): 0x10 and 010 are read as it reads them.
+    auto needInt = [&](const char* what, long long min, long long max) {
+      if (!parseInteger(arg, min, max, &v, 0)) {
         throw InvalidArgument(detail::str("invalid value '", arg, "' for ", what, " (expected an ",
                                           "integer in [", min, ", ", max, "])"));
       }

@@ -40,7 +40,8 @@ struct PerfOptions {
   std::string jsonPath;        // -J
 };
 
-// "-b 4K": a number with an optional K/M/G suffix (2^10, 2^20, 2^30), as nccl-tests' parsesize.
+// "-b 4K": digits with an optional K/M/G (or KiB/MiB/GiB) suffix, 2^10, 2^20, 2^30, as nccl-tests'
+// parsesize (base/settings.h's parseByteSize).
 // Returns false on anything else.
 bool parseSize(const std::string& text, size_t* bytes);
 

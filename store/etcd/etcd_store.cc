@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "base/settings.h"
 #include "store/etcd/etcd_reply.h"
 #include "store/store_util.h"
 
@@ -84,9 +85,8 @@ EtcdStoreOptions parseEtcdUrl(const std::string& url) {
       const std::string k = item.substr(0, eq);
       const std::string v = eq == std::string::npos ? "" : item.substr(eq + 1);
       if (k != "ttl") badUrl(url, "unknown query key '" + k + "' (known: ttl)");
-      char* end = nullptr;
-      const long ttl = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || ttl < 0 || ttl > 365L * 24 * 3600) {
+      long long ttl = 0;
+      if (!parseInteger(v, 0, 365LL * 24 * 3600, &ttl)) {
         badUrl(url, "ttl='" + v + "' is not a number of seconds in [0, 31536000]");
       }
       o.leaseTtlSeconds = static_cast<int>(ttl);
@@ -111,9 +111,8 @@ EtcdStoreOptions parseEtcdUrl(const std::string& url) {
       badUrl(url, "endpoint '" + hp + "' is not HOST:PORT");
     }
     const std::string port = hp.substr(colon + 1);
-    char* end = nullptr;
-    const long p = std::strtol(port.c_str(), &end, 10);
-    if (port.empty() || *end != '\0' || p < 1 || p > 65535) {
+    long long p = 0;
+    if (!parseInteger(port, 1, 65535, &p)) {
       badUrl(url, "port '" + port + "' of endpoint '" + hp + "' is not in [1, 65535]");
     }
     o.endpoints.push_back(hp);

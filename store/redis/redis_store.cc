@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/settings.h"
 #include "store/redis/redis_connection.h"
 #include "store/redis/redis_reply.h"
 #include "store/store_util.h"
@@ -78,9 +79,8 @@ RedisStoreOptions parseRedisUrl(const std::string& url) {
   const size_t colon = hp.rfind(':');
   if (colon == std::string::npos || colon == 0) badUrl(url, "'" + hp + "' is not HOST:PORT");
   const std::string port = hp.substr(colon + 1);
-  char* end = nullptr;
-  const long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p < 1 || p > 65535) {
+  long long p = 0;
+  if (!parseInteger(port, 1, 65535, &p)) {
     badUrl(url, "port '" + port + "' is not in [1, 65535]");
   }
   o.host = hp.substr(0, colon);

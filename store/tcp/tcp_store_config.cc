@@ -6,9 +6,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/settings.h"
 #include "base/socket.h"
 #include "store/tcp/tcp_store_protocol.h"
 
@@ -16,58 +18,72 @@ namespace c10d {
 namespace tcpstore {
 namespace {
 
-// One integer setting: where it lives in the options, its variable, default and bounds.
-struct Setting {
-  const char* name;
-  const char* env;
-  int64_t defaultValue;
-  int64_t min;
-  int64_t max;
-  bool bytes;  // accepts K/M/G suffixes
-  const char* description;
-  std::optional<int64_t> TCPStoreLimits::*field;
-  int64_t ServerConfig::*out;
-};
-
-constexpr int64_t kKiB = 1024;
-constexpr int64_t kMiB = kKiB * 1024;
-constexpr int64_t kGiB = kMiB * 1024;
-
-const Setting kSettings[] = {
-    {"maxConnections", "C10D_STORE_MAX_CONNECTIONS", 65536, 1, 1 << 24, false,
-     "open connections, handshaking ones included; more are refused at their hello",
-     &TCPStoreLimits::maxConnections, &ServerConfig::maxConnections},
-    {"maxKeys", "C10D_STORE_MAX_KEYS", 1 << 20, 1, int64_t{1} << 40, false,
-     "keys stored; a request creating one more fails", &TCPStoreLimits::maxKeys,
-     &ServerConfig::maxKeys},
-    {"maxValueBytes", "C10D_STORE_MAX_VALUE_BYTES", 64 * kMiB, 0, kMaxValueBytes, true,
-     "bytes of one value (set, append, compareSet, multiSet)", &TCPStoreLimits::maxValueBytes,
-     &ServerConfig::maxValueBytes},
-    {"maxClientBytes", "C10D_STORE_MAX_CLIENT_BYTES", 4 * kGiB, 0, int64_t{1} << 50, true,
-     "key + value bytes stored by one connection (a key is charged to its last writer)",
-     &TCPStoreLimits::maxClientBytes, &ServerConfig::maxClientBytes},
-    {"maxTotalBytes", "C10D_STORE_MAX_TOTAL_BYTES", 16 * kGiB, 0, int64_t{1} << 50, true,
-     "key + value bytes stored in all", &TCPStoreLimits::maxTotalBytes,
-     &ServerConfig::maxTotalBytes},
-};
-
 constexpr const char* kHandshakeEnv = "C10D_STORE_HANDSHAKE_TIMEOUT_MS";
-constexpr int64_t kDefaultHandshakeMs = 30000;
 
-int64_t fromEnv(const char* env, int64_t fallback, int64_t min, int64_t max, bool bytes) {
-  const char* v = std::getenv(env);
-  if (v == nullptr || *v == '\0') return fallback;
-  int64_t out = 0;
-  if (!parseByteCount(v, &out) ||
-      (!bytes && std::string(v).find_first_not_of("0123456789") != std::string::npos)) {
-    C10D_THROW(InvalidArgument, "environment variable ", env, "='", v, "' is not ",
+// A limit's value in [min, max] (with `bytes`, K/M/G suffixes too). `source` is the key when the
+// value came from TCPStoreServerOptions (see resolveServerConfig), else the environment variable.
+int64_t parseLimit(const std::string& key, const std::string& v, const std::string& source,
+                   int64_t min, int64_t max, bool bytes) {
+  long long x = 0;
+  if (source == key) {  // an option: a number already
+    parseInteger(v, INT64_MIN, INT64_MAX, &x);
+    C10D_CHECK_ARG(x >= min && x <= max, "TCPStore: limit ", key, " = ", x, " is out of range [",
+                   min, ", ", max, "]");
+    return x;
+  }
+  unsigned long long b = 0;
+  if (bytes ? !parseByteSize(v, INT64_MAX, &b) : !parseInteger(v, 0, INT64_MAX, &x)) {
+    C10D_THROW(InvalidArgument, "environment variable ", source, "='", v, "' is not ",
                bytes ? "a byte count (digits with an optional K, M or G suffix)" : "an integer");
   }
-  if (out < min || out > max) {
-    C10D_THROW(InvalidArgument, "environment variable ", env, "=", v, " is out of range [", min,
+  if (bytes) x = static_cast<long long>(b);
+  if (x < min || x > max) {
+    C10D_THROW(InvalidArgument, "environment variable ", source, "=", v, " is out of range [", min,
                ", ", max, "]");
   }
-  return out;
+  return x;
+}
+
+Setting<ServerConfig> limit(const char* key, const char* env, int64_t min, int64_t max, bool bytes,
+                            const char* help, int64_t ServerConfig::*field) {
+  return Setting<ServerConfig>{
+      key, env, help,
+      [=](ServerConfig& c, const std::string& v, const std::string& source) {
+        c.*field = parseLimit(key, v, source, min, max, bytes);
+      },
+      [=](const ServerConfig& c) { return std::to_string(c.*field); }};
+}
+
+const SettingsTable<ServerConfig>& table() {
+  static const SettingsTable<ServerConfig> t(
+      "TCPStore",
+      {
+          limit("maxConnections", "C10D_STORE_MAX_CONNECTIONS", 1, 1 << 24, false,
+                "open connections, handshaking ones included; more are refused at their hello",
+                &ServerConfig::maxConnections),
+          limit("maxKeys", "C10D_STORE_MAX_KEYS", 1, int64_t{1} << 40, false,
+                "keys stored; a request creating one more fails", &ServerConfig::maxKeys),
+          limit("maxValueBytes", "C10D_STORE_MAX_VALUE_BYTES", 0, kMaxValueBytes, true,
+                "bytes of one value (set, append, compareSet, multiSet)",
+                &ServerConfig::maxValueBytes),
+          limit("maxClientBytes", "C10D_STORE_MAX_CLIENT_BYTES", 0, int64_t{1} << 50, true,
+                "key + value bytes stored by one connection (a key is charged to its last writer)",
+                &ServerConfig::maxClientBytes),
+          limit("maxTotalBytes", "C10D_STORE_MAX_TOTAL_BYTES", 0, int64_t{1} << 50, true,
+                "key + value bytes stored in all", &ServerConfig::maxTotalBytes),
+          Setting<ServerConfig>{
+              "handshakeTimeout", kHandshakeEnv,
+              "milliseconds a connection may take to finish its handshake before it is closed",
+              [](ServerConfig& c, const std::string& v, const std::string& source) {
+                // From the options (checked > 0 there) any length; from the environment <= 2^31.
+                c.handshakeTimeout =
+                    Milliseconds(source == kHandshakeEnv ? parseLimit("handshakeTimeout", v, source,
+                                                                      1, int64_t{1} << 31, false)
+                                                         : std::stoll(v));
+              },
+              [](const ServerConfig& c) { return std::to_string(c.handshakeTimeout.count()); }},
+      });
+  return t;
 }
 
 bool isLoopback(const sockaddr* a) {
@@ -137,41 +153,6 @@ BindChoice chooseBindAddress(const std::string& masterAddr, bool singleHost) {
   return {"", "MASTER_ADDR '" + masterAddr + "' is not an address of this host"};
 }
 
-bool parseByteCount(const std::string& text, int64_t* out) {
-  if (text.empty()) return false;
-  size_t i = 0;
-  uint64_t v = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    const uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (v > (static_cast<uint64_t>(INT64_MAX) - digit) / 10) return false;
-    v = v * 10 + digit;
-  }
-  if (i == 0) return false;
-  uint64_t scale = 1;
-  if (i < text.size()) {
-    if (i + 1 != text.size()) return false;
-    switch (text[i]) {
-      case 'K':
-      case 'k':
-        scale = kKiB;
-        break;
-      case 'M':
-      case 'm':
-        scale = kMiB;
-        break;
-      case 'G':
-      case 'g':
-        scale = kGiB;
-        break;
-      default:
-        return false;
-    }
-  }
-  if (v > static_cast<uint64_t>(INT64_MAX) / scale) return false;
-  *out = static_cast<int64_t>(v * scale);
-  return true;
-}
-
 std::string resolveSecret(const std::optional<std::string>& secret) {
   std::string s;
   if (secret) {
@@ -188,26 +169,24 @@ std::string resolveSecret(const std::optional<std::string>& secret) {
 }
 
 ServerConfig resolveServerConfig(const TCPStoreServerOptions& options) {
-  ServerConfig c;
-  c.secret = resolveSecret(options.secret);
-  for (const Setting& s : kSettings) {
-    const std::optional<int64_t>& given = options.limits.*(s.field);
-    if (given) {
-      C10D_CHECK_ARG(*given >= s.min && *given <= s.max, "TCPStore: limit ", s.name, " = ", *given,
-                     " is out of range [", s.min, ", ", s.max, "]");
-      c.*(s.out) = *given;
-    } else {
-      c.*(s.out) = fromEnv(s.env, s.defaultValue, s.min, s.max, s.bytes);
-    }
+  // The options go in as the table's config (ahead of the environment), keyed by their names.
+  std::map<std::string, std::string> given;
+  const std::pair<const char*, const std::optional<int64_t>&> limits[] = {
+      {"maxConnections", options.limits.maxConnections},
+      {"maxKeys", options.limits.maxKeys},
+      {"maxValueBytes", options.limits.maxValueBytes},
+      {"maxClientBytes", options.limits.maxClientBytes},
+      {"maxTotalBytes", options.limits.maxTotalBytes}};
+  for (const auto& l : limits) {
+    if (l.second) given[l.first] = std::to_string(*l.second);
   }
   if (options.handshakeTimeout) {
     C10D_CHECK_ARG(options.handshakeTimeout->count() > 0, "TCPStore: handshakeTimeout must be > 0 ",
                    "ms, got ", options.handshakeTimeout->count());
-    c.handshakeTimeout = *options.handshakeTimeout;
-  } else {
-    c.handshakeTimeout =
-        Milliseconds(fromEnv(kHandshakeEnv, kDefaultHandshakeMs, 1, int64_t{1} << 31, false));
+    given["handshakeTimeout"] = std::to_string(options.handshakeTimeout->count());
   }
+  ServerConfig c = table().load(given);
+  c.secret = resolveSecret(options.secret);
   return c;
 }
 
@@ -215,13 +194,11 @@ std::string describeServerConfig(const ServerConfig& config) {
   std::ostringstream ss;
   ss << "secret=" << (config.secret.empty() ? "not set" : "set") << " (" << kSecretEnv
      << "): clients must prove they know it (HMAC-SHA256 challenge-response)\n";
-  for (const Setting& s : kSettings) {
-    ss << s.name << "=" << config.*(s.out) << " (" << s.env << "; default " << s.defaultValue
-       << "): " << s.description << "\n";
+  const ServerConfig defaults;
+  for (const Setting<ServerConfig>& s : table().rows()) {
+    ss << s.key << "=" << s.show(config) << " (" << s.env << "; default " << s.show(defaults)
+       << "): " << s.help << "\n";
   }
-  ss << "handshakeTimeout=" << config.handshakeTimeout.count() << " ms (" << kHandshakeEnv
-     << "; default " << kDefaultHandshakeMs
-     << "): a connection that has not finished its handshake by then is closed\n";
   return ss.str();
 }
 

@@ -1,10 +1,11 @@
 // TCPStore settings resolved once: options first, then the environment, then the defaults
 // (internal to store/; the public knobs are TCPStoreServerOptions and TCPStoreOptions).
 //
-// Every setting is declared once, in the table of tcp_store_config.cc (name, environment
-// variable, default, bounds, description); describeServerConfig() prints it. Values from the
-// environment are validated there: a malformed or out-of-range one is an InvalidArgument naming
-// the variable, never a silent default. Nothing here blocks or starts threads.
+// Every setting is declared once, in the settings table (base/settings.h) of tcp_store_config.cc
+// (name, environment variable, bounds, description; the defaults are ServerConfig's);
+// describeServerConfig() prints it. Values from the environment are validated there: a malformed
+// or out-of-range one is an InvalidArgument naming the variable, never a silent default. Nothing
+// here blocks or starts threads.
 #pragma once
 
 #include <cstdint>
@@ -22,14 +23,15 @@ constexpr const char* kBindEnv = "C10D_STORE_BIND";
 // Secrets longer than this are refused (HMAC keys longer than a block are hashed anyway).
 constexpr size_t kMaxSecretBytes = 4096;
 
+// Initialized to the defaults.
 struct ServerConfig {
   std::string secret;  // "" = no authentication
-  int64_t maxConnections = 0;
-  int64_t maxKeys = 0;
-  int64_t maxValueBytes = 0;
-  int64_t maxClientBytes = 0;
-  int64_t maxTotalBytes = 0;
-  Milliseconds handshakeTimeout{0};
+  int64_t maxConnections = 65536;
+  int64_t maxKeys = int64_t{1} << 20;
+  int64_t maxValueBytes = int64_t{64} << 20;
+  int64_t maxClientBytes = int64_t{4} << 30;
+  int64_t maxTotalBytes = int64_t{16} << 30;
+  Milliseconds handshakeTimeout{30000};
 };
 
 // `secret` if set, else C10D_STORE_SECRET (unset or empty: none). Throws InvalidArgument (without
@@ -58,10 +60,6 @@ struct BindChoice {
   std::string reason;   // why, for messages
 };
 BindChoice chooseBindAddress(const std::string& masterAddr, bool singleHost);
-
-// Parses a byte count: decimal digits with an optional K, M or G suffix (powers of 1024). False
-// when malformed or past INT64_MAX.
-bool parseByteCount(const std::string& text, int64_t* out);
 
 }  // namespace tcpstore
 }  // namespace c10d

@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 
+#include <cstdint>
+#include <utility>
+
 #include <sstream>
 #include <string>
 
@@ -97,6 +100,50 @@ TEST(Settings, ValueParsersNameTheSettingAndWhatWasExpected) {
               knobs().load({{"mode", "slow"}});
             }).find("mode='slow': expected fast or safe"),
             std::string::npos);
+}
+
+// The primitives every option reader shares (init URLs, c10drun, the perf flags, the TCPStore).
+TEST(Settings, ParseIntegerReadsTheWholeTextOrNothing) {
+  long long v = -7;
+  EXPECT_TRUE(parseInteger("42", 0, 100, &v));
+  EXPECT_EQ(v, 42);
+  EXPECT_TRUE(parseInteger("-3", -5, 5, &v));
+  EXPECT_EQ(v, -3);
+  for (const char* bad :
+       {"", "-", "+4", " 4", "4 ", "4x", "0x10", "1.0", "101", "--1", "99999999999999999999"}) {
+    v = -7;
+    EXPECT_FALSE(parseInteger(bad, -100, 100, &v)) << "'" << bad << "'";
+    EXPECT_EQ(v, -7) << "'" << bad << "'";  // untouched on failure
+  }
+  EXPECT_TRUE(parseInteger("0x10", 0, 100, &v, 0));  // base 0: as nccl-tests' flags
+  EXPECT_EQ(v, 16);
+  EXPECT_TRUE(parseInteger("010", 0, 100, &v, 0));
+  EXPECT_EQ(v, 8);
+  EXPECT_TRUE(parseInteger("9223372036854775807", 0, INT64_MAX, &v));
+  EXPECT_EQ(v, INT64_MAX);
+}
+
+TEST(Settings, ParseByteSizeTakesTheSameSpellingsEverywhere) {
+  unsigned long long v = 0;
+  const std::pair<const char*, unsigned long long> good[] = {{"0", 0},
+                                                             {"17", 17},
+                                                             {"4K", 4096},
+                                                             {"4k", 4096},
+                                                             {"4KiB", 4096},
+                                                             {"3m", 3ull << 20},
+                                                             {"3MIB", 3ull << 20},
+                                                             {"2G", 2ull << 30},
+                                                             {"2gib", 2ull << 30}};
+  for (const auto& g : good) {
+    EXPECT_TRUE(parseByteSize(g.first, UINT64_MAX, &v)) << g.first;
+    EXPECT_EQ(v, g.second) << g.first;
+  }
+  for (const char* bad : {"", "K", "-1", "+1", " 1", "1 ", "4 K", "1.5M", "12KB", "12Q", "1T"}) {
+    EXPECT_FALSE(parseByteSize(bad, UINT64_MAX, &v)) << "'" << bad << "'";
+  }
+  EXPECT_TRUE(parseByteSize("1K", 1024, &v));
+  EXPECT_FALSE(parseByteSize("1025", 1024, &v));
+  EXPECT_FALSE(parseByteSize("2K", 1024, &v));
 }
 
 TEST(Settings, UnknownKeysAreRejectedOnlyWhenAsked) {

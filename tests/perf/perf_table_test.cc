@@ -149,6 +149,11 @@ TEST(PerfOptions, SizesAndFlags) {
   EXPECT_EQ(b, 123u);
   EXPECT_FALSE(parseSize("12Q", &b));
   EXPECT_FALSE(parseSize("x", &b));
+  // The spellings every byte-size setting takes (base/settings.h's parseByteSize).
+  EXPECT_TRUE(parseSize("4KiB", &b));
+  EXPECT_EQ(b, 4096u);
+  EXPECT_TRUE(parseSize("2gib", &b));
+  EXPECT_EQ(b, 2ull << 30);
 
   std::vector<std::string> words{
       "x", "-b",        "8",    "-e",       "128M", "-f",         "2",   "-n", "5",          "-w",
@@ -193,6 +198,29 @@ TEST(PerfOptions, SizesAndFlags) {
   EXPECT_EQ(parse({"x", "-q", "1"}).action, ParseResult::kError);
   EXPECT_EQ(parse({"x", "--device", "tpu"}).action, ParseResult::kError);
   EXPECT_EQ(parse({"x", "-h"}).action, ParseResult::kHelp);
+
+  // Errors name the flag and the bad value.
+  ParseResult bad = parse({"x", "-n", "ten"});
+  EXPECT_EQ(bad.action, ParseResult::kError);
+  EXPECT_NE(bad.message.find("invalid value 'ten' for iters (-n) (expected an integer in [1, "),
+            std::string::npos)
+      << bad.message;
+  bad = parse({"x", "-w", "-1"});
+  EXPECT_NE(bad.message.find("invalid value '-1' for warmup_iters (-w)"), std::string::npos)
+      << bad.message;
+  bad = parse({"x", "-b", "12Q"});
+  EXPECT_EQ(bad.action, ParseResult::kError);
+  EXPECT_NE(bad.message.find("invalid size specified for 'minbytes': '12Q'"), std::string::npos)
+      << bad.message;
+  // nccl-tests reads its integer flags with strtol(..., 0): hex and octal too.
+  std::vector<std::string> hex{"x", "-n", "0x10", "-w", "010"};
+  std::vector<char*> hexArgv;
+  for (auto& w : hex) hexArgv.push_back(w.data());
+  PerfOptions h;
+  ASSERT_EQ(parseOptions(static_cast<int>(hexArgv.size()), hexArgv.data(), &h).action,
+            ParseResult::kRun);
+  EXPECT_EQ(h.iters, 16);
+  EXPECT_EQ(h.warmupIters, 8);
 }
 
 TEST(PerfReport, FormatsAsNcclTests) {

@@ -51,6 +51,14 @@ TEST(EtcdStoreUrl, Parses) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("ttl='x'"), std::string::npos) << e.what();
   }
+  try {
+    parseEtcdUrl("etcd://a:1,b:2x/p");
+    ADD_FAILURE() << "no error for port 2x";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("port '2x' of endpoint 'b:2x' is not in [1, 65535]"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(EtcdStore, UnreachableEndpointIsNamed) {

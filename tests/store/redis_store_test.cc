@@ -45,6 +45,16 @@ TEST(RedisStoreUrl, Parses) {
                           "redis://a:1/", "redis://user:pw@a:1/p"}) {
     EXPECT_THROW(parseRedisUrl(bad), InvalidArgument) << bad;
   }
+  for (const char* port : {"x", "+1", "1 ", "70000"}) {  // the message names the bad port
+    try {
+      parseRedisUrl(std::string("redis://a:") + port + "/p");
+      ADD_FAILURE() << port;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("port '") + port + "' is not in [1, 65535]"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(RedisStore, UnreachableServerIsNamed) {

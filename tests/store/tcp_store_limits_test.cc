@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/settings.h"
 #include "store/tcp/tcp_store.h"
 #include "store/tcp/tcp_store_config.h"
 #include "store/tcp/tcp_store_server_core.h"
@@ -217,6 +218,14 @@ TEST(TCPStoreLimitsTest, SettingsFromOptionsEnvironmentAndDefaults) {
     expectMentions(msg, {"C10D_STORE_MAX_CONNECTIONS='lots'", "not an integer"});
   }
   {
+    // The byte spellings of every other setting (base/settings.h): KiB, MiB, GiB, any case.
+    ScopedEnv kib("C10D_STORE_MAX_VALUE_BYTES", "3KiB");
+    ScopedEnv mib("C10D_STORE_MAX_TOTAL_BYTES", "5mib");
+    const tcpstore::ServerConfig c = tcpstore::resolveServerConfig({});
+    EXPECT_EQ(c.maxValueBytes, 3 * 1024);
+    EXPECT_EQ(c.maxTotalBytes, 5 << 20);
+  }
+  {
     ScopedEnv bad("C10D_STORE_MAX_VALUE_BYTES", "2G");  // past the protocol's frame
     const std::string msg =
         expectThrows<InvalidArgument>([] { tcpstore::resolveServerConfig({}); });
@@ -250,11 +259,11 @@ TEST(TCPStoreLimitsTest, ByteCounts) {
                         {"9223372036854775807", true, INT64_MAX},
                         {"9223372036854775808", false, 0},
                         {"9007199254740992G", false, 0}};
-  for (const auto& c : cases) {
-    int64_t v = -1;
-    EXPECT_EQ(tcpstore::parseByteCount(c.text, &v), c.ok) << c.text;
+  for (const auto& c : cases) {  // as the TCPStore reads its byte limits (base/settings.h)
+    unsigned long long v = 0;
+    EXPECT_EQ(parseByteSize(c.text, INT64_MAX, &v), c.ok) << c.text;
     if (c.ok) {
-      EXPECT_EQ(v, c.value) << c.text;
+      EXPECT_EQ(static_cast<int64_t>(v), c.value) << c.text;
     }
   }
 }

@@ -206,6 +206,9 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
   const std::vector<Case> cases = {
       {{"--nproc-per-node", "0", "true"}, "--nproc-per-node must be >= 1 (got 0)"},
       {{"--nproc-per-node", "abc", "true"}, "--nproc-per-node: not an integer: 'abc'"},
+      {{"--nproc-per-node", "2x", "true"}, "--nproc-per-node: not an integer: '2x'"},
+      {{"--nnodes", "1:many", "true"}, "--nnodes: not an integer: 'many'"},
+      {{"--nnodes", "99999999999", "true"}, "--nnodes: not an integer: '99999999999'"},
       {{"--nnodes", "2", "--node-rank", "2", "--master-port", "29500", "true"},
        "--node-rank 2 is out of range [0, 2)"},
       {{"--nnodes", "2", "--node-rank", "1", "true"}, "--master-port is required with --nnodes 2"},

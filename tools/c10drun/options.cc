@@ -14,6 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/settings.h"
+
 namespace c10d {
 namespace run {
 namespace {
@@ -82,10 +84,8 @@ int countGpus() {
 }
 
 int parseInt(const std::string& opt, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || v < INT32_MIN || v > INT32_MAX) {
+  long long v = 0;
+  if (!parseInteger(text, INT32_MIN, INT32_MAX, &v)) {
     throw UsageError(opt + ": not an integer: '" + text + "'");
   }
   return static_cast<int>(v);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/fd.h"
+#include "base/settings.h"
 #include "store/store_registry.h"
 #include "store/tcp/tcp_store.h"
 #include "store/tcp/tcp_store_config.h"
@@ -40,9 +41,8 @@ std::pair<std::string, int> parseEndpoint(const std::string& endpoint, int defau
   if (host.empty()) throw UsageError("--rdzv-endpoint '" + endpoint + "': missing host");
   int p = defaultPort;
   if (!port.empty()) {
-    char* end = nullptr;
-    const long v = std::strtol(port.c_str(), &end, 10);
-    if (*end != '\0' || v < 1 || v > 65535) {
+    long long v = 0;
+    if (!parseInteger(port, 1, 65535, &v)) {
       throw UsageError("--rdzv-endpoint '" + endpoint + "': port '" + port +
                        "' is not in [1, 65535]");
     }

@@ -1,9 +1,11 @@
 #include "tools/c10drun/rendezvous.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
+
+#include "base/settings.h"
 
 namespace c10d {
 namespace run {
@@ -17,10 +19,9 @@ std::string seconds(std::chrono::milliseconds ms) {
 
 }  // namespace
 
-ElasticRendezvous::ElasticRendezvous(std::shared_ptr<Store> store, std::string runId,
-                                     int minNodes, int maxNodes, int maxRestarts,
-                                     RendezvousConf conf, NodeDesc self,
-                                     std::function<void(int ms)> idle,
+ElasticRendezvous::ElasticRendezvous(std::shared_ptr<Store> store, std::string runId, int minNodes,
+                                     int maxNodes, int maxRestarts, RendezvousConf conf,
+                                     NodeDesc self, std::function<void(int ms)> idle,
                                      std::function<void(const std::string&)> log)
     : store_(std::move(store)),
       runId_(std::move(runId)),
@@ -47,13 +48,11 @@ std::string ElasticRendezvous::describe() const {
 int64_t ElasticRendezvous::readInt(const std::string& k, int64_t fallback) {
   if (!store_->check({k})) return fallback;
   const std::string v = toString(store_->get(k));
-  errno = 0;
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno == ERANGE) {
+  long long n = 0;
+  if (!parseInteger(v, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max(),
+                    &n)) {
     throw RendezvousError("rendezvous store key '" + k + "' holds '" + v.substr(0, 64) +
-                          "', not a number: is another program using --rdzv-id '" + runId_ +
-                          "'?");
+                          "', not a number: is another program using --rdzv-id '" + runId_ + "'?");
   }
   return n;
 }
@@ -175,8 +174,8 @@ RoundInfo ElasticRendezvous::finishClose(int64_t r, int slot, int members,
   for (int s = 0; s < members; ++s) {
     const std::string rec = toString(records[s]);
     const size_t nl = rec.find('\n');
-    nodes.push_back({NodeDesc{rec.substr(0, nl), nl == std::string::npos ? "" : rec.substr(nl + 1)},
-                     s});
+    nodes.push_back(
+        {NodeDesc{rec.substr(0, nl), nl == std::string::npos ? "" : rec.substr(nl + 1)}, s});
   }
   std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
     return std::tie(a.first.addr, a.first.id, a.second) <
@@ -289,8 +288,9 @@ void ElasticRendezvous::markDone() {
 
 void ElasticRendezvous::leave() {
   if (!lastMembership_) return;
-  store_->set(roundKey(lastMembership_->round, "left/" + std::to_string(lastMembership_->groupRank)),
-              std::string("1"));
+  store_->set(
+      roundKey(lastMembership_->round, "left/" + std::to_string(lastMembership_->groupRank)),
+      std::string("1"));
 }
 
 bool ElasticRendezvous::waitForPeersToLeave(std::chrono::milliseconds timeout) {
