@@ -152,7 +152,8 @@ class Work : public std::enable_shared_from_this<Work> {
   mutable Mutex mu_;
   // Made by the first wait() that blocks: most Works (every op a backend completes before
   // returning it) are never waited on, and constructing and destroying a condition variable was
-  // a measurable part of a small op (docs/performance.md's changelog, 2026-11-28).
+  // a measurable part of a small op (pthread_cond_destroy alone: ~4% of a one-rank 64 B
+  // allreduce's samples).
   std::unique_ptr<std::condition_variable> cv_ C10D_GUARDED_BY(mu_);
   bool completed_ C10D_GUARDED_BY(mu_) = false;
   // completed_, readable without mu_ (wait()'s fast path): set (release) as finish()'s last

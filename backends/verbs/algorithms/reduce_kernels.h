@@ -1,6 +1,7 @@
-// Reduction kernels of the verbs backend: thin wrappers over the core's reduceInto (c10d/
-// reduce_op.h), with fused fast paths for the common case (f32/f64 SUM over several sources in
-// one pass, so an n-way shm reduction reads each source once and writes the result once).
+// Reduction kernels of the verbs backend: thin wrappers over the core's reduceInto
+// (core/reduce_op.h), with fused fast paths for the common case (f32/f64 SUM over several
+// sources in one pass, so an n-way shm reduction reads each source once and writes the result
+// once).
 //
 // Pure functions; no threads.
 #pragma once

@@ -12,9 +12,10 @@
 //               arrived at (a WaitWord), its fingerprint's hash and its small slot
 //   rings:      one SPSC byte ring per (channel, sender, receiver): the Transport streams
 //   staging:    three slots per rank of C10D_SHM_CHUNK bytes, used by the direct collectives
-//               (allreduce_shm.cc, broadcast_shm.cc). Barriers are numbered (step()); the slot
-//               of step t is written before barrier t and read by peers only until they reach
-//               barrier t+2, so rotating three slots makes one barrier per pipeline step enough.
+//               (allreduce and reduce: algorithms/allreduce_shm.cc; broadcast: broadcastShm in
+//               algorithms/broadcast.cc). Barriers are numbered (step()); the slot of step t is
+//               written before barrier t and read by peers only until they reach barrier t+2, so
+//               rotating three slots makes one barrier per pipeline step enough.
 //
 // Single copy (C10D_SHM_CMA): a stream send of at least that many bytes does not go through the
 // ring. The sender posts an offer on the ring's control block (its buffer's address and length,
