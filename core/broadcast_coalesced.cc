@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/backend_work.h"
+
 namespace c10d {
 
 namespace {
@@ -89,8 +91,8 @@ std::shared_ptr<Work> broadcastCoalesced(ProcessGroup& group, const std::vector<
     bucketOpts.parts = std::move(layout);
     auto op = group.broadcast(Tensor(flat->data(), bucket.bytes / es, dtype), bucketOpts);
     // A Work of our own completes after the unflatten, so waiting on the result sees the data.
-    auto done = std::make_shared<Work>(OpType::kBroadcast, op->sequenceNumber(), group.name(),
-                                       op->timeout());
+    auto done = std::make_shared<BackendWork>(OpType::kBroadcast, op->sequenceNumber(),
+                                              group.name(), op->timeout());
     auto members = std::make_shared<std::vector<Tensor>>(std::move(bucket.tensors));
     op->then([done, flat, members, isRoot](Work& w) {
       std::exception_ptr error = w.exception();

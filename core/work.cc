@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "core/backend_work.h"
 #include "core/flight_recorder.h"
 #include "core/group_diagnostics.h"
 
@@ -337,7 +338,7 @@ std::shared_ptr<Work> makeCompositeWork(std::vector<std::shared_ptr<Work>> parts
 
 std::shared_ptr<Work> makeCompletedWork(OpType op, uint64_t seq, std::string group,
                                         std::exception_ptr error) {
-  auto work = std::make_shared<Work>(op, seq, std::move(group), kDefaultTimeout);
+  auto work = std::make_shared<BackendWork>(op, seq, std::move(group), kDefaultTimeout);
   work->finish(std::move(error));
   return work;
 }

@@ -2,7 +2,8 @@
 //
 // Ownership and threads
 //   A Work is shared between the caller and the backend that completes it. The backend finishes it
-//   exactly once, from any thread (its I/O loop, worker pool or watchdog), by calling finish().
+//   exactly once, from any thread (its I/O loop, worker pool or watchdog), by calling finish()
+//   (protected: see "the backend side" below).
 //   Everything here is thread-safe. Work starts no threads.
 //
 // States
@@ -90,12 +91,6 @@ class Work : public std::enable_shared_from_this<Work> {
   // For recv from any source: the rank the message came from; -1 otherwise or while pending.
   int sourceRank() const { return sourceRank_.load(); }
 
-  // ---- backend side ----
-  // Completes the Work; the first call wins, later ones are ignored. Returns whether this call
-  // completed it. Runs callbacks on the calling thread after releasing the lock.
-  bool finish(std::exception_ptr error = nullptr) C10D_EXCLUDES(mu_);
-  void setSourceRank(int r) { sourceRank_.store(r); }
-
   // A message prefix naming the op: "allreduce #12 in group gloo:world".
   std::string describe() const;
 
@@ -103,9 +98,19 @@ class Work : public std::enable_shared_from_this<Work> {
   // Work is returned to the caller (a Work made elsewhere has only op and seq); read it from the
   // caller's side or from callbacks registered after that, never from the backend's threads.
   const OpDesc& desc() const { return desc_; }
-  void setDesc(OpDesc d) { desc_ = std::move(d); }
 
-  // Backends: the op began running (its flight record's start time). Only the first call counts.
+ protected:
+  // ---- the backend side ----
+  // Only whoever runs the op calls these (as torch's Work keeps finish() protected): a backend's
+  // own subclass of Work, or BackendWork (core/backend_work.h), which makes them public. A caller
+  // gets a plain Work and only waits on it.
+
+  // Completes the Work; the first call wins, later ones are ignored. Returns whether this call
+  // completed it. Runs callbacks on the calling thread after releasing the lock.
+  bool finish(std::exception_ptr error = nullptr) C10D_EXCLUDES(mu_);
+  void setSourceRank(int r) { sourceRank_.store(r); }
+
+  // The op began running (its flight record's start time). Only the first call counts.
   // `ns`: when (steady clock ns, e.g. the issue time of an op run inline at issue); 0 = now.
   void markStarted(int64_t ns = 0) C10D_EXCLUDES(mu_);
   // markStarted() and finish() for a Work that no other thread can reach yet: a backend running
@@ -118,17 +123,17 @@ class Work : public std::enable_shared_from_this<Work> {
   void markStartedUnshared(int64_t ns) C10D_NO_THREAD_SAFETY_ANALYSIS;
   void publishStartUnshared() C10D_NO_THREAD_SAFETY_ANALYSIS;
   void finishUnshared(std::exception_ptr error = nullptr) C10D_NO_THREAD_SAFETY_ANALYSIS;
-  // ProcessGroup: links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that
-  // already started or completed reports that at once.
-  void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId)
-      C10D_EXCLUDES(mu_);
 
- protected:
   // Called once by abort() while the Work is still pending; backends override to cancel.
   virtual void onAbort() {}
 
  private:
   friend class ProcessGroup;
+  void setDesc(OpDesc d) { desc_ = std::move(d); }
+  // Links the Work to its entry `recordId` in `diag`'s flight recorder; a Work that already
+  // started or completed reports that at once.
+  void attachDiagnostics(std::shared_ptr<GroupDiagnostics> diag, uint64_t recordId)
+      C10D_EXCLUDES(mu_);
   // attachDiagnostics() for a Work no other thread can see yet (ProcessGroup::linkWork), without
   // the lock and without owning `diag`: valid while the group lives, which covers every use by a
   // Work completed before the group returns it. retainDiagnostics() (track()) makes a Work still

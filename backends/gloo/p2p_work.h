@@ -11,18 +11,18 @@
 #include <gloo/transport/unbound_buffer.h>
 
 #include "base/error.h"
-#include "core/work.h"
+#include "core/backend_work.h"
 
 namespace c10d {
 namespace glooimpl {
 
-class P2pWork : public Work {
+class P2pWork : public BackendWork {
  public:
   // Gloo cannot post a 0-byte recv (and a recv from any source must still learn its source), so
   // an empty tensor travels as one dummy byte owned by the Work.
   P2pWork(OpType op, uint64_t seq, std::string group, Milliseconds timeout,
           ::gloo::Context& context, void* data, size_t bytes, bool isRecv)
-      : Work(op, seq, std::move(group), timeout),
+      : BackendWork(op, seq, std::move(group), timeout),
         buf_(bytes > 0 ? context.createUnboundBuffer(data, bytes)
                        : context.createUnboundBuffer(&dummy_, 1)),
         isRecv_(isRecv) {}

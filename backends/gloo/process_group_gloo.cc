@@ -195,7 +195,7 @@ bool ProcessGroupGloo::supports(ReduceOp::Kind op, DataType dtype, Device device
 
 std::shared_ptr<Work> ProcessGroupGloo::enqueue(OpType op, uint64_t seq, Milliseconds timeout,
                                                 TaskFn fn) {
-  auto work = std::make_shared<Work>(op, seq, name(), timeout);
+  auto work = std::make_shared<BackendWork>(op, seq, name(), timeout);
   if (size() == 1) return enqueueWork(std::move(work), std::move(fn));
   // Collectives only (p2p goes through postP2p): check the ranks agree before moving data.
   OpDesc desc = currentOp();
@@ -262,7 +262,7 @@ void ProcessGroupGloo::checkAgreement(const OpDesc& desc, Milliseconds timeout) 
   }
 }
 
-std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<Work> work, TaskFn fn) {
+std::shared_ptr<Work> ProcessGroupGloo::enqueueWork(std::shared_ptr<BackendWork> work, TaskFn fn) {
   std::exception_ptr refuse;
   {
     MutexLock lock(mu_);
@@ -320,7 +320,8 @@ void ProcessGroupGloo::workerLoop() {
   }
 }
 
-void ProcessGroupGloo::runContinuation(const std::shared_ptr<Work>& work, Continuation cont) {
+void ProcessGroupGloo::runContinuation(const std::shared_ptr<BackendWork>& work,
+                                       Continuation cont) {
   try {
     cont();
     work->finish();

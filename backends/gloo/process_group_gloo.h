@@ -44,6 +44,7 @@
 
 #include "backends/gloo/config.h"
 #include "base/thread_annotations.h"
+#include "core/backend_work.h"
 #include "core/process_group.h"
 
 namespace gloo {
@@ -122,14 +123,15 @@ class ProcessGroupGloo : public ProcessGroup {
 
  private:
   struct Task {
-    std::shared_ptr<Work> work;
+    std::shared_ptr<BackendWork> work;
     TaskFn run;
   };
 
   void connect();
   // Creates the op's Work and queues `fn` for the worker; returns the Work.
   std::shared_ptr<Work> enqueue(OpType op, uint64_t seq, Milliseconds timeout, TaskFn fn);
-  std::shared_ptr<Work> enqueueWork(std::shared_ptr<Work> work, TaskFn fn) C10D_EXCLUDES(mu_);
+  std::shared_ptr<Work> enqueueWork(std::shared_ptr<BackendWork> work, TaskFn fn)
+      C10D_EXCLUDES(mu_);
   // Before each collective (on the worker): an allgather of the ranks' fingerprints; throws
   // CollectiveMismatchError on every rank when they differ (see process_group_gloo.cc).
   void checkAgreement(const OpDesc& desc, Milliseconds timeout);
@@ -137,7 +139,7 @@ class ProcessGroupGloo : public ProcessGroup {
   static constexpr uint32_t kPartsTag = kAgreementTag + 1;  // the sizes, when only they differ
   void workerLoop() C10D_EXCLUDES(mu_);
   // Runs a p2p continuation on a waiter thread and completes `work` with its outcome.
-  void runContinuation(const std::shared_ptr<Work>& work, Continuation cont);
+  void runContinuation(const std::shared_ptr<BackendWork>& work, Continuation cont);
   // Turns an exception from a running op into the error its Work completes with; breaks the
   // group (and fails queued ops) when the error leaves the transport in an unknown state.
   std::exception_ptr handleFailure(const Work& work, std::exception_ptr error) C10D_EXCLUDES(mu_);

@@ -21,7 +21,7 @@ constexpr std::chrono::microseconds kSpin{2000};
 NcclWork::NcclWork(OpType op, uint64_t seq, std::string group, Milliseconds timeout,
                    std::shared_ptr<DeviceShared> device, std::vector<Tensor> tensors,
                    bool blockingWait)
-    : Work(op, seq, std::move(group), timeout),
+    : BackendWork(op, seq, std::move(group), timeout),
       device_(std::move(device)),
       tensors_(std::move(tensors)),
       blockingWait_(blockingWait) {}

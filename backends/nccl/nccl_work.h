@@ -29,12 +29,12 @@
 
 #include "backends/nccl/device_state.h"
 #include "base/thread_annotations.h"
-#include "core/work.h"
+#include "core/backend_work.h"
 
 namespace c10d {
 namespace nccl {
 
-class NcclWork : public Work {
+class NcclWork : public BackendWork {
  public:
   NcclWork(OpType op, uint64_t seq, std::string group, Milliseconds timeout,
            std::shared_ptr<DeviceShared> device, std::vector<Tensor> tensors, bool blockingWait);

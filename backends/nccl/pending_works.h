@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
-#include "core/work.h"
+#include "core/backend_work.h"
 
 namespace c10d {
 namespace nccl {
@@ -41,7 +41,7 @@ class PendingWorks {
   using Query = std::function<bool()>;
 
   struct Entry {
-    std::shared_ptr<Work> work;
+    std::shared_ptr<BackendWork> work;
     Clock::time_point deadline;
     Query query;
     std::string where;  // "cuda:0"
@@ -49,8 +49,8 @@ class PendingWorks {
   };
 
   struct PollResult {
-    size_t completed = 0;           // entries this poll finished successfully
-    std::shared_ptr<Work> expired;  // running past its deadline (earliest deadline first)
+    size_t completed = 0;                  // entries this poll finished successfully
+    std::shared_ptr<BackendWork> expired;  // running past its deadline (earliest deadline first)
     std::string expiredWhere;
     std::exception_ptr failure;  // first exception a query threw (its Work failed with it)
     std::string failureWhere;

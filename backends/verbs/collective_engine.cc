@@ -86,7 +86,7 @@ std::exception_ptr runBody(const CollectiveEngine::Body& body, Handoff* h) {
 
 }  // namespace
 
-void CollectiveEngine::failStopped(Work& w) {
+void CollectiveEngine::failStopped(BackendWork& w) {
   w.finish(shutDownError(w));
 }
 
@@ -121,7 +121,7 @@ bool CollectiveEngine::catchUp() {
   }
 }
 
-void CollectiveEngine::runInline(const std::shared_ptr<Work>& work, Clock::time_point now,
+void CollectiveEngine::runInline(const std::shared_ptr<BackendWork>& work, Clock::time_point now,
                                  Trampoline fn, void* body) {
   inlineError_ = nullptr;
   inlineFn_ = fn;
@@ -154,7 +154,7 @@ void CollectiveEngine::runInline(const std::shared_ptr<Work>& work, Clock::time_
   finishInline(*work);
 }
 
-void CollectiveEngine::finishInline(Work& w) {
+void CollectiveEngine::finishInline(BackendWork& w) {
   std::exception_ptr e = std::move(inlineError_);
   inlineError_ = nullptr;
   // Finish before clearing kInline: an op issued after this one must not complete before it.

@@ -51,7 +51,7 @@
 #include "backends/verbs/fiber.h"
 #include "backends/verbs/spin_wait.h"
 #include "base/thread_annotations.h"
-#include "core/work.h"
+#include "core/backend_work.h"
 
 namespace c10d {
 namespace verbs {
@@ -96,8 +96,8 @@ class CollectiveEngine {
   // Work::finishUnshared(). The engine takes a reference to it only when it queues the op or an
   // inline op hands off (an op completed inline costs no reference count traffic).
   template <typename F>
-  void submit(const std::shared_ptr<Work>& work, size_t bytes, Clock::time_point now, F&& body)
-      C10D_EXCLUDES(mu_);
+  void submit(const std::shared_ptr<BackendWork>& work, size_t bytes, Clock::time_point now,
+              F&& body) C10D_EXCLUDES(mu_);
   // Fails what is queued, interrupts what runs, joins the thread. Idempotent.
   void stop() C10D_EXCLUDES(mu_);
   // True once stop() was called: a running op checks it between polls and fails.
@@ -105,7 +105,7 @@ class CollectiveEngine {
 
  private:
   struct Task {
-    std::shared_ptr<Work> work;
+    std::shared_ptr<BackendWork> work;
     Body body;
     bool large = false;  // more than inlineBytes_ (counted in largeAhead_)
   };
@@ -120,18 +120,18 @@ class CollectiveEngine {
       return std::current_exception();
     }
   }
-  void runInline(const std::shared_ptr<Work>& work, Clock::time_point now, Trampoline fn,
+  void runInline(const std::shared_ptr<BackendWork>& work, Clock::time_point now, Trampoline fn,
                  void* body) C10D_EXCLUDES(mu_);
   // direct_: runs the body on the caller's stack (it never hands off).
   template <typename F>
-  void runDirect(const std::shared_ptr<Work>& work, F& body) C10D_EXCLUDES(mu_);
-  void failStopped(Work& w);
+  void runDirect(const std::shared_ptr<BackendWork>& work, F& body) C10D_EXCLUDES(mu_);
+  void failStopped(BackendWork& w);
   // The caller waits for the thread to finish the small ops ahead (see "Catching up"); true
   // once it owns the fast path (state_ == kInline).
   bool catchUp();
   void loop() C10D_EXCLUDES(mu_);
   // Finishes the inline task that the fiber just completed (on the caller's thread).
-  void finishInline(Work& w) C10D_EXCLUDES(mu_);
+  void finishInline(BackendWork& w) C10D_EXCLUDES(mu_);
 
   const std::string group_;
   const size_t inlineBytes_;
@@ -163,7 +163,7 @@ class CollectiveEngine {
   Handoff directHandoff_;  // never inlined(): a direct op's Comm polls but never hands off
   // Set (a reference taken) when an inline op hands off; the caller's own reference serves
   // until then.
-  std::shared_ptr<Work> inlineWork_;
+  std::shared_ptr<BackendWork> inlineWork_;
   Trampoline inlineFn_ = nullptr;
   void* inlineBody_ = nullptr;  // valid until the fiber's first instructions moved it
   std::exception_ptr inlineError_;
@@ -172,7 +172,7 @@ class CollectiveEngine {
 };
 
 template <typename F>
-void CollectiveEngine::submit(const std::shared_ptr<Work>& work, size_t bytes,
+void CollectiveEngine::submit(const std::shared_ptr<BackendWork>& work, size_t bytes,
                               Clock::time_point now, F&& body) {
   static_assert(!std::is_lvalue_reference<F>::value, "submit() takes the body by rvalue");
   using Fn = std::decay_t<F>;
@@ -209,7 +209,7 @@ void CollectiveEngine::submit(const std::shared_ptr<Work>& work, size_t bytes,
 }
 
 template <typename F>
-void CollectiveEngine::runDirect(const std::shared_ptr<Work>& work, F& body) {
+void CollectiveEngine::runDirect(const std::shared_ptr<BackendWork>& work, F& body) {
   try {
     inlineError_ = body(&directHandoff_);
   } catch (...) {

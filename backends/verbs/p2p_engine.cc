@@ -83,7 +83,7 @@ void P2PEngine::stop() {
 
 std::shared_ptr<Work> P2PEngine::send(Tensor t, int dst, int tag, uint64_t seq,
                                       Milliseconds timeout) {
-  auto work = std::make_shared<Work>(OpType::kSend, seq, group_, timeout);
+  auto work = std::make_shared<BackendWork>(OpType::kSend, seq, group_, timeout);
   SendOp op;
   op.work = work;
   op.peer = dst;
@@ -103,8 +103,8 @@ std::shared_ptr<Work> P2PEngine::send(Tensor t, int dst, int tag, uint64_t seq,
 
 std::shared_ptr<Work> P2PEngine::recv(Tensor t, int src, int tag, uint64_t seq,
                                       Milliseconds timeout) {
-  auto work = std::make_shared<Work>(src < 0 ? OpType::kRecvAnySource : OpType::kRecv, seq, group_,
-                                     timeout);
+  auto work = std::make_shared<BackendWork>(src < 0 ? OpType::kRecvAnySource : OpType::kRecv, seq,
+                                            group_, timeout);
   RecvOp op{work, src, tag, static_cast<uint8_t*>(t.data), t.nbytes()};
   {
     MutexLock g(mu_);

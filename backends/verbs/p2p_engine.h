@@ -38,7 +38,7 @@
 #include "backends/verbs/transport/transport.h"
 #include "base/thread_annotations.h"
 #include "base/types.h"
-#include "core/work.h"
+#include "core/backend_work.h"
 
 namespace c10d {
 namespace verbs {
@@ -77,14 +77,14 @@ class P2PEngine {
     uint64_t len;
   };
   struct SendOp {
-    std::shared_ptr<Work> work;
+    std::shared_ptr<BackendWork> work;
     int peer;
     Header hdr;
     const uint8_t* data;
     size_t done = 0;  // bytes of header + payload sent
   };
   struct RecvOp {
-    std::shared_ptr<Work> work;
+    std::shared_ptr<BackendWork> work;
     int src;
     int tag;
     uint8_t* data;
@@ -147,9 +147,10 @@ class P2PEngine {
   std::vector<Incoming> incoming_;
   std::vector<std::exception_ptr> gone_;  // per peer: why it is gone (null while alive)
   std::deque<Unexpected> unexpected_;
-  std::vector<std::shared_ptr<Work>> unfinished_;  // sent, awaiting the transport's completion
-  std::vector<uint8_t> drain_;                     // where discarded payloads are read to
-  std::vector<Interest> interests_;                // what the last round waits for
+  std::vector<std::shared_ptr<BackendWork>>
+      unfinished_;                   // sent, awaiting the transport's completion
+  std::vector<uint8_t> drain_;       // where discarded payloads are read to
+  std::vector<Interest> interests_;  // what the last round waits for
 
   std::thread thread_;
 };

@@ -121,7 +121,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                                                        Milliseconds timeout, size_t bytes, Fn fn,
                                                        bool shmAlgo) {
   timeout = resolveTimeout(timeout);
-  auto work = std::make_shared<Work>(op, seq, name_, timeout);
+  auto work = std::make_shared<BackendWork>(op, seq, name_, timeout);
   linkWork(*work);
   // One clock read per op: the issue time is the deadline's base and an inline op's start time.
   const int64_t issueNs = currentIssueNs();

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/float16.h"
+#include "core/backend_work.h"
 #include "core/reduce_op.h"
 
 namespace c10d {
@@ -11,8 +12,8 @@ namespace ddp {
 
 std::shared_ptr<Work> chainWork(const std::shared_ptr<Work>& inner, std::function<void()> then) {
   C10D_CHECK(inner != nullptr, "chainWork: null Work");
-  auto done = std::make_shared<Work>(inner->opType(), inner->sequenceNumber(), inner->groupName(),
-                                     inner->timeout());
+  auto done = std::make_shared<BackendWork>(inner->opType(), inner->sequenceNumber(),
+                                            inner->groupName(), inner->timeout());
   inner->then([done, then = std::move(then)](Work& w) {
     std::exception_ptr error = w.exception();
     if (!error) {

@@ -47,11 +47,11 @@
 #include "backends/verbs/transport/transport.h"
 #include "base/error.h"
 #include "bootstrap/registry.h"
+#include "core/backend_work.h"
 #include "core/flight_recorder.h"
 #include "core/op_desc.h"
 #include "core/process_group.h"
 #include "core/reduce_op.h"
-#include "core/work.h"
 #include "store/hash_store.h"
 #include "store/tcp/tcp_store.h"
 
@@ -128,7 +128,7 @@ void reduceBench(benchmark::State& st, DataType t, ReduceOp::Kind op, size_t byt
 void workCreateFinishWait(benchmark::State& st) {
   uint64_t seq = 0;
   for (auto _ : st) {
-    auto w = std::make_shared<Work>(OpType::kAllreduce, seq++, "micro:world");
+    auto w = std::make_shared<BackendWork>(OpType::kAllreduce, seq++, "micro:world");
     w->finish();
     w->wait();
     benchmark::DoNotOptimize(w.get());

@@ -21,6 +21,7 @@
 #include "backends/nccl/register.h"
 #include "backends/nccl/unique_id.h"
 #include "bootstrap/registry.h"
+#include "core/backend_work.h"
 #include "store/file_store.h"
 #include "store/hash_store.h"
 #include "tests/common/multiproc.h"
@@ -291,7 +292,7 @@ TEST(NcclUniqueId, WrongSizedValueIsAnError) {
 // ---- PendingWorks: the watchdog's bookkeeping, with fake events and a fake clock ----
 
 struct FakeOp {
-  std::shared_ptr<Work> work;
+  std::shared_ptr<BackendWork> work;
   std::shared_ptr<std::atomic<bool>> fired = std::make_shared<std::atomic<bool>>(false);
 };
 
@@ -299,7 +300,8 @@ FakeOp addOp(PendingWorks& p, uint64_t seq, Clock::time_point deadline,
              const std::string& where = "cuda:0", int stream = -1,
              std::shared_ptr<std::atomic<int>> queries = nullptr) {
   FakeOp op;
-  op.work = std::make_shared<Work>(OpType::kAllreduce, seq, "nccl:world", Milliseconds(1000));
+  op.work =
+      std::make_shared<BackendWork>(OpType::kAllreduce, seq, "nccl:world", Milliseconds(1000));
   auto fired = op.fired;
   p.add({op.work, deadline,
          [fired, queries] {
@@ -397,7 +399,7 @@ TEST(NcclPendingWorks, DropsWorksCompletedElsewhere) {
 
 TEST(NcclPendingWorks, AThrowingQueryFailsItsWork) {
   PendingWorks p;
-  auto w = std::make_shared<Work>(OpType::kBroadcast, 7, "nccl:world", Milliseconds(1000));
+  auto w = std::make_shared<BackendWork>(OpType::kBroadcast, 7, "nccl:world", Milliseconds(1000));
   p.add({w, Clock::now() + std::chrono::seconds(5),
          []() -> bool { throw Error("cudaEventQuery failed: cudaErrorLaunchFailure"); }, "cuda:2"});
   auto r = p.poll(Clock::now());
@@ -453,7 +455,8 @@ TEST(NcclPendingWorks, AddNeverWaitsBehindAPollsQueries) {
   PendingWorks p;
   const auto t0 = Clock::now();
   std::atomic<bool> inQuery{false}, release{false};
-  auto slow = std::make_shared<Work>(OpType::kAllreduce, 0, "nccl:world", Milliseconds(1000));
+  auto slow =
+      std::make_shared<BackendWork>(OpType::kAllreduce, 0, "nccl:world", Milliseconds(1000));
   p.add({slow, t0 + std::chrono::seconds(60),
          [&] {
            inQuery = true;

@@ -20,6 +20,7 @@
 #include "backends/verbs/collective_engine.h"
 #include "backends/verbs/fault_hooks.h"
 #include "backends/verbs/process_group_verbs.h"
+#include "core/backend_work.h"
 #include "core/group_diagnostics.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_test_util.h"
@@ -63,19 +64,19 @@ TEST(VerbsEngine, PeerlessSmallOpsRunOnTheCallersStack) {
     SCOPED_TRACE(peerless ? "peerless" : "two ranks");
     CollectiveEngine engine("test", 4096, 100, peerless);
     Seen small, large;
-    auto w1 = std::make_shared<Work>(OpType::kAllreduce, 1, "test");
+    auto w1 = std::make_shared<BackendWork>(OpType::kAllreduce, 1, "test");
     engine.submit(w1, 64, Clock::now(), where(&small));
     EXPECT_TRUE(w1->isCompleted());
     EXPECT_EQ(small.thread, std::this_thread::get_id());
     EXPECT_TRUE(small.handoff);
     EXPECT_EQ(small.inlined, !peerless);  // only the fiber may hand itself off
     EXPECT_EQ(nearCaller(small.frame), peerless) << "the body ran on the wrong stack";
-    auto w2 = std::make_shared<Work>(OpType::kAllreduce, 2, "test");
+    auto w2 = std::make_shared<BackendWork>(OpType::kAllreduce, 2, "test");
     engine.submit(w2, 1 << 20, Clock::now(), where(&large));
     EXPECT_TRUE(w2->wait(std::chrono::seconds(10)));
     EXPECT_NE(large.thread, std::this_thread::get_id());
     EXPECT_FALSE(large.handoff);
-    auto w3 = std::make_shared<Work>(OpType::kAllreduce, 3, "test");
+    auto w3 = std::make_shared<BackendWork>(OpType::kAllreduce, 3, "test");
     engine.submit(w3, 8, Clock::now(), [](Handoff*) -> std::exception_ptr {
       return std::make_exception_ptr(CommError("peer 1 gone"));
     });

@@ -170,7 +170,7 @@ std::vector<std::shared_ptr<Work>> issue(FakeProcessGroup& pg, int n, int pendin
   static std::vector<float> buf(4);
   for (int i = 0; i < n; ++i) pg.allreduce(tensorOf(buf.data(), buf.size()));
   auto works = pg.pending();
-  for (int i = 0; i + pending < n; ++i) works[i]->finish();
+  for (int i = 0; i + pending < n; ++i) backendSide(works[i])->finish();
   return works;
 }
 
@@ -185,8 +185,9 @@ TEST(Desync, NamesTheRankBehindAndTheOnesWaiting) {
   // Each rank's op times out (the backend fails it); all report at about the same time.
   std::vector<std::thread> threads;
   for (int r = 0; r < 4; ++r) {
-    threads.emplace_back(
-        [&, r] { stuck[r]->finish(std::make_exception_ptr(TimeoutError("op timed out"))); });
+    threads.emplace_back([&, r] {
+      backendSide(stuck[r])->finish(std::make_exception_ptr(TimeoutError("op timed out")));
+    });
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < 4; ++r) {
@@ -212,9 +213,9 @@ TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
   // Rank 1 and 2 never fail (never publish); rank 3 fails first and publishes "#4 waiting".
   issue(*job.groups[2], 1, 1);
   auto w3 = job.groups[3]->pending().back();
-  w3->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
+  backendSide(w3)->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
   const auto start = Clock::now();
-  w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+  backendSide(w0.back())->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
   const auto took = Clock::now() - start;
   EXPECT_GE(took, Milliseconds(980)) << "waited for the silent ranks";
   EXPECT_LT(took, Milliseconds(5000)) << "the wait is bounded";
@@ -224,7 +225,7 @@ TEST(Desync, NamesSilentAndIdleRanksWithinTheWait) {
   // A later timeout of the group carries the first report, without a new exchange.
   auto w0b = issue(*job.groups[0], 1, 1).back();
   const auto again = Clock::now();
-  w0b->finish(std::make_exception_ptr(TimeoutError("again")));
+  backendSide(w0b)->finish(std::make_exception_ptr(TimeoutError("again")));
   EXPECT_LT(Clock::now() - again, Milliseconds(700)) << "a second exchange, not the first report";
   expectThrowsWith<TimeoutError>(
       [&] { w0b->wait(); }, {"again; desync report of group fake:world from rank 0: ranks 0, 3"});
@@ -238,12 +239,13 @@ TEST(Desync, FailedRanksAreToldApartFromSilentOnes) {
   auto w1 = issue(*job.groups[1], 5, 1);
   issue(*job.groups[2], 5, 1);  // rank 2 "died" in #4: it never publishes
   issue(*job.groups[3], 5, 1);
-  w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 2")));
+  backendSide(w1.back())->finish(
+      std::make_exception_ptr(CommError("rank 1 lost its connection to rank 2")));
   // No one has timed out yet: the others are still in the op, so no report (it would call them
   // silent).
   EXPECT_EQ(expectThrowsWith<CommError>([&] { w1.back()->wait(); }),
             "rank 1 lost its connection to rank 2");
-  w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+  backendSide(w0.back())->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
   expectThrowsWith<TimeoutError>([&] { w0.back()->wait(); },
                                  {"rank 1 failed in allreduce #4 with a communication error",
                                   "rank 0 waits in allreduce #4", "ranks 2, 3 are silent"});
@@ -262,13 +264,14 @@ TEST(Desync, ConnectionLostToARankThatTimedOutCarriesTheReport) {
   // is still waiting (it publishes once its own op fails).
   std::thread t0([&] {
     std::this_thread::sleep_for(Milliseconds(30));
-    w0.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
+    backendSide(w0.back())->finish(std::make_exception_ptr(TimeoutError("timed out on rank 0")));
   });
   std::thread t3([&] {
     std::this_thread::sleep_for(Milliseconds(60));
-    w3.back()->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
+    backendSide(w3.back())->finish(std::make_exception_ptr(TimeoutError("timed out on rank 3")));
   });
-  w1.back()->finish(std::make_exception_ptr(CommError("rank 1 lost its connection to rank 0")));
+  backendSide(w1.back())->finish(
+      std::make_exception_ptr(CommError("rank 1 lost its connection to rank 0")));
   t0.join();
   t3.join();
   expectThrowsWith<CommError>([&] { w1.back()->wait(); },
@@ -281,7 +284,7 @@ TEST(Desync, ConnectionLostToARankThatTimedOutCarriesTheReport) {
 TEST(Desync, OffWhenDisabled) {
   FakeJob job(2, {{"C10D_DESYNC_WAIT_MS", "0"}});
   auto w = issue(*job.groups[0], 1, 1).back();
-  w->finish(std::make_exception_ptr(TimeoutError("plain")));
+  backendSide(w)->finish(std::make_exception_ptr(TimeoutError("plain")));
   EXPECT_EQ(expectThrowsWith<TimeoutError>([&] { w->wait(); }), "plain");
 }
 

@@ -10,6 +10,7 @@
 
 #include "bootstrap/registry.h"
 #include "core/process_group.h"
+#include "tests/common/backend_side.h"
 
 namespace c10d {
 namespace test {
@@ -51,7 +52,7 @@ class FakeProcessGroup : public ProcessGroup {
   std::shared_ptr<Work> record(OpType op, uint64_t seq, Milliseconds timeout) {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back({op, seq, timeout});
-    auto w = std::make_shared<Work>(op, seq, name(), timeout);
+    auto w = std::make_shared<BackendWork>(op, seq, name(), timeout);
     if (pendingWorks) {
       pending_.push_back(w);
     } else {

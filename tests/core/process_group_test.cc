@@ -15,6 +15,7 @@ namespace c10d {
 namespace {
 
 using std::chrono::milliseconds;
+using test::backendSide;
 using test::FakeProcessGroup;
 
 class ProcessGroupTest : public ::testing::Test {
@@ -361,9 +362,9 @@ TEST_F(ProcessGroupTest, Coalescing) {
   EXPECT_EQ(c->sequenceNumber(), 2u);
   EXPECT_EQ(pg_->sequenceNumber(), 3u);
   EXPECT_FALSE(c->isCompleted());
-  w2->finish();
+  backendSide(w2)->finish();
   EXPECT_FALSE(c->isCompleted());
-  w1->finish(std::make_exception_ptr(CommError("peer 0 died")));
+  backendSide(w1)->finish(std::make_exception_ptr(CommError("peer 0 died")));
   ASSERT_TRUE(c->isCompleted());
   EXPECT_THROW(c->wait(), CommError);
   // Works after endCoalescing are not collected into the next coalesced group.

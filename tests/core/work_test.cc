@@ -7,17 +7,22 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "base/error.h"
+#include "core/backend_work.h"
+#include "tests/common/backend_side.h"
 
 namespace c10d {
 namespace {
 
 using std::chrono::milliseconds;
+using test::backendSide;
 
-std::shared_ptr<Work> makeWork(OpType op = OpType::kAllreduce, uint64_t seq = 12,
-                               Milliseconds timeout = kDefaultTimeout) {
-  return std::make_shared<Work>(op, seq, "fake:world", timeout);
+std::shared_ptr<BackendWork> makeWork(OpType op = OpType::kAllreduce, uint64_t seq = 12,
+                                      Milliseconds timeout = kDefaultTimeout) {
+  return std::make_shared<BackendWork>(op, seq, "fake:world", timeout);
 }
 
 std::string messageOf(const std::exception_ptr& e) {
@@ -27,6 +32,45 @@ std::string messageOf(const std::exception_ptr& e) {
     return ex.what();
   }
   return "";
+}
+
+// Whether `T` lets its users call each backend-side member (an inaccessible member is a
+// substitution failure, so these are false for Work and true for BackendWork).
+#define C10D_CAN_CALL(name, call)        \
+  template <typename T, typename = void> \
+  struct name : std::false_type {};      \
+  template <typename T>                  \
+  struct name<T, std::void_t<decltype(std::declval<T&>().call)>> : std::true_type {};
+C10D_CAN_CALL(CanFinish, finish())
+C10D_CAN_CALL(CanFinishUnshared, finishUnshared())
+C10D_CAN_CALL(CanMarkStarted, markStarted())
+C10D_CAN_CALL(CanMarkStartedUnshared, markStartedUnshared(0))
+C10D_CAN_CALL(CanPublishStartUnshared, publishStartUnshared())
+C10D_CAN_CALL(CanSetSourceRank, setSourceRank(1))
+C10D_CAN_CALL(CanSetDesc, setDesc(OpDesc{}))
+C10D_CAN_CALL(CanAttachDiagnostics, attachDiagnostics(nullptr, 0))
+#undef C10D_CAN_CALL
+
+TEST(Work, BackendSideIsNotPublicToUsers) {
+  // A caller holding the Work a collective returned can wait on it, not complete it.
+  EXPECT_FALSE(CanFinish<Work>::value);
+  EXPECT_FALSE(CanFinishUnshared<Work>::value);
+  EXPECT_FALSE(CanMarkStarted<Work>::value);
+  EXPECT_FALSE(CanMarkStartedUnshared<Work>::value);
+  EXPECT_FALSE(CanPublishStartUnshared<Work>::value);
+  EXPECT_FALSE(CanSetSourceRank<Work>::value);
+  EXPECT_FALSE(CanSetDesc<Work>::value);
+  EXPECT_FALSE(CanAttachDiagnostics<Work>::value);
+  // The backend's own (core/backend_work.h): ProcessGroup alone sets the description and links
+  // the flight record.
+  EXPECT_TRUE(CanFinish<BackendWork>::value);
+  EXPECT_TRUE(CanFinishUnshared<BackendWork>::value);
+  EXPECT_TRUE(CanMarkStarted<BackendWork>::value);
+  EXPECT_TRUE(CanMarkStartedUnshared<BackendWork>::value);
+  EXPECT_TRUE(CanPublishStartUnshared<BackendWork>::value);
+  EXPECT_TRUE(CanSetSourceRank<BackendWork>::value);
+  EXPECT_FALSE(CanSetDesc<BackendWork>::value);
+  EXPECT_FALSE(CanAttachDiagnostics<BackendWork>::value);
 }
 
 TEST(Work, StatesAndDescribe) {
@@ -183,9 +227,9 @@ TEST(Work, WaitWakesOnFinishFromAnotherThread) {
   u.join();
 }
 
-class AbortCountingWork : public Work {
+class AbortCountingWork : public BackendWork {
  public:
-  using Work::Work;
+  using BackendWork::BackendWork;
   std::atomic<int> aborts{0};
 
  protected:
@@ -236,10 +280,10 @@ TEST(CompositeWork, CompletesWhenAllPartsDo) {
   std::vector<std::shared_ptr<Work>> parts = {makeWork(), makeWork(), makeWork()};
   auto c = makeCompositeWork(parts, OpType::kCoalesced, 40, "fake:world", kDefaultTimeout);
   EXPECT_EQ(c->describe(), "coalesced #40 in group fake:world");
-  parts[2]->finish();
-  parts[0]->finish();
+  backendSide(parts[2])->finish();
+  backendSide(parts[0])->finish();
   EXPECT_FALSE(c->isCompleted());
-  std::thread t([&] { parts[1]->finish(); });
+  std::thread t([&] { backendSide(parts[1])->finish(); });
   EXPECT_TRUE(c->wait(milliseconds(10000)));
   t.join();
   EXPECT_TRUE(c->isSuccess());
@@ -248,9 +292,9 @@ TEST(CompositeWork, CompletesWhenAllPartsDo) {
 TEST(CompositeWork, ErrorIsFirstPartsInOrder) {
   std::vector<std::shared_ptr<Work>> parts = {makeWork(), makeWork(), makeWork()};
   auto c = makeCompositeWork(parts, OpType::kCoalesced, 1, "g", kDefaultTimeout);
-  parts[2]->finish(std::make_exception_ptr(Error("third")));
-  parts[1]->finish(std::make_exception_ptr(CommError("second")));
-  parts[0]->finish();
+  backendSide(parts[2])->finish(std::make_exception_ptr(Error("third")));
+  backendSide(parts[1])->finish(std::make_exception_ptr(CommError("second")));
+  backendSide(parts[0])->finish();
   ASSERT_TRUE(c->isCompleted());
   EXPECT_EQ(messageOf(c->exception()), "second");
   EXPECT_THROW(c->wait(), CommError);
@@ -285,7 +329,7 @@ TEST(CompositeWork, PartsFinishingConcurrently) {
     std::atomic<int> cbs{0};
     c->then([&](Work&) { ++cbs; });
     std::vector<std::thread> threads;
-    for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { parts[i]->finish(); });
+    for (int i = 0; i < 8; ++i) threads.emplace_back([&, i] { backendSide(parts[i])->finish(); });
     for (auto& t : threads) t.join();
     EXPECT_TRUE(c->isSuccess());
     EXPECT_EQ(cbs.load(), 1);

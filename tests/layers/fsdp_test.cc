@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/backend_work.h"
 #include "core/forwarding_group.h"
 #include "layers/common/memory.h"
 #include "layers/zero/fully_sharded.h"
@@ -76,10 +77,11 @@ class GatherLog : public ForwardingGroup {
   bool waited(size_t gather) const { return waited_.at(gather); }
 
  protected:
-  class LoggedWork : public Work {
+  class LoggedWork : public BackendWork {
    public:
     LoggedWork(std::shared_ptr<Work> inner, std::function<void()> onWait)
-        : Work(inner->opType(), inner->sequenceNumber(), inner->groupName(), inner->timeout()),
+        : BackendWork(inner->opType(), inner->sequenceNumber(), inner->groupName(),
+                      inner->timeout()),
           inner_(std::move(inner)),
           onWait_(std::move(onWait)) {}
     bool wait(Milliseconds timeout) override {
@@ -109,7 +111,7 @@ class GatherLog : public ForwardingGroup {
       waited_[gather] = true;
       events_.push_back({true, gather});
     });
-    std::weak_ptr<Work> weak = work;
+    std::weak_ptr<LoggedWork> weak = work;
     inner->then([weak](Work& done) {
       if (auto w = weak.lock()) w->finish(done.exception());
     });
