@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -160,88 +159,129 @@ void ModelFileWriter::finish() {
   fd_ = Fd();
 }
 
-Checkpoint readModelFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    C10D_THROW(InvalidArgument, "checkpoint ", path, ": cannot open: ", std::strerror(errno));
+ModelFileReader::ModelFileReader(const std::string& path, bool verifyChecksum) : path_(path) {
+  fd_ = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd_.valid()) {
+    const int err = errno;
+    C10D_THROW(InvalidArgument, "checkpoint ", path, ": cannot open: ", std::strerror(err));
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string data = ss.str();
-  auto fail = [&](const std::string& what) {
-    C10D_THROW(InvalidArgument, "checkpoint ", path, ": ", what,
-               " (the file is corrupt or not a train_mlp model file; remove the checkpoint "
-               "directory to start afresh)");
-  };
+  struct stat info {};
+  C10D_SYSCHECK(::fstat(fd_.get(), &info), "(checkpoint: ", path, ")");
+  const auto size = static_cast<size_t>(info.st_size);
   const size_t fixed = sizeof(kMagic) + 4 + 8 + 4;
-  if (data.size() < fixed + 8) {
-    fail("truncated: " + std::to_string(data.size()) + " bytes, shorter than any model file");
+  if (size < fixed + 8) {
+    fail("truncated: " + std::to_string(size) + " bytes, shorter than any model file");
   }
-  if (std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) fail("bad magic");
+  std::string head(fixed, '\0');
+  readAt(0, head.data(), fixed);
+  if (std::memcmp(head.data(), kMagic, sizeof(kMagic)) != 0) fail("bad magic");
   size_t at = sizeof(kMagic);
-  const auto version = take<uint32_t>(data, &at);
+  const auto version = take<uint32_t>(head, &at);
   if (version != kVersion) {
     fail("format version " + std::to_string(version) + ", this build reads version " +
          std::to_string(kVersion));
   }
-  const auto fileBytes = take<uint64_t>(data, &at);
-  if (data.size() < fileBytes) {
-    fail("truncated: " + std::to_string(data.size()) + " bytes of " + std::to_string(fileBytes));
+  const auto fileBytes = take<uint64_t>(head, &at);
+  if (size < fileBytes) {
+    fail("truncated: " + std::to_string(size) + " bytes of " + std::to_string(fileBytes));
   }
-  if (data.size() > fileBytes) {
-    fail(std::to_string(data.size() - fileBytes) + " trailing bytes after the " +
+  if (size > fileBytes) {
+    fail(std::to_string(size - fileBytes) + " trailing bytes after the " +
          std::to_string(fileBytes) + " the header announces");
   }
-  size_t end = data.size() - 8;
-  uint64_t stored = 0;
-  std::memcpy(&stored, data.data() + end, 8);
-  const uint64_t computed = fnv1a(data.data(), end);
-  if (stored != computed) {
-    std::ostringstream msg;
-    msg << "checksum mismatch (stored 0x" << std::hex << stored << ", computed 0x" << computed
-        << ")";
-    fail(msg.str());
+  const size_t end = size - 8;
+  if (verifyChecksum) {
+    uint64_t stored = 0;
+    readAt(end, &stored, 8);  // little-endian hosts only
+    uint64_t computed = kFnv1aBasis;
+    std::vector<char> chunk(size_t{1} << 20);  // the file streamed, never held
+    for (size_t pos = 0; pos < end; pos += chunk.size()) {
+      const size_t n = std::min(chunk.size(), end - pos);
+      readAt(pos, chunk.data(), n);
+      computed = fnv1a(chunk.data(), n, computed);
+    }
+    if (stored != computed) {
+      std::ostringstream msg;
+      msg << "checksum mismatch (stored 0x" << std::hex << stored << ", computed 0x" << computed
+          << ")";
+      fail(msg.str());
+    }
   }
-  const auto headerLen = take<uint32_t>(data, &at);
+  const auto headerLen = take<uint32_t>(head, &at);
   if (headerLen > end - at) fail("header length " + std::to_string(headerLen) + " past the end");
-  Checkpoint ck;
+  std::string text(headerLen, '\0');
+  readAt(at, text.data(), headerLen);
   try {
-    const auto header =
-        nlohmann::json::parse(data.begin() + static_cast<std::ptrdiff_t>(at),
-                              data.begin() + static_cast<std::ptrdiff_t>(at) + headerLen);
-    ck.meta.step = header.at("step").get<uint64_t>();
-    ck.meta.seed = header.at("seed").get<uint64_t>();
-    ck.meta.globalBatch = header.at("global_batch").get<uint64_t>();
-    ck.meta.datasetSize = header.at("dataset_size").get<uint64_t>();
-    ck.meta.widths = header.at("widths").get<std::vector<size_t>>();
-    ck.meta.mode = header.at("mode").get<std::string>();
-    ck.meta.worldSize = header.at("world_size").get<int>();
-    ck.meta.optimizer = header.at("optimizer").get<std::string>();
+    const auto header = nlohmann::json::parse(text);
+    meta_.step = header.at("step").get<uint64_t>();
+    meta_.seed = header.at("seed").get<uint64_t>();
+    meta_.globalBatch = header.at("global_batch").get<uint64_t>();
+    meta_.datasetSize = header.at("dataset_size").get<uint64_t>();
+    meta_.widths = header.at("widths").get<std::vector<size_t>>();
+    meta_.mode = header.at("mode").get<std::string>();
+    meta_.worldSize = header.at("world_size").get<int>();
+    meta_.optimizer = header.at("optimizer").get<std::string>();
     for (const auto& p : header.at("parameters")) {
-      ck.names.push_back(p.at("name").get<std::string>());
-      ck.numels.push_back(p.at("numel").get<size_t>());
+      names_.push_back(p.at("name").get<std::string>());
+      numels_.push_back(p.at("numel").get<size_t>());
     }
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("bad header: ") + e.what());
   }
   at += headerLen;
+  dataAt_ = at;
   // Each numel checked against what the file holds before it is added: a corrupt header's sum
   // must not wrap around to the right size.
   const size_t room = (end - at) / sizeof(float);
-  size_t total = 0;
-  for (size_t p = 0; p < ck.numels.size(); ++p) {
-    if (ck.numels[p] > room - total) {
-      fail("parameter " + std::to_string(p) + " ('" + ck.names[p].substr(0, 64) + "') claims " +
-           std::to_string(ck.numels[p]) + " floats, more than the file holds");
+  for (size_t p = 0; p < numels_.size(); ++p) {
+    if (numels_[p] > room - total_) {
+      fail("parameter " + std::to_string(p) + " ('" + names_[p].substr(0, 64) + "') claims " +
+           std::to_string(numels_[p]) + " floats, more than the file holds");
     }
-    total += ck.numels[p];
+    offsets_.push_back(total_);
+    total_ += numels_[p];
   }
-  if (total * sizeof(float) != end - at) {
-    fail("the header's parameters hold " + std::to_string(total) + " floats but the file has " +
+  if (total_ * sizeof(float) != end - at) {
+    fail("the header's parameters hold " + std::to_string(total_) + " floats but the file has " +
          std::to_string((end - at) / sizeof(float)) + " after it");
   }
-  ck.params.resize(total);
-  std::memcpy(ck.params.data(), data.data() + at, total * sizeof(float));
+}
+
+void ModelFileReader::fail(const std::string& what) const {
+  C10D_THROW(InvalidArgument, "checkpoint ", path_, ": ", what,
+             " (the file is corrupt or not a train_mlp model file; remove the checkpoint "
+             "directory to start afresh)");
+}
+
+void ModelFileReader::readAt(size_t offset, void* dst, size_t n) const {
+  char* out = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(std::string("read failed: ") + std::strerror(errno));
+    if (got == 0) fail("truncated while reading at byte " + std::to_string(offset + done));
+    done += static_cast<size_t>(got);
+  }
+}
+
+void ModelFileReader::read(size_t param, size_t pos, size_t count, float* dst) const {
+  C10D_CHECK_ARG(param < numels_.size() && pos <= numels_[param] && count <= numels_[param] - pos,
+                 "checkpoint ", path_, ": elements [", pos, ", ", pos + count, ") of parameter ",
+                 param, " are not in the file");
+  readAt(dataAt_ + (offsets_[param] + pos) * sizeof(float), dst, count * sizeof(float));
+}
+
+Checkpoint readModelFile(const std::string& path) {
+  const ModelFileReader file(path, true);
+  Checkpoint ck;
+  ck.meta = file.meta();
+  ck.names = file.names();
+  ck.numels = file.numels();
+  ck.params.resize(file.numel());
+  for (size_t p = 0; p < ck.numels.size(); ++p) {
+    file.read(p, 0, ck.numels[p], ck.params.data() + file.offset(p));
+  }
   return ck;
 }
 
@@ -317,6 +357,24 @@ std::string modelFileIn(const std::string& stepDir) {
 
 std::string optimizerFileIn(const std::string& stepDir) {
   return (fs::path(stepDir) / kOptimizerFile).string();
+}
+
+Checkpoint CheckpointDir::open(uint64_t step, bool verifyChecksums) const {
+  Checkpoint ck;
+  ck.dir = stepDir(step);
+  const std::string modelPath = modelFileIn(ck.dir);
+  ck.modelFile = std::make_shared<ModelFileReader>(modelPath, verifyChecksums);
+  ck.meta = ck.modelFile->meta();
+  ck.names = ck.modelFile->names();
+  ck.numels = ck.modelFile->numels();
+  if (ck.meta.step != step) {
+    C10D_THROW(InvalidArgument, "checkpoint ", modelPath, ": says step ", ck.meta.step,
+               " but lies in ", ck.dir);
+  }
+  ck.optimizerFile =
+      std::make_shared<optim::OptimizerStateFile>(optimizerFileIn(ck.dir), verifyChecksums);
+  ck.optimizer = ck.optimizerFile->header();
+  return ck;
 }
 
 Checkpoint CheckpointDir::read(uint64_t step) const {

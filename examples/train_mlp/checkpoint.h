@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ struct CheckpointMeta {
   std::string optimizer;  // informational: OptimizerOptions::describe()
 };
 
+class ModelFileReader;
+
+// A checkpoint read whole (CheckpointDir::read: params and optimizer hold every value) or opened
+// (CheckpointDir::open: params empty, optimizer its header alone, the values read in pieces from
+// modelFile and optimizerFile).
 struct Checkpoint {
   std::string dir;  // D/step-00000010
   CheckpointMeta meta;
@@ -60,6 +66,8 @@ struct Checkpoint {
   std::vector<size_t> numels;
   std::vector<float> params;  // back to back
   optim::OptimizerState optimizer;
+  std::shared_ptr<const ModelFileReader> modelFile;
+  std::shared_ptr<const optim::OptimizerStateFile> optimizerFile;
 };
 
 class CheckpointDir {
@@ -85,6 +93,10 @@ class CheckpointDir {
   void commit(uint64_t step, size_t keep) const;
   // Reads and checks the checkpoint of `step`.
   Checkpoint read(uint64_t step) const;
+  // Opens the checkpoint of `step` for reading in pieces (ZeRO-3's resume: each rank reads its
+  // shards, never the whole model): the headers are read and checked, and with verifyChecksums
+  // both files are streamed once for their checksums (one rank suffices: the files are shared).
+  Checkpoint open(uint64_t step, bool verifyChecksums) const;
 
  private:
   std::string tmpStepDir(uint64_t step) const;  // D/.step-00000010.tmp
@@ -114,6 +126,35 @@ class ModelFileWriter {
   size_t remaining_ = 0;  // values still to come
   uint64_t written_ = 0;
   uint64_t fileBytes_ = 0;
+};
+
+// model.bin read in pieces: the constructor reads and checks the header (and with verifyChecksum
+// streams the file once, 1 MiB at a time, for its checksum), read() copies a range of one
+// parameter's values. The same checks and messages as readModelFile (InvalidArgument naming the
+// path). Threads: read() may run concurrently (pread).
+class ModelFileReader {
+ public:
+  ModelFileReader(const std::string& path, bool verifyChecksum);
+  const CheckpointMeta& meta() const { return meta_; }
+  const std::vector<std::string>& names() const { return names_; }
+  const std::vector<size_t>& numels() const { return numels_; }
+  size_t numel() const { return total_; }
+  size_t offset(size_t param) const { return offsets_.at(param); }  // in the back-to-back values
+  // Elements [pos, pos + count) of parameter `param` into dst.
+  void read(size_t param, size_t pos, size_t count, float* dst) const;
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const;
+  void readAt(size_t offset, void* dst, size_t n) const;
+
+  std::string path_;
+  Fd fd_;
+  CheckpointMeta meta_;
+  std::vector<std::string> names_;
+  std::vector<size_t> numels_;
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  size_t dataAt_ = 0;  // the file offset of the first value
 };
 
 // The model file on its own (exposed for tests and tools).

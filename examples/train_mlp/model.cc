@@ -38,7 +38,7 @@ void MlpShape::validate() const {
                  layers, ")");
 }
 
-Mlp::Mlp(MlpShape shape, bool ownArrays) : shape_(shape) {
+Mlp::Mlp(MlpShape shape, Arrays arrays) : shape_(shape) {
   shape_.validate();
   widths_ = shape_.widths();
   size_t total = 0;
@@ -62,10 +62,8 @@ Mlp::Mlp(MlpShape shape, bool ownArrays) : shape_(shape) {
     }
   }
   total_ = total;
-  if (ownArrays) {
-    params_.assign(total, 0.0f);
-    grads_.assign(total, 0.0f);
-  }
+  if (arrays != Arrays::kNone) params_.assign(total, 0.0f);
+  if (arrays == Arrays::kParamsAndGrads) grads_.assign(total, 0.0f);
   bindOwnArrays();
   acts_.resize(widths_.size());
 }
@@ -105,12 +103,6 @@ void Mlp::setLayerStorage(LayerStorage* storage) {
 void Mlp::bind(size_t p, float* data, float* grad) {
   data_.at(p) = data;
   grad_.at(p) = grad;
-}
-
-void Mlp::releaseGrads() {
-  C10D_CHECK(storage_ != nullptr, "Mlp::releaseGrads needs a LayerStorage to bind the gradients");
-  std::vector<float>().swap(grads_);
-  bindOwnArrays();
 }
 
 void Mlp::attachGroup(std::shared_ptr<ProcessGroup> group) {
@@ -163,10 +155,11 @@ void Mlp::setParams(const std::vector<float>& values) {
 }
 
 std::vector<layers::Parameter> Mlp::parameters() {
+  C10D_CHECK(params_.size() == total_, "Mlp::parameters: the model holds no arrays (ZeRO-3)");
   std::vector<layers::Parameter> out;
   for (size_t p = 0; p < numParameters(); ++p) {
     out.push_back({names_[p], tensorOf(params_.data() + offsets_[p], numels_[p]),
-                   tensorOf(grads_.data() + offsets_[p], numels_[p])});
+                   grads_.empty() ? Tensor() : tensorOf(grads_.data() + offsets_[p], numels_[p])});
   }
   return out;
 }

@@ -22,15 +22,16 @@
 // wherever s binds them for the duration of the layer's pass: s->enter(l, backward) before the
 // layer's forward or backward binds its parameters with bind(), s->leave(l, backward) follows
 // (in backward, once the layer's gradients are complete and its weight no longer read). Layer 0
-// holds bn0's parameters with fc0's. A model built without arrays (ZeRO-3) has none of its own:
-// the storage holds every layer, and checksum() and parameters() are not available.
-// releaseGrads() frees the gradient array alone (ZeRO-2): the storage binds each layer's
-// gradients in backward (bind(p, params() + offset(p), grad)).
+// holds bn0's parameters with fc0's. A model built without arrays (Arrays::kNone, ZeRO-3) has none
+// of its own: the storage holds every layer, and checksum() and parameters() are not available.
+// One built with its parameter array alone (Arrays::kParams, ZeRO-2) never has a gradient array:
+// the storage binds each layer's gradients in backward (bind(p, params() + offset(p), grad)), and
+// parameters() gives no grad tensors.
 //
 // Arithmetic: every sum runs in a fixed order (over the batch, then over input features), so the
 // same inputs give the same bits on every rank and every run; the loss is accumulated in double.
-// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats, none without
-// arrays) and the activations of the last forward (batch x sum of widths floats).
+// Threads: none; not thread-safe. Memory: parameters + gradients (2 x numel floats; numel with
+// kParams, none with kNone) and the activations of the last forward (batch x sum of widths floats).
 #pragma once
 
 #include <cstddef>
@@ -72,9 +73,11 @@ class Mlp {
     virtual void leave(size_t layer, bool backward) = 0;
   };
 
-  // ownArrays false: the model starts released (no parameter or gradient arrays: a LayerStorage
-  // must hold the layers, ZeRO-3), its initial values made layer by layer by an Initializer.
-  explicit Mlp(MlpShape shape, bool ownArrays = true);
+  // Which flat arrays the model owns. kNone: a LayerStorage must hold the layers (ZeRO-3), the
+  // initial values made layer by layer by an Initializer. kParams: the parameters only, a
+  // LayerStorage binds the gradients (ZeRO-2).
+  enum class Arrays { kParamsAndGrads, kParams, kNone };
+  explicit Mlp(MlpShape shape, Arrays arrays = Arrays::kParamsAndGrads);
 
   // torch's nn.Linear default: weight and bias uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
   // from `seed` (the same values on every rank and every run).
@@ -119,7 +122,8 @@ class Mlp {
   // FNV-1a 64 of the parameters' bytes: equal on two ranks or runs iff the models are bit-identical
   // (up to hash collisions).
   uint64_t checksum() const;
-  // Views of every parameter (data and grad) for the Reducer / ShardedOptimizer.
+  // Views of every parameter (data, and grad unless the model has no gradient array: Tensor())
+  // for the Reducer / ShardedOptimizer.
   std::vector<layers::Parameter> parameters();
 
   size_t numLayers() const { return widths_.size() - 1; }
@@ -128,7 +132,6 @@ class Mlp {
   void setLayerStorage(LayerStorage* storage);
   // From LayerStorage::enter: parameter p's values (and gradient, in backward) are at these.
   void bind(size_t p, float* data, float* grad);
-  void releaseGrads();
 
   // Each layer's compute in the passes since the last take (--trace): FlightRecorder::nowNs, not
   // counting what a LayerStorage does before and after.

@@ -45,8 +45,8 @@ class LocalMode : public TrainingMode {
   optim::OptimizerState fullState() override {
     return optim::OptimizerState::fromFlat(optimizer_, model_.numels());
   }
-  void loadState(const optim::OptimizerState& state) override {
-    state.applyTo(optimizer_, model_.numels());
+  void loadState(const Checkpoint& ck) override {
+    ck.optimizer.applyTo(optimizer_, model_.numels());
   }
   std::vector<std::string> summary() const override {
     return {"local: optimizer state " + kib(optimizer_.stateBytes())};
@@ -82,8 +82,8 @@ class DdpMode : public TrainingMode {
     if (rank_ != 0) return {};
     return optim::OptimizerState::fromFlat(optimizer_, model_.numels());
   }
-  void loadState(const optim::OptimizerState& state) override {
-    state.applyTo(optimizer_, model_.numels());
+  void loadState(const Checkpoint& ck) override {
+    ck.optimizer.applyTo(optimizer_, model_.numels());
   }
   std::vector<std::string> summary() const override {
     const auto buckets = reducer_.buckets();
@@ -125,9 +125,10 @@ class DdpMode : public TrainingMode {
   bool rebuilt_ = false;
 };
 
-// The model keeps no gradient array: backward computes each layer's gradients into buffers
-// allocated as the layer's backward starts (Mlp::LayerStorage), handed to the optimizer with
-// markReady(p, grad) and freed when it releases them, so no rank holds every gradient at once.
+// The model has no gradient array (Mlp::Arrays::kParams), not even while the optimizer is built:
+// backward computes each layer's gradients into buffers allocated as the layer's backward starts
+// (Mlp::LayerStorage), handed to the optimizer with markReady(p, grad) and freed when it releases
+// them, so no rank holds every gradient at once.
 class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
  public:
   ZeroMode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group)
@@ -137,7 +138,6 @@ class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
         grads_(model.numParameters()),
         optimizer_(model.parameters(), group, zeroOptions(o, this)) {
     model_.setLayerStorage(this);
-    model_.releaseGrads();
   }
 
   void markReady(size_t p) override {
@@ -154,7 +154,7 @@ class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
     layerPeakBytes_ = s.layerPeakBytes;
   }
   optim::OptimizerState fullState() override { return optimizer_.consolidateState(0); }
-  void loadState(const optim::OptimizerState& state) override { optimizer_.loadState(state); }
+  void loadState(const Checkpoint& ck) override { optimizer_.loadState(ck.optimizer); }
   std::vector<std::string> summary() const override {
     const size_t local = optimizer_.localStateBytes();
     const size_t full = optimizer_.fullStateBytes();
@@ -224,11 +224,14 @@ class ZeroMode : public TrainingMode, private Mlp::LayerStorage {
 class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
  public:
   Zero3Mode(const TrainOptions& o, Mlp& model, std::shared_ptr<ProcessGroup> group,
-            const std::vector<float>* initial)
+            const Checkpoint* resume)
       : model_(model),
         rank_(group->rank()),
         size_(group->size()),
-        fsdp_(units(model), group, fsdpOptions(o), unitInit(model, o.seed, initial)) {
+        fsdp_(resume != nullptr ? zero::FullyShardedModel(units(model), group, fsdpOptions(o),
+                                                          shardSource(*resume))
+                                : zero::FullyShardedModel(units(model), group, fsdpOptions(o),
+                                                          unitInit(model, o.seed))) {
     model_.setLayerStorage(this);
     layers::resetLayerMemoryPeak();  // the first step's peak, not construction's
   }
@@ -247,7 +250,10 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     layers::resetLayerMemoryPeak();  // the next step's peak
   }
   optim::OptimizerState fullState() override { return fsdp_.consolidateState(0); }
-  void loadState(const optim::OptimizerState& state) override { fsdp_.loadState(state); }
+  void loadState(const Checkpoint& ck) override {
+    C10D_CHECK(ck.optimizerFile != nullptr, "zero3 resumes from a checkpoint it opened");
+    fsdp_.loadState(*ck.optimizerFile);
+  }
   bool layerByLayer() const override { return true; }
   void forEachLayer(const std::function<void(size_t, const std::vector<Tensor>&)>& fn) override {
     fsdp_.forEachUnit(fn);
@@ -306,18 +312,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
     }
     return out;
   }
-  static zero::FullyShardedModel::UnitInit unitInit(const Mlp& model, uint64_t seed,
-                                                    const std::vector<float>* initial) {
-    if (initial != nullptr) {
-      C10D_CHECK_ARG(initial->size() == model.numel(), "zero3: ", initial->size(),
-                     " initial values for a model of ", model.numel(), " parameters");
-      return [&model, initial](size_t layer, const std::vector<Tensor>& views) {
-        const std::vector<size_t> ps = model.layerParameters(layer);
-        for (size_t i = 0; i < ps.size(); ++i) {
-          std::copy_n(initial->data() + model.offset(ps[i]), views[i].numel, views[i].ptr<float>());
-        }
-      };
-    }
+  static zero::FullyShardedModel::UnitInit unitInit(const Mlp& model, uint64_t seed) {
     auto init = std::make_shared<Mlp::Initializer>(model, seed);
     return [init](size_t layer, const std::vector<Tensor>& views) {
       std::vector<float*> ptrs;
@@ -325,10 +320,19 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
       init->fill(layer, ptrs);
     };
   }
+  // This rank's shard straight from the checkpoint's model file (the units' parameters in the
+  // model's order, which is the file's).
+  static zero::FullyShardedModel::ShardSource shardSource(const Checkpoint& ck) {
+    C10D_CHECK(ck.modelFile != nullptr, "zero3 resumes from a checkpoint it opened");
+    std::shared_ptr<const ModelFileReader> file = ck.modelFile;
+    return {
+        [file](size_t p, size_t pos, size_t count, float* dst) { file->read(p, pos, count, dst); }};
+  }
   static zero::FsdpOptions fsdpOptions(const TrainOptions& o) {
     zero::FsdpOptions f;
     f.optimizer = o.optimizer;
     f.prefetch = o.prefetch;
+    f.overlapReduce = o.overlapReduce;
     f.timeout = o.timeout;
     f.recordComm = !o.traceFile.empty();
     return f;
@@ -371,7 +375,7 @@ class Zero3Mode : public TrainingMode, private Mlp::LayerStorage {
 
 std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
                                        std::shared_ptr<ProcessGroup> group,
-                                       const std::vector<float>* initial) {
+                                       const Checkpoint* resume) {
   switch (options.mode) {
     case Mode::kLocal:
       return std::make_unique<LocalMode>(options, model);
@@ -383,7 +387,7 @@ std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
       return std::make_unique<ZeroMode>(options, model, std::move(group));
     case Mode::kZero3:
       C10D_CHECK(group != nullptr, "zero3 mode needs a process group");
-      return std::make_unique<Zero3Mode>(options, model, std::move(group), initial);
+      return std::make_unique<Zero3Mode>(options, model, std::move(group), resume);
   }
   C10D_THROW(InvalidArgument, "unknown mode");
 }

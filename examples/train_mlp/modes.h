@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/process_group.h"
+#include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/options.h"
 #include "layers/common/comm_event.h"
@@ -40,8 +41,9 @@ class TrainingMode {
   virtual void step() = 0;
   // The full optimizer state on rank 0 (collective in zero mode; empty on the other ranks).
   virtual optim::OptimizerState fullState() = 0;
-  // Every rank: continue from a full state (from a checkpoint written at any world size).
-  virtual void loadState(const optim::OptimizerState& state) = 0;
+  // Every rank: continue from a checkpoint's optimizer state (written at any world size): its
+  // full state as CheckpointDir::read gives it (zero3: its file, as CheckpointDir::open does).
+  virtual void loadState(const Checkpoint& ck) = 0;
   // Lines for the end of the run, and whether every rank should print its own (zero: the shards
   // differ) or rank 0 alone.
   virtual std::vector<std::string> summary() const = 0;
@@ -68,13 +70,14 @@ class TrainingMode {
 };
 
 // Builds the mode's machinery over `model`; ddp/zero broadcast rank 0's parameters (collective).
-// zero3 takes a model without arrays (Mlp(shape, false)) and makes its initial parameters one
-// layer at a time: `initial`'s values (every parameter back to back, e.g. a checkpoint's) if
-// given, else Mlp::Initializer from options.seed; the other modes ignore `initial` (the model
-// holds its values).
+// zero takes a model without a gradient array (Mlp::Arrays::kParams). zero3 takes a model without
+// arrays (Mlp::Arrays::kNone): resuming (`resume` set, opened with CheckpointDir::open), each rank
+// reads its own shard of the parameters from the checkpoint's model file; else it makes the
+// initial parameters one layer at a time (Mlp::Initializer from options.seed). The other modes
+// ignore `resume` (the model holds its values).
 std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
                                        std::shared_ptr<ProcessGroup> group,
-                                       const std::vector<float>* initial = nullptr);
+                                       const Checkpoint* resume = nullptr);
 
 }  // namespace example
 }  // namespace c10d

@@ -55,6 +55,7 @@ struct RawOptions {
   double firstBucketKb = 1024;
   std::string gradReduction = "reduce_scatter";
   bool noPrefetch = false;
+  bool noReduceOverlap = false;
 };
 
 class UsageError : public InvalidArgument {
@@ -103,7 +104,8 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.add_option("--weight-decay", raw.weightDecay,
                  "L2 (sgd, adam) or decoupled (adamw) decay (default: 0, adamw 0.01)")
       ->type_name("WD");
-  app.add_option("--bucket-cap-kb", raw.bucketCapKb, "ddp: Reducer bucket cap in KiB (25600)")
+  app.add_option("--bucket-cap-kb", raw.bucketCapKb,
+                 "ddp, zero: gradient bucket cap in KiB (25600)")
       ->type_name("KB");
   app.add_option("--first-bucket-kb", raw.firstBucketKb, "ddp: first bucket's cap in KiB (1024)")
       ->type_name("KB");
@@ -117,6 +119,9 @@ void buildApp(CLI::App& app, RawOptions& raw, TrainOptions& o) {
   app.add_flag("--no-prefetch", raw.noPrefetch,
                "zero3: gather each layer only when it is needed (default: the next layer's "
                "gather overlaps this one's compute)");
+  app.add_flag("--no-reduce-overlap", raw.noReduceOverlap,
+               "zero3: wait for each layer's gradient reduce-scatter before the next layer's "
+               "backward (one layer's full gradients at a time; default: it overlaps)");
   app.add_option("--checkpoint-dir", o.checkpointDir,
                  "Write checkpoints here, and resume from the newest one found at start-up")
       ->type_name("DIR");
@@ -193,6 +198,7 @@ void validate(const RawOptions& raw, TrainOptions& o) {
   }
 
   o.prefetch = !raw.noPrefetch;
+  o.overlapReduce = !raw.noReduceOverlap;
   o.bucketCapBytes = kbToBytes("--bucket-cap-kb", raw.bucketCapKb);
   o.firstBucketBytes = kbToBytes("--first-bucket-kb", raw.firstBucketKb);
   using GR = zero::ZeroOptions::GradReduction;

@@ -45,6 +45,7 @@ struct TrainOptions {
   size_t firstBucketBytes = 1u << 20;
   // zero3
   bool prefetch = true;
+  bool overlapReduce = true;
   // zero
   zero::ZeroOptions::GradReduction gradReduction = zero::ZeroOptions::GradReduction::kReduceScatter;
 

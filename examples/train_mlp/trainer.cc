@@ -131,6 +131,8 @@ void checkResumable(const Checkpoint& ck, const TrainOptions& o, const Mlp& mode
 }
 
 // Finds and reads the newest checkpoint (every rank; see trainer.h). Collective when pg is set.
+// zero3 opens it instead (CheckpointDir::open: each rank reads its shards later, and rank 0 alone
+// checks the files' checksums; agreeOnSuccess tells the others).
 std::optional<Checkpoint> findCheckpoint(const TrainOptions& o, ProcessGroup* pg, int rank,
                                          const Mlp& model) {
   if (o.checkpointDir.empty()) return std::nullopt;
@@ -142,7 +144,7 @@ std::optional<Checkpoint> findCheckpoint(const TrainOptions& o, ProcessGroup* pg
     if (rank == 0) dir.create();
     latest = dir.latestStep();
     if (latest > 0) {
-      ck = dir.read(latest);
+      ck = o.mode == Mode::kZero3 ? dir.open(latest, rank == 0) : dir.read(latest);
       checkResumable(*ck, o, model);
     }
   } catch (const std::exception&) {
@@ -273,25 +275,37 @@ void runTraining(const TrainOptions& o) {
     pg = c10d::init(init);
   }
 
-  // 2. Data and model. zero3's model holds no arrays: its mode makes the layers one at a time.
+  // 2. Data and model. zero3's model holds no arrays: its mode makes the layers one at a time;
+  // zero's holds no gradient array: its mode gives each layer's gradients during backward.
   SyntheticDataset data({o.seed, o.datasetSize, o.evalSize, o.shape.inputDim, o.shape.classes});
   const bool sharded = o.mode == Mode::kZero3;
-  Mlp model(o.shape, !sharded);
+  Mlp model(o.shape, sharded                 ? Mlp::Arrays::kNone
+                     : o.mode == Mode::kZero ? Mlp::Arrays::kParams
+                                             : Mlp::Arrays::kParamsAndGrads);
   if (!sharded) model.initialize(o.seed);
   if (pg && o.mode != Mode::kLocal) model.attachGroup(pg);  // --sync-bn: statistics over the group
 
   // 3. Resume.
   std::optional<Checkpoint> ck = findCheckpoint(o, pg.get(), rank, model);
   if (ck && !sharded) model.setParams(ck->params);
-  // ddp/zero: broadcast from rank 0; zero3: layer by layer.
-  std::unique_ptr<TrainingMode> mode = makeMode(o, model, pg, ck ? &ck->params : nullptr);
-  if (ck) {
-    try {
-      mode->loadState(ck->optimizer);
-    } catch (const InvalidArgument& e) {
-      C10D_THROW(InvalidArgument, "resuming from checkpoint ", ck->dir, ": ", e.what());
+  // ddp/zero: broadcast from rank 0; zero3: each rank reads its shards from the files (a read
+  // error on one rank is told to the others before any further collective).
+  std::unique_ptr<TrainingMode> mode;
+  std::exception_ptr loadError;
+  try {
+    mode = makeMode(o, model, pg, ck ? &*ck : nullptr);
+    if (ck) {
+      try {
+        mode->loadState(*ck);
+      } catch (const InvalidArgument& e) {
+        C10D_THROW(InvalidArgument, "resuming from checkpoint ", ck->dir, ": ", e.what());
+      }
     }
+  } catch (const std::exception&) {
+    if (!sharded || !ck) throw;
+    loadError = std::current_exception();
   }
+  if (sharded && ck) agreeOnSuccess(pg.get(), loadError, ("to resume from " + ck->dir).c_str());
   const uint64_t start = ck ? ck->meta.step : 0;
 
   if (rank == 0) {

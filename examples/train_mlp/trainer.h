@@ -9,7 +9,10 @@
 //      a problem is the same error on every rank rather than a hang. The checkpoint must match this
 //      run (model shape, seed, global batch, dataset size, optimizer: InvalidArgument naming the
 //      file and both values); its parameters replace the initial ones, its optimizer state is
-//      loaded after the mode is built, and training continues at the step after it.
+//      loaded after the mode is built, and training continues at the step after it. zero3 opens
+//      the checkpoint instead of reading it: each rank reads the ranges of its own shards from
+//      the files (rank 0 alone streams them for their checksums), so no rank ever holds the whole
+//      model or optimizer state.
 //   4. Steps start+1 .. --steps: forward on this rank's micro-batch, backward (markReady per
 //      parameter, last layer first), the mode's step(); every --log-every steps (and the last)
 //      the micro-batch losses are averaged across ranks (an allreduce, after the mode's

@@ -165,6 +165,69 @@ std::string readAll(const std::string& path) {
   return data;
 }
 
+// The fields after magic, version and fileBytes up to the parameter count: options, steps and
+// slot names (slots left empty).
+OptimizerState parseHeader(Reader& r, const std::string& where) {
+  OptimizerState st;
+  const uint32_t algorithm = r.u32();
+  C10D_CHECK_ARG(algorithm <= static_cast<uint32_t>(Algorithm::kAdamW), where,
+                 "corrupt: unknown algorithm ", algorithm);
+  st.options.algorithm = static_cast<Algorithm>(algorithm);
+  st.options.lr = r.f64();
+  st.options.momentum = r.f64();
+  st.options.dampening = r.f64();
+  st.options.nesterov = r.u8() != 0;
+  st.options.weightDecay = r.f64();
+  st.options.beta1 = r.f64();
+  st.options.beta2 = r.f64();
+  st.options.eps = r.f64();
+  try {
+    st.options.validate();
+  } catch (const InvalidArgument& e) {
+    C10D_THROW(InvalidArgument, where, "corrupt options: ", e.what());
+  }
+  st.steps = r.u64();
+  const uint32_t numSlots = r.u32();
+  const std::vector<std::string> expected = st.options.slotNames();
+  C10D_CHECK_ARG(numSlots == expected.size(), where, "corrupt: ", numSlots, " slots for ",
+                 st.options.describe(), ", which keeps ", expected.size());
+  for (uint32_t k = 0; k < numSlots; ++k) {
+    const uint32_t len = r.u32();
+    st.slotNames.push_back(r.str(len));
+    C10D_CHECK_ARG(st.slotNames.back() == expected[k], where, "corrupt: slot ", k, " is '",
+                   st.slotNames.back(), "', expected '", expected[k], "'");
+  }
+  return st;
+}
+
+// OptimizerState::checkCompatible over a state whose slots may stay on disk: numParams
+// parameters, slotsOf(p) slots of parameter p, sizeOf(p, k) floats in its slot k.
+template <typename SlotsOf, typename SizeOf>
+void checkState(const OptimizerState& st, size_t numParams, SlotsOf&& slotsOf, SizeOf&& sizeOf,
+                const OptimizerOptions& opts, const std::vector<size_t>& numels,
+                const std::string& who, const std::vector<std::string>& names) {
+  std::string field;
+  C10D_CHECK_ARG(sameOptions(st.options, opts, &field), who, ": the state was saved by ",
+                 st.options.describe(), ", this optimizer is ", opts.describe(), " (", field,
+                 " differs)");
+  C10D_CHECK_ARG(st.slotNames == opts.slotNames(), who, ": the state has ", st.slotNames.size(),
+                 " slots per parameter, ", opts.describe(), " keeps ", opts.slotNames().size());
+  C10D_CHECK_ARG(!(numParams == 0 && !numels.empty()), who,
+                 ": the state holds no parameters, this optimizer has ", numels.size(),
+                 " (consolidateState returns an empty state on every rank but dstRank: save or "
+                 "pass the one from dstRank)");
+  C10D_CHECK_ARG(numParams == numels.size(), who, ": the state has ", numParams,
+                 " parameters, this optimizer has ", numels.size());
+  for (size_t p = 0; p < numels.size(); ++p) {
+    C10D_CHECK_ARG(slotsOf(p) == st.slotNames.size(), who, ": ", paramName(p, names), " has ",
+                   slotsOf(p), " state slots in the state, expected ", st.slotNames.size());
+    for (size_t k = 0; k < slotsOf(p); ++k) {
+      C10D_CHECK_ARG(sizeOf(p, k) == numels[p], who, ": ", paramName(p, names), " has ", numels[p],
+                     " elements, its '", st.slotNames[k], "' in the state has ", sizeOf(p, k));
+    }
+  }
+}
+
 }  // namespace
 
 bool sameOptions(const OptimizerOptions& a, const OptimizerOptions& b, std::string* field) {
@@ -222,27 +285,9 @@ OptimizerState OptimizerState::fromFlat(const FlatOptimizer& opt,
 void OptimizerState::checkCompatible(const OptimizerOptions& opts,
                                      const std::vector<size_t>& numels, const std::string& who,
                                      const std::vector<std::string>& names) const {
-  std::string field;
-  C10D_CHECK_ARG(sameOptions(options, opts, &field), who, ": the state was saved by ",
-                 options.describe(), ", this optimizer is ", opts.describe(), " (", field,
-                 " differs)");
-  C10D_CHECK_ARG(slotNames == opts.slotNames(), who, ": the state has ", slotNames.size(),
-                 " slots per parameter, ", opts.describe(), " keeps ", opts.slotNames().size());
-  C10D_CHECK_ARG(!(slots.empty() && !numels.empty()), who,
-                 ": the state holds no parameters, this optimizer has ", numels.size(),
-                 " (consolidateState returns an empty state on every rank but dstRank: save or "
-                 "pass the one from dstRank)");
-  C10D_CHECK_ARG(slots.size() == numels.size(), who, ": the state has ", slots.size(),
-                 " parameters, this optimizer has ", numels.size());
-  for (size_t p = 0; p < numels.size(); ++p) {
-    C10D_CHECK_ARG(slots[p].size() == slotNames.size(), who, ": ", paramName(p, names), " has ",
-                   slots[p].size(), " state slots in the state, expected ", slotNames.size());
-    for (size_t k = 0; k < slots[p].size(); ++k) {
-      C10D_CHECK_ARG(slots[p][k].size() == numels[p], who, ": ", paramName(p, names), " has ",
-                     numels[p], " elements, its '", slotNames[k], "' in the state has ",
-                     slots[p][k].size());
-    }
-  }
+  checkState(
+      *this, slots.size(), [&](size_t p) { return slots[p].size(); },
+      [&](size_t p, size_t k) { return slots[p][k].size(); }, opts, numels, who, names);
 }
 
 void OptimizerState::applyTo(FlatOptimizer& opt, const std::vector<size_t>& numels) const {
@@ -441,35 +486,7 @@ OptimizerState OptimizerState::load(const std::string& path) {
 
   Reader r(data, body, path);
   r.str(kHeaderBytes);
-  OptimizerState st;
-  const uint32_t algorithm = r.u32();
-  C10D_CHECK_ARG(algorithm <= static_cast<uint32_t>(Algorithm::kAdamW), where,
-                 "corrupt: unknown algorithm ", algorithm);
-  st.options.algorithm = static_cast<Algorithm>(algorithm);
-  st.options.lr = r.f64();
-  st.options.momentum = r.f64();
-  st.options.dampening = r.f64();
-  st.options.nesterov = r.u8() != 0;
-  st.options.weightDecay = r.f64();
-  st.options.beta1 = r.f64();
-  st.options.beta2 = r.f64();
-  st.options.eps = r.f64();
-  try {
-    st.options.validate();
-  } catch (const InvalidArgument& e) {
-    C10D_THROW(InvalidArgument, where, "corrupt options: ", e.what());
-  }
-  st.steps = r.u64();
-  const uint32_t numSlots = r.u32();
-  const std::vector<std::string> expected = st.options.slotNames();
-  C10D_CHECK_ARG(numSlots == expected.size(), where, "corrupt: ", numSlots, " slots for ",
-                 st.options.describe(), ", which keeps ", expected.size());
-  for (uint32_t k = 0; k < numSlots; ++k) {
-    const uint32_t len = r.u32();
-    st.slotNames.push_back(r.str(len));
-    C10D_CHECK_ARG(st.slotNames.back() == expected[k], where, "corrupt: slot ", k, " is '",
-                   st.slotNames.back(), "', expected '", expected[k], "'");
-  }
+  OptimizerState st = parseHeader(r, where);
   const uint64_t numParams = r.u64();
   // Each parameter takes at least its 8-byte numel: bounds the allocation below.
   C10D_CHECK_ARG(numParams <= r.remaining() / 8, where, "corrupt: ", numParams, " parameters in ",
@@ -477,13 +494,126 @@ OptimizerState OptimizerState::load(const std::string& path) {
   st.slots.resize(numParams);
   for (uint64_t p = 0; p < numParams; ++p) {
     const uint64_t numel = r.u64();
-    for (uint32_t k = 0; k < numSlots; ++k) {
+    for (size_t k = 0; k < st.slotNames.size(); ++k) {
       st.slots[p].push_back(r.floats(numel, "a parameter's slot"));
     }
   }
   C10D_CHECK_ARG(r.remaining() == 0, where, "corrupt: ", r.remaining(),
                  " unread bytes before the checksum");
   return st;
+}
+
+}  // namespace optim
+}  // namespace c10d
+
+namespace c10d {
+namespace optim {
+
+OptimizerStateFile::OptimizerStateFile(const std::string& path, bool verifyChecksum)
+    : path_(path), where_("OptimizerState::load('" + path + "'): ") {
+  fd_ = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd_.valid()) {
+    const int err = errno;
+    C10D_THROW(InvalidArgument, where_, "cannot open: ", detail::errnoString(err));
+  }
+  struct stat info {};
+  C10D_SYSCHECK(::fstat(fd_.get(), &info), "(", path, ")");
+  const auto size = static_cast<size_t>(info.st_size);
+  // The same checks, in the same order, as load().
+  std::string head(std::min<size_t>(size, kPrefixBytes), '\0');
+  readAt(0, head.data(), head.size());
+  C10D_CHECK_ARG(size >= sizeof(kMagic), where_, "truncated: ", size, " bytes, shorter than the ",
+                 sizeof(kMagic), "-byte magic");
+  C10D_CHECK_ARG(std::memcmp(head.data(), kMagic, sizeof(kMagic)) == 0, where_,
+                 "bad magic: not a c10d optimizer state file (expected it to start with "
+                 "\"C10DOPTS\")");
+  C10D_CHECK_ARG(size >= kHeaderBytes + kChecksumBytes, where_, "truncated: ", size,
+                 " bytes, shorter than the header");
+  Reader fixed(head, kHeaderBytes, path);
+  fixed.str(sizeof(kMagic));
+  const uint32_t version = fixed.u32();
+  C10D_CHECK_ARG(version == kVersion, where_, "unsupported version ", version,
+                 " (this build reads version ", kVersion, ")");
+  const uint64_t fileBytes = fixed.u64();
+  C10D_CHECK_ARG(size >= fileBytes, where_, "truncated: ", size, " of ", fileBytes, " bytes");
+  C10D_CHECK_ARG(size == fileBytes, where_, size, " bytes where the header says ", fileBytes,
+                 " (trailing bytes)");
+  const size_t body = size - kChecksumBytes;
+  if (verifyChecksum) {
+    uint64_t stored = 0;
+    unsigned char tail[kChecksumBytes];
+    readAt(body, tail, sizeof(tail));
+    for (size_t i = 0; i < sizeof(tail); ++i) stored |= static_cast<uint64_t>(tail[i]) << (8 * i);
+    uint64_t actual = kFnv1aShortBasis;
+    std::vector<char> chunk(size_t{1} << 20);
+    for (size_t at = 0; at < body; at += chunk.size()) {
+      const size_t n = std::min(chunk.size(), body - at);
+      readAt(at, chunk.data(), n);
+      actual = fnv1a(chunk.data(), n, actual);
+    }
+    C10D_CHECK_ARG(stored == actual, where_, "bad checksum (stored ", stored, ", computed ", actual,
+                   "): the file is corrupt");
+  }
+  Reader r(head, std::min(head.size(), body), path);
+  r.str(kHeaderBytes);
+  header_ = parseHeader(r, where_);
+  const uint64_t numParams = r.u64();
+  C10D_CHECK_ARG(numParams <= (body - r.pos()) / 8, where_, "corrupt: ", numParams,
+                 " parameters in ", body - r.pos(), " bytes");
+  // Each parameter: its numel, then its slots. Only the numels are read here.
+  const size_t k = header_.slotNames.size();
+  size_t at = r.pos();
+  for (uint64_t p = 0; p < numParams; ++p) {
+    C10D_CHECK_ARG(8 <= body - at, where_, "corrupt: a 64-bit field at byte ", at,
+                   " runs past the data (", body, " bytes)");
+    unsigned char bytes[8];
+    readAt(at, bytes, sizeof(bytes));
+    uint64_t numel = 0;
+    for (size_t i = 0; i < sizeof(bytes); ++i) numel |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+    at += 8;
+    C10D_CHECK_ARG(k == 0 || numel <= (body - at) / 4 / k, where_,
+                   "corrupt: a parameter's slot claims ", numel, " floats at byte ", at,
+                   ", but only ", body - at, " bytes remain");
+    numels_.push_back(numel);
+    offsets_.push_back(at);
+    at += k * numel * sizeof(float);
+  }
+  C10D_CHECK_ARG(at == body, where_, "corrupt: ", body - at, " unread bytes before the checksum");
+}
+
+void OptimizerStateFile::checkCompatible(const OptimizerOptions& options,
+                                         const std::vector<size_t>& numels, const std::string& who,
+                                         const std::vector<std::string>& names) const {
+  const size_t k = header_.slotNames.size();
+  checkState(
+      header_, numels_.size(), [k](size_t) { return k; },
+      [this](size_t p, size_t) { return numels_[p]; }, options, numels, who, names);
+}
+
+void OptimizerStateFile::read(size_t param, size_t slot, size_t pos, size_t count,
+                              float* dst) const {
+  C10D_CHECK_ARG(param < numels_.size() && slot < header_.slotNames.size() &&
+                     pos <= numels_[param] && count <= numels_[param] - pos,
+                 where_, "elements [", pos, ", ", pos + count, ") of parameter ", param, "'s slot ",
+                 slot, " are not in the file");
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the file is little-endian");
+  readAt(offsets_[param] + (slot * numels_[param] + pos) * sizeof(float), dst,
+         count * sizeof(float));
+}
+
+void OptimizerStateFile::readAt(size_t offset, void* dst, size_t n) const {
+  char* out = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int err = errno;
+      C10D_THROW(InvalidArgument, where_, "read failed: ", detail::errnoString(err));
+    }
+    C10D_CHECK_ARG(got > 0, where_, "truncated while reading (", offset + done, " bytes)");
+    done += static_cast<size_t>(got);
+  }
 }
 
 }  // namespace optim

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "layers/optim/flat_optimizer.h"
 
 namespace c10d {
@@ -86,6 +87,36 @@ class OptimizerStateWriter {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// An OptimizerState::save file read in pieces, for a state too large to hold at once (ZeRO-3's
+// resume: each rank reads the ranges of its shard). The constructor checks what load() checks,
+// with load()'s messages, reading the header and each parameter's numel only (and, with
+// verifyChecksum, the whole file once, 1 MiB at a time, for its checksum); read() copies a range
+// of one parameter's slot. Errors: InvalidArgument naming the path. Threads: read() may run
+// concurrently (pread).
+class OptimizerStateFile {
+ public:
+  OptimizerStateFile(const std::string& path, bool verifyChecksum);
+  // Options, steps and slot names; slots empty.
+  const OptimizerState& header() const { return header_; }
+  const std::vector<size_t>& numels() const { return numels_; }
+  // OptimizerState::checkCompatible's checks and messages.
+  void checkCompatible(const OptimizerOptions& options, const std::vector<size_t>& numels,
+                       const std::string& who, const std::vector<std::string>& names = {}) const;
+  // Elements [pos, pos + count) of parameter `param`'s slot `slot` into dst.
+  void read(size_t param, size_t slot, size_t pos, size_t count, float* dst) const;
+
+ private:
+  static constexpr size_t kPrefixBytes = 4096;  // holds the options and slot names
+  void readAt(size_t offset, void* dst, size_t n) const;
+
+  std::string path_;
+  std::string where_;
+  Fd fd_;
+  OptimizerState header_;
+  std::vector<size_t> numels_;
+  std::vector<size_t> offsets_;  // per parameter: the file offset of its first slot's data
 };
 
 // Whether two option sets describe the same optimizer (algorithm and every hyper-parameter); on

@@ -56,8 +56,20 @@ FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>>
   setUp(std::move(units), &init);
 }
 
+FullyShardedModel::FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
+                                     std::shared_ptr<ProcessGroup> group, FsdpOptions options,
+                                     const ShardSource& source)
+    : group_(checkedGroup(std::move(group))),
+      options_(std::move(options)),
+      rank_(group_->rank()),
+      size_(group_->size()) {
+  C10D_CHECK_ARG(source.read != nullptr, "FullyShardedModel: null ShardSource::read (group ",
+                 group_->name(), ")");
+  setUp(std::move(units), nullptr, &source);
+}
+
 void FullyShardedModel::setUp(std::vector<std::vector<layers::Parameter>> units,
-                              const UnitInit* init) {
+                              const UnitInit* init, const ShardSource* source) {
   std::string problem;
   for (size_t u = 0; u < units.size(); ++u) {
     if (units[u].empty() && problem.empty()) {
@@ -73,7 +85,7 @@ void FullyShardedModel::setUp(std::vector<std::vector<layers::Parameter>> units,
   check.layer = "FullyShardedModel";
   check.params = &params_;
   check.checkGrads = false;
-  check.checkData = init == nullptr;
+  check.checkData = init == nullptr && source == nullptr;
   check.optimizer = &options_.optimizer;
   try {
     optim::validateGroups(options_.paramGroups, params_.size());
@@ -92,7 +104,7 @@ void FullyShardedModel::setUp(std::vector<std::vector<layers::Parameter>> units,
   check.timeout = options_.timeout;
   verifyAcrossRanks(*group_, check);
 
-  if (init == nullptr && size_ > 1 && !params_.empty()) {
+  if (init == nullptr && source == nullptr && size_ > 1 && !params_.empty()) {
     std::vector<Tensor> tensors;
     for (const layers::Parameter& p : params_) tensors.push_back(p.data);
     broadcastCoalesced(*group_, tensors, kDefaultBroadcastBucketBytes, 0)->wait(options_.timeout);
@@ -133,6 +145,11 @@ void FullyShardedModel::setUp(std::vector<std::vector<layers::Parameter>> units,
   optimizer_ = std::make_unique<optim::FlatOptimizer>(options_.optimizer, local_);
   if (init != nullptr) {
     for (size_t u = 0; u < unitParams_.size(); ++u) initUnit(u, *init);
+  } else if (source != nullptr) {
+    float* shard = shardParam_->data();
+    forEachLocalRun([&](size_t p, size_t pos, size_t count, size_t at) {
+      source->read(p, pos, count, shard + at);
+    });
   } else {
     std::vector<Tensor> initial;
     for (const layers::Parameter& p : params_) initial.push_back(p.data);
@@ -166,11 +183,17 @@ void FullyShardedModel::initUnit(size_t unit, const UnitInit& init) {
 }
 
 void FullyShardedModel::takeShard(const std::vector<Tensor>& values, float* shard) const {
+  forEachLocalRun([&](size_t p, size_t pos, size_t count, size_t at) {
+    std::memcpy(shard + at, values[p].ptr<float>() + pos, count * sizeof(float));
+  });
+}
+
+template <typename Fn>
+void FullyShardedModel::forEachLocalRun(Fn&& fn) const {
   for (size_t u = 0; u < unitParams_.size(); ++u) {
     const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
     forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
-      std::memcpy(shard + unitShardOffset_[u] + (at - begin), values[p].ptr<float>() + pos,
-                  count * sizeof(float));
+      fn(p, pos, count, unitShardOffset_[u] + (at - begin));
     });
   }
 }
@@ -318,6 +341,7 @@ void FullyShardedModel::reduceGrads(size_t unit) {
     events_.launched("reduce-scatter unit", unit, grad->size() * sizeof(float), issued, *r.work);
     reductions_.push_back(std::move(r));
     ++current_.reduceScatters;
+    if (!options_.overlapReduce) finishOldestReduction();  // frees the unit's gradients now
   } catch (...) {
     broken_.fail("reduceGrads(" + describe(unit) + ")", std::current_exception());
   }
@@ -499,16 +523,25 @@ void FullyShardedModel::loadState(const optim::OptimizerState& full) {
   full.checkCompatible(options_.optimizer, numels(),
                        "FullyShardedModel::loadState (group " + group_->name() + ")", names());
   optim::FlatOptimizer& opt = *optimizer_;
-  for (size_t u = 0; u < unitParams_.size(); ++u) {
-    const size_t begin = static_cast<size_t>(rank_) * unitChunk_[u];
-    forEachRun(u, begin, begin + unitChunk_[u], [&](size_t p, size_t pos, size_t count, size_t at) {
-      for (size_t j = 0; j < opt.numSlots(); ++j) {
-        const float* src = full.slots[p][j].data() + pos;
-        std::copy(src, src + count, opt.slot(j) + unitShardOffset_[u] + (at - begin));
-      }
-    });
-  }
+  forEachLocalRun([&](size_t p, size_t pos, size_t count, size_t at) {
+    for (size_t j = 0; j < opt.numSlots(); ++j) {
+      const float* src = full.slots[p][j].data() + pos;
+      std::copy(src, src + count, opt.slot(j) + at);
+    }
+  });
   optimizer_->setSteps(full.steps);
+}
+
+void FullyShardedModel::loadState(const optim::OptimizerStateFile& file) {
+  MutexLock lock(mu_);
+  broken_.check(group_->name());
+  file.checkCompatible(options_.optimizer, numels(),
+                       "FullyShardedModel::loadState (group " + group_->name() + ")", names());
+  optim::FlatOptimizer& opt = *optimizer_;
+  forEachLocalRun([&](size_t p, size_t pos, size_t count, size_t at) {
+    for (size_t j = 0; j < opt.numSlots(); ++j) file.read(p, j, pos, count, opt.slot(j) + at);
+  });
+  optimizer_->setSteps(file.header().steps);
 }
 
 size_t FullyShardedModel::localStateBytes() const {

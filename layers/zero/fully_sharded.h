@@ -18,7 +18,9 @@
 //   reshard the last unit too). A checksum or a checkpoint: fsdp.forEachUnit(fn) (collective),
 //   one unit's full parameters at a time. gatherParameters fills full-size buffers: the whole
 //   model on every rank, for small models and tests only.
-//   Start-up without the whole model: the UnitInit constructor fills one unit at a time.
+//   Start-up without the whole model: the UnitInit constructor fills one unit at a time; the
+//   ShardSource constructor and loadState(OptimizerStateFile) read each rank's shard alone (a
+//   resume from a checkpoint).
 //   Optimizer checkpoint: consolidateState(0) / loadState(full) at any world size;
 //   consolidateUnitState(u, 0) one unit at a time, for a writer that streams it.
 //
@@ -69,7 +71,9 @@
 //   training, at most two units' full parameters (this one and the prefetched one, F floats
 //   each) and two units' full gradients (the unit in backward, and the previous one while its
 //   reduce-scatter is in flight, which reduceGrads() of the next unit waits for), plus C_u floats
-//   for the reduce-scatter's result: (2 + k) * L + 4 * F + max C_u floats at the peak. The
+//   for the reduce-scatter's result: (2 + k) * L + 4 * F + max C_u floats at the peak; one unit's
+//   parameters fewer without prefetch, one unit's gradients fewer without overlapReduce (2 * F
+//   with neither: what a unit's backward itself needs, its parameters and its gradients). The
 //   parameter and gradient shards are about (params + grads) / N. tests/layers/fsdp_test.cc
 //   checks the bound.
 //
@@ -101,7 +105,12 @@ namespace zero {
 
 struct FsdpOptions {
   optim::OptimizerOptions optimizer;
-  bool prefetch = true;                  // gather the next unit while this one computes
+  bool prefetch = true;  // gather the next unit while this one computes
+  // Leave a unit's reduce-scatter in flight while the next unit's backward runs (reduceGrads of
+  // the next unit waits for it). false: reduceGrads waits for its own, so one unit's full
+  // gradients exist at a time instead of two (with prefetch off too, backward holds two units'
+  // worth above the shards instead of four), at the cost of that overlap.
+  bool overlapReduce = true;
   Milliseconds timeout = kUnsetTimeout;  // bound for every wait
   // Per-group lr and weight decay (indices into the parameters, units flattened in order).
   std::vector<optim::ParamGroup> paramGroups;
@@ -149,6 +158,17 @@ class FullyShardedModel {
   // (torch FSDP's param_init_fn). InvalidArgument for a null init.
   FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
                     std::shared_ptr<ProcessGroup> group, FsdpOptions options, const UnitInit& init);
+  // Collective (the start-up checks only). As above, but each rank reads only its own shard, with
+  // no broadcast: source.read(p, pos, count, dst) copies elements [pos, pos + count) of parameter
+  // p (units flattened in order) into dst, called for the runs of this rank's chunks only (e.g.
+  // from a checkpoint file every rank can read). InvalidArgument for a null read; what read
+  // throws propagates (the group's collectives are complete by then).
+  struct ShardSource {
+    std::function<void(size_t param, size_t pos, size_t count, float* dst)> read;
+  };
+  FullyShardedModel(std::vector<std::vector<layers::Parameter>> units,
+                    std::shared_ptr<ProcessGroup> group, FsdpOptions options,
+                    const ShardSource& source);
   ~FullyShardedModel();
   FullyShardedModel(const FullyShardedModel&) = delete;
   FullyShardedModel& operator=(const FullyShardedModel&) = delete;
@@ -190,6 +210,9 @@ class FullyShardedModel {
   using UnitState = std::vector<std::vector<std::vector<float>>>;
   UnitState consolidateUnitState(size_t unit, int dstRank) C10D_EXCLUDES(mu_);
   void loadState(const optim::OptimizerState& full) C10D_EXCLUDES(mu_);
+  // The same from a state file, reading only the ranges of this rank's shard (no communication;
+  // the whole state is never in memory).
+  void loadState(const optim::OptimizerStateFile& file) C10D_EXCLUDES(mu_);
 
   size_t numUnits() const { return unitNumels_.size(); }
   size_t numParameters() const { return params_.size(); }
@@ -216,7 +239,12 @@ class FullyShardedModel {
     layers::KeepAlive keep;  // the unit's full gradients and `out`, while in flight
   };
 
-  void setUp(std::vector<std::vector<layers::Parameter>> units, const UnitInit* init);
+  void setUp(std::vector<std::vector<layers::Parameter>> units, const UnitInit* init,
+             const ShardSource* source = nullptr);
+  // Calls fn(param, paramPos, count, shardPos) for each run of this rank's chunks: elements
+  // [paramPos, paramPos + count) of the parameter belong at shardPos of the local shard.
+  template <typename Fn>
+  void forEachLocalRun(Fn&& fn) const;
   // Unit u's values from init, rank 0's broadcast, this rank's chunk into the shard.
   void initUnit(size_t unit, const UnitInit& init) C10D_REQUIRES(mu_);
   std::string describe(size_t unit) const;  // "unit 2 ('fc2.weight', 2 parameters)"

@@ -276,6 +276,12 @@ ZeroStepStats ShardedOptimizer::step() {
     for (size_t i = 0; i < 2; ++i) {
       st.stagingBytes += staging_[i]->size() * sizeof(float);
     }
+    for (size_t p = 0; p < params_.size(); ++p) {
+      C10D_CHECK_ARG(marked_[p] || gradOf_[p] != nullptr || params_[p].data.numel == 0,
+                     "ShardedOptimizer::step: ", describe(p), " has no grad tensor and was not ",
+                     "given a gradient with markReady(", p, ", grad) in step ", stepNumber,
+                     " (group ", group_->name(), ")");
+    }
     try {
       // 1. Reduce to the owners: the buckets not launched by markReady() now.
       const size_t mine = shardNumel_[static_cast<size_t>(rank_)];

@@ -216,7 +216,10 @@ class ShardedOptimizer {
   // Parameter i's local gradient is complete for this backward, in its grad tensor (or, with
   // `grad`, in that view until onGradReleased(i): fp32 on the CPU with the parameter's numel).
   // Launches every bucket it completes (buckets() order), reading their gradients now. Optional:
-  // step() reads the gradients of parameters never marked. Same misuse rules as
+  // step() reads the gradients of parameters never marked. A parameter given without a grad
+  // tensor (Parameter::grad an empty Tensor(): the framework keeps no gradient array, so that no
+  // rank ever holds all full gradients, not even at start-up) must be marked with markReady(i,
+  // grad) every step (InvalidArgument from step() otherwise). Same misuse rules as
   // Reducer::markReady.
   void markReady(size_t index) C10D_EXCLUDES(mu_);
   void markReady(size_t index, Tensor grad) C10D_EXCLUDES(mu_);

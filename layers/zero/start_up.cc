@@ -81,8 +81,8 @@ LocalProblem findLocalProblem(const StartUpCheck& c) {
     } else if (c.checkData && p.data.data == nullptr && p.data.numel > 0) {
       found(kNullData, idx, static_cast<int64_t>(p.data.numel),
             detail::str(describe(i), " has null data and ", p.data.numel, " elements"));
-    } else if (!c.checkGrads) {
-      continue;
+    } else if (!c.checkGrads || (p.grad.data == nullptr && p.grad.numel == 0)) {
+      continue;  // no grad tensor: the layer is given each gradient (ShardedOptimizer::markReady)
     } else if (p.grad.numel != p.data.numel) {
       found(kGradMismatch, idx, static_cast<int64_t>(p.grad.numel),
             detail::str(describe(i), "'s grad has ", p.grad.numel, " elements, its data ",

@@ -32,7 +32,7 @@ struct AgreedSetting {
 struct StartUpCheck {
   const char* layer = "";  // message prefix: "ShardedOptimizer"
   const std::vector<layers::Parameter>* params = nullptr;
-  bool checkGrads = true;  // the layer reads Parameter::grad
+  bool checkGrads = true;  // the layer reads Parameter::grad (an empty Tensor(): none, allowed)
   bool checkData = true;   // false: null data is fine (the layer fills the values itself)
   const optim::OptimizerOptions* optimizer = nullptr;
   std::string optionsProblem;  // this rank's own invalid setting (empty: none)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -262,6 +263,37 @@ TEST_F(TrainMlpCheckpoint, RoundTripAndNewest) {
   EXPECT_EQ(dir.latestStep(), 5u);
 }
 
+// CheckpointDir::open: the same header, and pieces of every parameter and optimizer slot equal to
+// what read() gives whole.
+TEST_F(TrainMlpCheckpoint, OpenedReadsPiecesOfWhatReadGives) {
+  write(3);
+  const Checkpoint whole = CheckpointDir(dir_).read(3);
+  const Checkpoint opened = CheckpointDir(dir_).open(3, true);
+  ASSERT_TRUE(opened.modelFile && opened.optimizerFile);
+  EXPECT_TRUE(opened.params.empty());
+  EXPECT_EQ(opened.meta.step, 3u);
+  EXPECT_EQ(opened.numels, whole.numels);
+  EXPECT_EQ(opened.names, whole.names);
+  EXPECT_EQ(opened.optimizer.steps, whole.optimizer.steps);
+  for (size_t p = 0; p < whole.numels.size(); ++p) {
+    const size_t n = whole.numels[p];
+    const size_t half = n / 2;
+    std::vector<float> got(n, -1.0f);
+    opened.modelFile->read(p, half, n - half, got.data() + half);  // the back half first
+    opened.modelFile->read(p, 0, half, got.data());
+    EXPECT_EQ(0, std::memcmp(got.data(), whole.params.data() + opened.modelFile->offset(p),
+                             n * sizeof(float)))
+        << "parameter " << p;
+    for (size_t k = 0; k < whole.optimizer.slotNames.size(); ++k) {
+      opened.optimizerFile->read(p, k, 0, n, got.data());
+      EXPECT_EQ(got, whole.optimizer.slots[p][k]) << "parameter " << p << " slot " << k;
+    }
+  }
+  float x = 0;
+  test::expectThrowsWith<InvalidArgument>([&] { opened.modelFile->read(1, 0, 1000, &x); },
+                                          {"model.bin", "parameter 1", "not in the file"});
+}
+
 void flipByte(const std::string& path, long offsetFromEnd) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(-offsetFromEnd, std::ios::end);
@@ -279,13 +311,20 @@ TEST_F(TrainMlpCheckpoint, CorruptFilesAreNamed) {
   flipByte(model, 20);  // inside the parameters
   test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).read(2); },
                                           {model, "checksum mismatch"});
-  flipByte(model, 20);  // restored
+  test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).open(2, true); },
+                                          {model, "checksum mismatch"});
+  EXPECT_NO_THROW(CheckpointDir(dir_).open(2, false));  // the ranks that leave it to rank 0
+  flipByte(model, 20);                                  // restored
   EXPECT_NO_THROW(CheckpointDir(dir_).read(2));
   flipByte(optimizer, 20);
   test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).read(2); }, {optimizer});
+  test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).open(2, true); },
+                                          {optimizer, "bad checksum"});
   flipByte(optimizer, 20);
   fs::resize_file(model, fs::file_size(model) - 3);
   test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).read(2); },
+                                          {model, "truncated"});
+  test::expectThrowsWith<InvalidArgument>([&] { CheckpointDir(dir_).open(2, false); },
                                           {model, "truncated"});
   {
     std::ofstream f(model, std::ios::binary | std::ios::trunc);

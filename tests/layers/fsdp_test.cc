@@ -286,7 +286,8 @@ TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
 // is within two units' full parameters and two units' full gradients above that, and reaches the
 // two units' parameters and two units' gradients (without prefetch it would stay at three;
 // PrefetchedGatherIsInFlightWhileAUnitComputes checks the prefetch itself); after the step nothing
-// is left.
+// is left. Without prefetch and without overlapReduce, the peak is one unit's parameters and
+// gradients.
 TEST_P(FsdpTest, CountedMemoryIsAShardAndTwoUnits) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("fsdp-memory");
@@ -331,6 +332,24 @@ TEST_P(FsdpTest, CountedMemoryIsAShardAndTwoUnits) {
     EXPECT_EQ(st.layerBytes - static_cast<size_t>(before), static_cast<size_t>(built))
         << what << ": a step left memory behind";
     EXPECT_EQ(st.shardBytes, 2 * 8 * chunk * sizeof(float)) << what;
+
+    // Neither prefetch nor overlapReduce: a unit's backward holds its parameters and gradients,
+    // nothing else (2F); with the reduce-scatter left in flight it would be 3F.
+    FsdpOptions lean = fo;
+    lean.prefetch = false;
+    lean.overlapReduce = false;
+    const int64_t before2 = layers::layerMemory().liveBytes;
+    {
+      FullyShardedModel small(unitsOf(m, units), pg, lean);
+      layers::resetLayerMemoryPeak();
+      trainStep(small, units, rank, 0, ref, what + ", lean");
+      const FsdpStepStats st2 = small.step();
+      const int64_t peak2 = static_cast<int64_t>(st2.layerPeakBytes) - before2;
+      EXPECT_LE(peak2, built + static_cast<int64_t>(2 * unitBytes + chunk * sizeof(float)))
+          << what << ": without prefetch and overlap, more than one unit's parameters and "
+          << "gradients above the shards";
+      EXPECT_GE(peak2, built + static_cast<int64_t>(2 * unitBytes)) << what;
+    }
     pg->barrier()->wait();
   });
 }

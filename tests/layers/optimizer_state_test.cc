@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "layers/optim/optimizer_state.h"
+#include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
 
 namespace c10d {
@@ -25,6 +26,8 @@ using optim::Algorithm;
 using optim::FlatOptimizer;
 using optim::OptimizerOptions;
 using optim::OptimizerState;
+using optim::OptimizerStateFile;
+using optim::sameOptions;
 
 OptimizerOptions adamw() {
   OptimizerOptions o;
@@ -70,16 +73,56 @@ void writeFile(const std::string& path, const std::string& data) {
 template <typename F>
 void expectLoadError(const std::string& path, F&& corrupt, const std::string& what,
                      const std::string& contents) {
-  writeFile(path, contents);
-  corrupt();
-  try {
-    OptimizerState::load(path);
-    ADD_FAILURE() << what << ": load accepted the file";
-  } catch (const InvalidArgument& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("'" + path + "'"), std::string::npos) << what << ": " << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << what << ": " << msg;
+  // load() and the piecewise reader (OptimizerStateFile) refuse it alike.
+  for (bool whole : {true, false}) {
+    writeFile(path, contents);
+    corrupt();
+    try {
+      if (whole) {
+        OptimizerState::load(path);
+      } else {
+        OptimizerStateFile file(path, true);
+      }
+      ADD_FAILURE() << what << ": " << (whole ? "load" : "OptimizerStateFile")
+                    << " accepted the file";
+    } catch (const InvalidArgument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("'" + path + "'"), std::string::npos) << what << ": " << msg;
+      EXPECT_NE(msg.find(what), std::string::npos) << what << ": " << msg;
+    }
   }
+}
+
+// OptimizerStateFile: the header as load() gives it, every range of every slot as load()'s, and
+// out-of-range reads refused.
+TEST(OptimizerStateTest, FileReadInPiecesEqualsLoad) {
+  const std::string path = uniqueTempPath("optstate-pieces") + ".bin";
+  OptimizerState::fromFlat(trained(adamw(), 16, 2), {10, 6}).save(path);
+  const OptimizerState whole = OptimizerState::load(path);
+  const OptimizerStateFile file(path, false);
+  EXPECT_EQ(file.header().steps, whole.steps);
+  EXPECT_EQ(file.header().slotNames, whole.slotNames);
+  EXPECT_TRUE(sameOptions(file.header().options, whole.options, nullptr));
+  EXPECT_EQ(file.numels(), (std::vector<size_t>{10, 6}));
+  for (size_t p = 0; p < 2; ++p) {
+    for (size_t k = 0; k < whole.slotNames.size(); ++k) {
+      const std::vector<float>& want = whole.slots[p][k];
+      std::vector<float> got(want.size() - 2, -1.0f);
+      file.read(p, k, 1, got.size(), got.data());  // all but the first and last
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data() + 1, got.size() * sizeof(float)))
+          << "parameter " << p << " slot " << k;
+    }
+  }
+  file.checkCompatible(adamw(), {10, 6}, "test");
+  expectThrowsWith<InvalidArgument>(
+      [&] {
+        file.checkCompatible(adamw(), {10, 7}, "who");
+      },
+      {"who", "parameter 1", "has 7 elements"});
+  float x = 0;
+  expectThrowsWith<InvalidArgument>([&] { file.read(1, 0, 6, 1, &x); },
+                                    {path, "parameter 1", "not in the file"});
+  std::remove(path.c_str());
 }
 
 TEST(OptimizerStateTest, FromFlatAndApplyToRoundTrip) {
