@@ -165,6 +165,29 @@ std::string readAll(const std::string& path) {
   return data;
 }
 
+// load()'s first checks, in its order: magic, room for the header, version, and the length the
+// header announces against the file's `size`. head: the file's first bytes (all it has, up to at
+// least kHeaderBytes).
+void checkFixedHeader(const std::string& head, size_t size, const std::string& path,
+                      const std::string& where) {
+  C10D_CHECK_ARG(size >= sizeof(kMagic), where, "truncated: ", size, " bytes, shorter than the ",
+                 sizeof(kMagic), "-byte magic");
+  C10D_CHECK_ARG(std::memcmp(head.data(), kMagic, sizeof(kMagic)) == 0, where,
+                 "bad magic: not a c10d optimizer state file (expected it to start with "
+                 "\"C10DOPTS\")");
+  C10D_CHECK_ARG(size >= kHeaderBytes + kChecksumBytes, where, "truncated: ", size,
+                 " bytes, shorter than the header");
+  Reader fixed(head, kHeaderBytes, path);
+  fixed.str(sizeof(kMagic));
+  const uint32_t version = fixed.u32();
+  C10D_CHECK_ARG(version == kVersion, where, "unsupported version ", version,
+                 " (this build reads version ", kVersion, ")");
+  const uint64_t fileBytes = fixed.u64();
+  C10D_CHECK_ARG(size >= fileBytes, where, "truncated: ", size, " of ", fileBytes, " bytes");
+  C10D_CHECK_ARG(size == fileBytes, where, size, " bytes where the header says ", fileBytes,
+                 " (trailing bytes)");
+}
+
 // The fields after magic, version and fileBytes up to the parameter count: options, steps and
 // slot names (slots left empty).
 OptimizerState parseHeader(Reader& r, const std::string& where) {
@@ -459,23 +482,7 @@ void OptimizerStateWriter::finish() {
 OptimizerState OptimizerState::load(const std::string& path) {
   const std::string data = readAll(path);
   const std::string where = "OptimizerState::load('" + path + "'): ";
-  C10D_CHECK_ARG(data.size() >= sizeof(kMagic), where, "truncated: ", data.size(),
-                 " bytes, shorter than the ", sizeof(kMagic), "-byte magic");
-  C10D_CHECK_ARG(std::memcmp(data.data(), kMagic, sizeof(kMagic)) == 0, where,
-                 "bad magic: not a c10d optimizer state file (expected it to start with "
-                 "\"C10DOPTS\")");
-  C10D_CHECK_ARG(data.size() >= kHeaderBytes + kChecksumBytes, where, "truncated: ", data.size(),
-                 " bytes, shorter than the header");
-  Reader header(data, kHeaderBytes, path);
-  header.str(sizeof(kMagic));
-  const uint32_t version = header.u32();
-  C10D_CHECK_ARG(version == kVersion, where, "unsupported version ", version,
-                 " (this build reads version ", kVersion, ")");
-  const uint64_t fileBytes = header.u64();
-  C10D_CHECK_ARG(data.size() >= fileBytes, where, "truncated: ", data.size(), " of ", fileBytes,
-                 " bytes");
-  C10D_CHECK_ARG(data.size() == fileBytes, where, data.size(), " bytes where the header says ",
-                 fileBytes, " (trailing bytes)");
+  checkFixedHeader(data, data.size(), path, where);
   const size_t body = data.size() - kChecksumBytes;
   Reader tail(data, data.size(), path);
   tail.str(body);
@@ -522,22 +529,7 @@ OptimizerStateFile::OptimizerStateFile(const std::string& path, bool verifyCheck
   // The same checks, in the same order, as load().
   std::string head(std::min<size_t>(size, kPrefixBytes), '\0');
   readAt(0, head.data(), head.size());
-  C10D_CHECK_ARG(size >= sizeof(kMagic), where_, "truncated: ", size, " bytes, shorter than the ",
-                 sizeof(kMagic), "-byte magic");
-  C10D_CHECK_ARG(std::memcmp(head.data(), kMagic, sizeof(kMagic)) == 0, where_,
-                 "bad magic: not a c10d optimizer state file (expected it to start with "
-                 "\"C10DOPTS\")");
-  C10D_CHECK_ARG(size >= kHeaderBytes + kChecksumBytes, where_, "truncated: ", size,
-                 " bytes, shorter than the header");
-  Reader fixed(head, kHeaderBytes, path);
-  fixed.str(sizeof(kMagic));
-  const uint32_t version = fixed.u32();
-  C10D_CHECK_ARG(version == kVersion, where_, "unsupported version ", version,
-                 " (this build reads version ", kVersion, ")");
-  const uint64_t fileBytes = fixed.u64();
-  C10D_CHECK_ARG(size >= fileBytes, where_, "truncated: ", size, " of ", fileBytes, " bytes");
-  C10D_CHECK_ARG(size == fileBytes, where_, size, " bytes where the header says ", fileBytes,
-                 " (trailing bytes)");
+  checkFixedHeader(head, size, path, where_);
   const size_t body = size - kChecksumBytes;
   if (verifyChecksum) {
     uint64_t stored = 0;
