@@ -208,6 +208,40 @@ TEST_P(ZeroErrorsTest, MisuseIsAnErrorThatLeavesTheOptimizerUsable) {
 // Rank 0 steps alone with a short timeout: its collective times out, and from then on the
 // optimizer refuses use, quoting the failure. The others step late and time out in turn (rank 0
 // never issues the allgather). Nothing hangs.
+// Parameters given without grad tensors (a framework that keeps no gradient array): each must be
+// marked with its gradient every step; a step with one left unmarked is an error before any
+// collective (every rank makes the same mistake here), and the optimizer stays usable.
+TEST_P(ZeroErrorsTest, ParametersWithoutGradTensorsMustBeGivenTheirGradients) {
+  const BackendParam bp = p();
+  const std::string path = uniqueTempPath("zero-nograd");
+  expectAllRanksOk(ws(), [&](int rank, int size) {
+    auto pg = makeGroup(bp, path, rank, size);
+    for (Mode mode : {Mode::kReduceScatter, Mode::kReduceToOwner}) {
+      ZeroModel m(kNumels, rank);
+      std::vector<layers::Parameter> params = m.parameters();
+      for (layers::Parameter& p : params) p.grad = Tensor();
+      ZeroOptions opts;
+      opts.optimizer = referenceOptimizers()[2];
+      opts.gradReduction = mode;
+      ShardedOptimizer opt(params, pg, opts);
+      ReferenceOptimizer ref(opts.optimizer, kNumels);
+      m.produceGrads(rank, 0);
+      for (size_t i = 0; i < kNumels.size(); ++i) {
+        if (i != 2) opt.markReady(i, tensorOf(m.grad(i).data(), m.grad(i).size()));
+      }
+      expectThrowWith<InvalidArgument>(
+          [&] { opt.step(); },
+          {"parameter 2 ('p2') has no grad tensor", "markReady(2, grad)", "step 1"},
+          "step with a parameter never given its gradient");
+      opt.markReady(2, tensorOf(m.grad(2).data(), m.grad(2).size()));
+      opt.step();
+      ref.step(size, 0);
+      ref.expectParamsEqual(m, "parameters without grad tensors");
+    }
+    pg->barrier()->wait();
+  });
+}
+
 TEST_P(ZeroErrorsTest, AFailedCollectiveBreaksTheOptimizer) {
   if (ws() < 2) GTEST_SKIP() << "needs two ranks";
 #if defined(__SANITIZE_THREAD__)
