@@ -2,7 +2,11 @@
 // backends' transports and the launcher (header-only, so c10drun needs no libc10d).
 #pragma once
 
+#include <sys/types.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
 
 namespace c10d {
 
@@ -36,5 +40,21 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// Reads exactly n bytes at `offset` of fd into dst (pread, retried on EINTR and short reads): 0
+// when done, the errno of a failed read, or -1 when the file ends first. Does not move the file
+// offset, so several threads may read one descriptor.
+inline int preadFully(int fd, void* dst, size_t n, size_t offset) {
+  char* out = static_cast<char*>(dst);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno;
+    if (got == 0) return -1;
+    done += static_cast<size_t>(got);
+  }
+  return 0;
+}
 
 }  // namespace c10d

@@ -254,15 +254,11 @@ void ModelFileReader::fail(const std::string& what) const {
 }
 
 void ModelFileReader::readAt(size_t offset, void* dst, size_t n) const {
-  char* out = static_cast<char*>(dst);
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t got = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail(std::string("read failed: ") + std::strerror(errno));
-    if (got == 0) fail("truncated while reading at byte " + std::to_string(offset + done));
-    done += static_cast<size_t>(got);
-  }
+  const int err = preadFully(fd_.get(), dst, n, offset);
+  if (err > 0) fail(std::string("read failed: ") + std::strerror(err));
+  if (err < 0)
+    fail("truncated while reading " + std::to_string(n) + " bytes at byte " +
+         std::to_string(offset));
 }
 
 void ModelFileReader::read(size_t param, size_t pos, size_t count, float* dst) const {

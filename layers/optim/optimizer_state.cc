@@ -594,18 +594,9 @@ void OptimizerStateFile::read(size_t param, size_t slot, size_t pos, size_t coun
 }
 
 void OptimizerStateFile::readAt(size_t offset, void* dst, size_t n) const {
-  char* out = static_cast<char*>(dst);
-  size_t done = 0;
-  while (done < n) {
-    const ssize_t got = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      const int err = errno;
-      C10D_THROW(InvalidArgument, where_, "read failed: ", detail::errnoString(err));
-    }
-    C10D_CHECK_ARG(got > 0, where_, "truncated while reading (", offset + done, " bytes)");
-    done += static_cast<size_t>(got);
-  }
+  const int err = preadFully(fd_.get(), dst, n, offset);
+  C10D_CHECK_ARG(err <= 0, where_, "read failed: ", detail::errnoString(err));
+  C10D_CHECK_ARG(err == 0, where_, "truncated while reading ", n, " bytes at byte ", offset);
 }
 
 }  // namespace optim
