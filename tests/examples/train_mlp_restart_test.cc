@@ -199,6 +199,20 @@ TEST(TrainMlpErrors, CorruptCheckpointNamesTheFile) {
   const std::string optimizer = dir.path() + "/step-00000005/optimizer.bin";
   fs::resize_file(optimizer, fs::file_size(optimizer) / 2);
   expectFails(runTraining(2, concat(args, {"--steps", "10"})), 1, {optimizer, "truncated"});
+
+  // zero3 opens the checkpoint and reads shards: rank 0 alone checks the checksums (and tells the
+  // other ranks, though the launcher may stop them first).
+  fs::remove_all(dir.path());
+  const std::vector<std::string> zero3 = {"--mode",           "zero3",   "--global-batch", "32",
+                                          "--checkpoint-dir", dir.path()};
+  ASSERT_TRUE(runTraining(2, concat(zero3, {"--steps", "5", "--checkpoint-every", "5"})).ok());
+  {
+    std::fstream f(model, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.write("\x7f", 1);
+  }
+  expectFails(runTraining(2, concat(zero3, {"--steps", "10"})), 1,
+              {"checkpoint " + model + ": checksum mismatch"});
 }
 
 TEST(TrainMlpErrors, CheckpointOfAnotherModel) {
