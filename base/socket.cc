@@ -75,13 +75,24 @@ int tryListen(int family, const sockaddr* addr, socklen_t len, int backlog, bool
   return fd.release();
 }
 
-// One non-blocking connect to `ai`, waiting for completion until `deadline`. Returns the fd, or
-// an invalid Fd with *err set.
-Fd tryConnect(const addrinfo* ai, Clock::time_point deadline, int* err) {
+// One non-blocking connect to `ai`, from `source` when given (its port 0: the kernel picks one at
+// connect time, per destination), waiting for completion until `deadline`. Returns the fd, or an
+// invalid Fd with *err set.
+Fd tryConnect(const addrinfo* ai, const addrinfo* source, Clock::time_point deadline, int* err) {
   Fd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
     *err = errno;
     return Fd();
+  }
+  if (source != nullptr) {
+    // Without IP_BIND_ADDRESS_NO_PORT a bind to port 0 reserves a port for every destination,
+    // and the ports of one address run out at the size of the ephemeral range.
+    int one = 1;
+    setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+    if (bind(fd.get(), source->ai_addr, source->ai_addrlen) != 0) {
+      *err = errno;
+      return Fd();
+    }
   }
   if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) return fd;
   if (errno != EINPROGRESS) {
@@ -230,7 +241,17 @@ uint16_t localPort(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 }
 
-Fd connectTo(const std::string& host, uint16_t port, Milliseconds timeout, bool retry) {
+Fd connectTo(const std::string& host, uint16_t port, Milliseconds timeout, bool retry,
+             const std::string& sourceAddress) {
+  AddrInfoList sources;
+  if (!sourceAddress.empty()) {
+    int rc = resolve(sourceAddress, 0, AI_PASSIVE | AI_NUMERICHOST, &sources);
+    if (rc != 0) {
+      C10D_THROW(InvalidArgument, "connecting to ", formatHostPort(host, port),
+                 ": source address '", sourceAddress,
+                 "' is not a numeric IP address: ", gaiError(rc, errno));
+    }
+  }
   const auto start = Clock::now();
   const auto deadline = deadlineAfter(timeout);
   Milliseconds backoff(10);
@@ -244,13 +265,24 @@ Fd connectTo(const std::string& host, uint16_t port, Milliseconds timeout, bool 
       lastError = detail::str("cannot resolve '", host, "': ", gaiError(rc, errno));
     } else {
       for (addrinfo* ai = list.head; ai != nullptr; ai = ai->ai_next) {
+        const addrinfo* source = sources.head;
+        while (source != nullptr && source->ai_family != ai->ai_family) source = source->ai_next;
+        if (sources.head != nullptr && source == nullptr) {
+          lastError = detail::str("source address ", sourceAddress, " is not of the family of ",
+                                  formatSockaddr(ai->ai_addr, ai->ai_addrlen));
+          continue;
+        }
         int err = 0;
-        Fd fd = tryConnect(ai, deadline, &err);
+        Fd fd = tryConnect(ai, source, deadline, &err);
         if (fd.valid()) {
           setNoDelay(fd.get());
           return fd;
         }
         lastError = describeErrno(err);
+        if (source != nullptr && (err == EADDRNOTAVAIL || err == EADDRINUSE)) {
+          lastError += detail::str(" (from source address ", sourceAddress,
+                                   ": is it an address of this host, with ports left?)");
+        }
       }
     }
     const auto now = Clock::now();

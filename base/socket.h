@@ -58,8 +58,12 @@ uint16_t localPort(int fd);
 // unreachable attempts with exponential backoff (10 ms doubling to 1 s) until `timeout`, then
 // throws TimeoutError naming host, port, the timeout and the last errno. With retry = false one
 // round of attempts is made and failure throws CommError. The socket returned is non-blocking
-// with TCP_NODELAY.
-Fd connectTo(const std::string& host, uint16_t port, Milliseconds timeout, bool retry = true);
+// with TCP_NODELAY. A non-empty `sourceAddress` (a numeric IP of this host) is bound before
+// connecting (IP_BIND_ADDRESS_NO_PORT: the port is chosen per destination at connect time), so
+// many connections to one server can spread over several local addresses (each has its own
+// ephemeral port range); InvalidArgument when it is not a numeric address.
+Fd connectTo(const std::string& host, uint16_t port, Milliseconds timeout, bool retry = true,
+             const std::string& sourceAddress = "");
 
 // Raises the soft RLIMIT_NOFILE to the hard limit (best effort); returns the new soft limit.
 uint64_t raiseFdLimit();

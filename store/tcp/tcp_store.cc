@@ -114,7 +114,8 @@ TCPStore::TCPStore(TCPStoreOptions options)
     impl_->server = std::make_unique<TCPStoreServer>(so);
     impl_->port = impl_->server->port();
   }
-  impl_->conn = std::make_unique<TCPStoreConnection>(opts.host, impl_->port, secret);
+  impl_->conn =
+      std::make_unique<TCPStoreConnection>(opts.host, impl_->port, secret, opts.sourceAddress);
   impl_->conn->connect(opts.timeout);
   if (impl_->server && opts.waitForWorkers && opts.numWorkers > 0) {
     impl_->server->waitForWorkers(opts.numWorkers, opts.timeout);

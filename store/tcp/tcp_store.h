@@ -45,6 +45,10 @@ struct TCPStoreOptions {
   // The server binds this address; "" = all interfaces ("0.0.0.0" / "::"). init() picks the
   // loopback address for a single-host job (see bootstrap/init.h).
   std::string bindAddress;
+  // Client side: the local address connections come from ("" = the kernel's choice). A host with
+  // tens of thousands of clients of one server (a test, store_perf) spreads them over several
+  // (127.0.0.x) so that no address runs out of ephemeral ports.
+  std::string sourceAddress;
   // The shared secret both sides must prove they know. Unset: C10D_STORE_SECRET (unset or empty
   // there: none). "" = none. Never logged or put in a message.
   std::optional<std::string> secret;

@@ -96,7 +96,7 @@ void TCPStoreConnection::checkRequestSize(size_t bytes, const std::string& what)
 void TCPStoreConnection::connect(Milliseconds timeout) {
   MutexLock lock(mu_);
   const auto deadline = net::deadlineAfter(timeout);
-  fd_ = net::connectTo(host_, port_, timeout);
+  fd_ = net::connectTo(host_, port_, timeout, /*retry=*/true, sourceAddress_);
   handshake(true, deadline, timeout);
 }
 
@@ -119,14 +119,15 @@ void TCPStoreConnection::ensureConnected(net::Clock::time_point deadline, Millis
     case State::kTimedOut: {
       // After a timeout the server is presumably alive: reconnect with the usual retries.
       auto left = std::chrono::duration_cast<Milliseconds>(deadline - net::Clock::now());
-      fd_ = net::connectTo(host_, port_, std::max(left, Milliseconds(0)));
+      fd_ = net::connectTo(host_, port_, std::max(left, Milliseconds(0)), /*retry=*/true,
+                           sourceAddress_);
       handshake(state_ == State::kNew, deadline, timeout);
       return;
     }
     case State::kLost: {
       const std::string reason = lostReason_;
       try {
-        fd_ = net::connectTo(host_, port_, timeout, /*retry=*/false);
+        fd_ = net::connectTo(host_, port_, timeout, /*retry=*/false, sourceAddress_);
         handshake(false, deadline, timeout);
       } catch (const CommError& e) {
         state_ = State::kLost;

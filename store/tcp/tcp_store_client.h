@@ -21,9 +21,13 @@ namespace c10d {
 
 class TCPStoreConnection {
  public:
-  // `secret` "" = no authentication.
-  TCPStoreConnection(std::string host, uint16_t port, std::string secret = "")
-      : host_(std::move(host)), port_(port), secret_(std::move(secret)) {}
+  // `secret` "" = no authentication; `sourceAddress` "" = the kernel picks the local address.
+  TCPStoreConnection(std::string host, uint16_t port, std::string secret = "",
+                     std::string sourceAddress = "")
+      : host_(std::move(host)),
+        port_(port),
+        secret_(std::move(secret)),
+        sourceAddress_(std::move(sourceAddress)) {}
 
   // Connects, retrying with backoff until `timeout`, and runs the handshake (counted as a new
   // worker).
@@ -61,6 +65,7 @@ class TCPStoreConnection {
   const std::string host_;
   const uint16_t port_;
   const std::string secret_;
+  const std::string sourceAddress_;
   Mutex mu_;
   net::Fd fd_ C10D_GUARDED_BY(mu_);
   State state_ C10D_GUARDED_BY(mu_) = State::kNew;

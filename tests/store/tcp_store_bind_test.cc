@@ -5,9 +5,11 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -46,6 +48,95 @@ bool reachable(const std::string& host, uint16_t port) {
   } catch (const CommError&) {
     return false;
   }
+}
+
+// The numeric address of the peer of an accepted socket, without its port.
+std::string peerHost(int fd) {
+  sockaddr_in a{};
+  socklen_t len = sizeof(a);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) return "?";
+  char buf[INET_ADDRSTRLEN] = {0};
+  inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+  return buf;
+}
+
+// Accepts one connection on a non-blocking listener within a few seconds.
+net::Fd acceptOne(int listenFd) {
+  for (int i = 0; i < 500; ++i) {
+    int fd = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) return net::Fd(fd);
+    usleep(10000);
+  }
+  ADD_FAILURE() << "no connection accepted";
+  return net::Fd();
+}
+
+// connectTo with a source address: the server sees the connection come from it (the loopback
+// spreading that store_perf uses to get past one address's ephemeral ports).
+TEST(TCPStoreBindTest, ConnectFromSourceAddress) {
+  net::Fd listener = net::listenOn("127.0.0.1", 0, 16);
+  const uint16_t port = net::localPort(listener.get());
+  for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
+    net::Fd client = net::connectTo("127.0.0.1", port, Milliseconds(5000), true, source);
+    net::Fd served = acceptOne(listener.get());
+    EXPECT_EQ(peerHost(served.get()), source);
+  }
+  // Without one, the kernel's choice (127.0.0.1 towards 127.0.0.1).
+  net::Fd client = net::connectTo("127.0.0.1", port, Milliseconds(5000));
+  net::Fd served = acceptOne(listener.get());
+  EXPECT_EQ(peerHost(served.get()), "127.0.0.1");
+}
+
+TEST(TCPStoreBindTest, BadSourceAddressIsNamed) {
+  net::Fd listener = net::listenOn("127.0.0.1", 0, 16);
+  const uint16_t port = net::localPort(listener.get());
+  try {
+    net::connectTo("127.0.0.1", port, Milliseconds(1000), true, "not-an-address");
+    FAIL() << "a source address that is no IP address was taken";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("source address 'not-an-address'"), std::string::npos)
+        << e.what();
+  }
+  // An address this host does not have (TEST-NET-3): bind fails, and the error says from where.
+  try {
+    net::connectTo("127.0.0.1", port, Milliseconds(300), true, "203.0.113.7");
+    FAIL() << "connected from an address this host does not have";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("from source address 203.0.113.7"), std::string::npos)
+        << e.what();
+  }
+}
+
+// TCPStoreOptions::sourceAddress reaches the client's socket.
+TEST(TCPStoreBindTest, StoreClientConnectsFromSourceAddress) {
+  TCPStoreOptions so;
+  so.host = "127.0.0.1";
+  so.bindAddress = "127.0.0.1";
+  so.port = 0;
+  so.isServer = true;
+  so.timeout = Milliseconds(10000);
+  TCPStore server(so);
+  TCPStoreOptions o;
+  o.host = "127.0.0.1";
+  o.port = server.port();
+  o.sourceAddress = "127.0.0.4";
+  o.timeout = Milliseconds(10000);
+  TCPStore client(o);
+  client.set("k", "v");
+  EXPECT_EQ(toString(server.get("k")), "v");
+
+  // Who the server sees: a listener of ours stands in for it.
+  net::Fd listener = net::listenOn("127.0.0.1", 0, 16);
+  o.port = net::localPort(listener.get());
+  o.timeout = Milliseconds(2000);
+  std::string seen;
+  std::thread t([&] {
+    net::Fd served = acceptOne(listener.get());
+    seen = peerHost(served.get());
+  });  // closing without a hello fails the client's handshake
+  EXPECT_THROW(TCPStore{o}, Error);
+  t.join();
+  EXPECT_EQ(seen, "127.0.0.4");
 }
 
 // net::routeTo: the local end of the route to a host (what verbs advertises and gloo binds to
