@@ -180,7 +180,11 @@ void TCPStoreServer::Loop::run() {
 
 void TCPStoreServer::Loop::acceptAll() {
   while (true) {
-    int fd = accept4(listenFd_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    // The peer's address comes with the accept (no getpeername per connection).
+    sockaddr_storage peerAddr{};
+    socklen_t peerLen = sizeof(peerAddr);
+    int fd = accept4(listenFd_.get(), reinterpret_cast<sockaddr*>(&peerAddr), &peerLen,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
@@ -207,7 +211,7 @@ void TCPStoreServer::Loop::acceptAll() {
       return;
     }
     net::Fd owned(fd);
-    std::string peer = net::peerName(fd);
+    std::string peer = net::formatSockaddr(reinterpret_cast<sockaddr*>(&peerAddr), peerLen);
     if (!core_->acceptingConnections()) {
       core_->refuseUnseen(peer);
       continue;  // closed unanswered: the flood is past what the limit's courtesy covers
