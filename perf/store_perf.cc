@@ -1,18 +1,33 @@
 // store_perf: store rendezvous scaling. For each N in --clients, one store server and N clients
-// (threads here, or --procs processes each running a share of the threads) do what a job start
-// does: every client add("arrived", 1); the last arriver sets
+// (real TCPStore objects, in --procs client processes, each driving its share with --threads
+// threads) do what a job start does: every client add("arrived", 1); the last arriver sets
 // "barrier"; every client waits on "barrier". Then, after a second such barrier, each client runs
 // --ops add/get requests. One line per N:
-//   clients 4096 rendezvous_ms 850 ops_per_s 120000
+//   clients 4096 rendezvous_ms 850 ops_per_s 120000 server_rss_kib_per_client 3.1
 // rendezvous_ms: from before the first client is created until the last client returned from its
 // wait (connects included). ops_per_s: all clients' add/get requests over the span from the first
 // client leaving the second barrier to the last one finishing. Times come from CLOCK_MONOTONIC,
-// which is shared by the processes.
+// which is shared by the processes. server_rss_kib_per_client: the server process's peak RSS
+// (VmHWM, reset before each N) above its RSS before the clients, per client; the server's user
+// memory only (socket buffers are kernel memory); printed with --procs > 1, where no client
+// lives in the server's process.
 //
-// --store tcp (default): a TCPStoreServer in this process, TCPStore clients. --store URL: clients
-// of that store (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX: a server someone started),
-// made through the store registry; each N runs under its own prefix (PREFIX-N-PID), so counters
-// start from zero. Those servers are separate processes, so their CPU is not in this process's.
+// A thread drives its clients in turn (connect + add for each, then wait for each): N clients need
+// not be N threads, which a host's pid_max (often 32,768) would not allow at 100K. Only a thread's
+// first wait parks on the server; its other clients find the key already set.
+//
+// --store tcp (default): a TCPStoreServer in this process, TCPStore clients, their connections
+// spread over --sources loopback source addresses (127.0.0.1, .2, ...: each has its own range of
+// ephemeral ports, which one address runs out of near 28K connections to one server). --store URL:
+// clients of that store (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX: a server someone
+// started), made through the store registry; each N runs under its own prefix (PREFIX-N-PID), so
+// counters start from zero. Those servers are separate processes, so their CPU is not in this
+// process's.
+//
+// Limits: the tool raises its soft RLIMIT_NOFILE to the hard limit, and refuses to start (saying
+// what to change) when the hard limit, pid_max or the ports are too few for the run. It notes
+// when the kernel dropped connections from a full listen queue (net.core.somaxconn,
+// net.ipv4.tcp_max_syn_backlog): those clients wait a SYN retransmission (1 s or more).
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,8 +36,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -49,6 +66,7 @@ int64_t nowNs() {
 
 struct Config {
   uint16_t port = 0;  // TCPStore
+  int sources = 1;    // TCPStore: loopback source addresses 127.0.0.1 .. 127.0.0.<sources>
   std::string url;    // any other store: its URL (with this run's prefix)
   int total = 0;      // clients in the whole run (all processes)
   int ops = 0;
@@ -70,6 +88,13 @@ struct Shared {
   std::string firstError C10D_GUARDED_BY(mu);
 };
 
+// One thread's clients: global indices [first, first + count).
+struct Batch {
+  Shared* shared = nullptr;
+  int first = 0;
+  int count = 0;
+};
+
 // The combined result once every client thread has been joined, reporting the first error.
 // Unchecked: reads `shared` without the lock, which is safe because no client thread is left.
 Result joinedResult(const Shared& shared) C10D_NO_THREAD_SAFETY_ANALYSIS {
@@ -80,49 +105,66 @@ Result joinedResult(const Shared& shared) C10D_NO_THREAD_SAFETY_ANALYSIS {
   return shared.result;
 }
 
-// add(counterKey); the last arriver releases everyone; everyone waits.
-void barrier(Store& store, const std::string& name, int total) {
+// The source address of client `index`: the clients take the addresses in turn.
+std::string sourceAddress(int index, int sources) {
+  return "127.0.0." + std::to_string(1 + index % sources);
+}
+
+// add(counterKey); the last arriver releases everyone. Waiting is separate (see waitAll).
+void arrive(Store& store, const std::string& name, int total) {
   if (store.add(name + "/arrived", 1) == total) store.set(name + "/go", "1");
-  store.wait({name + "/go"});
+}
+
+void waitAll(const std::vector<std::shared_ptr<Store>>& clients, const std::string& name) {
+  for (const auto& c : clients) c->wait({name + "/go"});
 }
 
 void* clientMain(void* arg) {
-  // On a small machine thousands of client threads would starve the server's one thread; in a
-  // real job the clients live on other hosts. Raising our own niceness needs no privilege.
+  // On a small machine the client threads would starve the server's one thread; in a real job
+  // the clients live on other hosts. Raising our own niceness needs no privilege.
   setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
-  auto* shared = static_cast<Shared*>(arg);
+  const auto* batch = static_cast<const Batch*>(arg);
+  Shared* shared = batch->shared;
   const Config& cfg = shared->cfg;
   Result mine;
   try {
-    std::shared_ptr<Store> client;
-    if (cfg.url.empty()) {
-      TCPStoreOptions o;
-      o.host = "127.0.0.1";
-      o.port = cfg.port;
-      o.timeout = cfg.timeout;
-      client = std::make_shared<TCPStore>(o);
-    } else {
-      client = createStoreFromUrl(cfg.url, cfg.timeout);
-    }
-    Store& store = *client;
-    barrier(store, "rdv", cfg.total);
-    mine.rendezvousEnd = nowNs();
-    barrier(store, "ops", cfg.total);
-    mine.opsStart = nowNs();
-    static std::atomic<int> nextClient{0};
-    const std::string key = "ops/" + std::to_string(getpid()) + "/" + std::to_string(nextClient++);
-    for (int i = 0; i < cfg.ops; ++i) {
-      if (i % 2 == 0) {
-        store.add(key, 1);
+    std::vector<std::shared_ptr<Store>> clients;
+    clients.reserve(static_cast<size_t>(batch->count));
+    for (int i = 0; i < batch->count; ++i) {
+      if (cfg.url.empty()) {
+        TCPStoreOptions o;
+        o.host = "127.0.0.1";
+        o.port = cfg.port;
+        o.timeout = cfg.timeout;
+        if (cfg.sources > 1) o.sourceAddress = sourceAddress(batch->first + i, cfg.sources);
+        clients.push_back(std::make_shared<TCPStore>(o));
       } else {
-        store.get(key);
+        clients.push_back(createStoreFromUrl(cfg.url, cfg.timeout));
+      }
+      arrive(*clients.back(), "rdv", cfg.total);
+    }
+    waitAll(clients, "rdv");
+    mine.rendezvousEnd = nowNs();
+    for (const auto& c : clients) arrive(*c, "ops", cfg.total);
+    waitAll(clients, "ops");
+    mine.opsStart = nowNs();
+    for (int c = 0; c < batch->count; ++c) {
+      Store& store = *clients[static_cast<size_t>(c)];
+      const std::string key =
+          "ops/" + std::to_string(getpid()) + "/" + std::to_string(batch->first + c);
+      for (int i = 0; i < cfg.ops; ++i) {
+        if (i % 2 == 0) {
+          store.add(key, 1);
+        } else {
+          store.get(key);
+        }
       }
     }
     mine.opsEnd = nowNs();
   } catch (const std::exception& e) {
     MutexLock lock(shared->mu);
     if (shared->firstError.empty()) shared->firstError = e.what();
-    ++shared->result.failures;
+    shared->result.failures += batch->count;
     return nullptr;
   }
   MutexLock lock(shared->mu);
@@ -133,34 +175,48 @@ void* clientMain(void* arg) {
   return nullptr;
 }
 
-// Runs `count` client threads with small stacks; returns their combined result.
-Result runClients(const Config& cfg, int count) {
+// Runs clients [first, first + count) on at most `threads` threads with small stacks; returns
+// their combined result.
+Result runClients(const Config& cfg, int first, int count, int threads) {
   Shared shared;
   shared.cfg = cfg;
+  threads = std::max(1, std::min(threads, count));
+  std::vector<Batch> batches(static_cast<size_t>(threads));
+  for (int t = 0, next = first; t < threads; ++t) {
+    const int n = count / threads + (t < count % threads ? 1 : 0);
+    batches[static_cast<size_t>(t)] = {&shared, next, n};
+    next += n;
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, 256 * 1024);
-  std::vector<pthread_t> threads;
-  threads.reserve(count);
-  for (int i = 0; i < count; ++i) {
+  std::vector<pthread_t> running;
+  running.reserve(batches.size());
+  for (Batch& b : batches) {
     pthread_t t;
-    int rc = pthread_create(&t, &attr, clientMain, &shared);
+    int rc = pthread_create(&t, &attr, clientMain, &b);
     if (rc != 0) {
-      std::fprintf(stderr, "store_perf: pthread_create failed for client %d: %s\n", i,
-                   detail::errnoString(rc).c_str());
+      std::fprintf(stderr, "store_perf: pthread_create failed for clients %d-%d: %s\n", b.first,
+                   b.first + b.count - 1, detail::errnoString(rc).c_str());
       MutexLock lock(shared.mu);
-      ++shared.result.failures;
+      shared.result.failures += b.count;
       continue;
     }
-    threads.push_back(t);
+    running.push_back(t);
   }
   pthread_attr_destroy(&attr);
-  for (pthread_t t : threads) pthread_join(t, nullptr);
+  for (pthread_t t : running) pthread_join(t, nullptr);
   return joinedResult(shared);
 }
 
+// The clients of process p of `procs`: [*first, *first + *count).
+void shareOf(int total, int procs, int p, int* first, int* count) {
+  *count = total / procs + (p < total % procs ? 1 : 0);
+  *first = p * (total / procs) + std::min(p, total % procs);
+}
+
 // Forks `procs` processes that each run their share of the clients; combines their results.
-Result runProcesses(const Config& cfg, int procs) {
+Result runProcesses(const Config& cfg, int procs, int threads) {
   struct Child {
     pid_t pid;
     int readFd;
@@ -169,7 +225,8 @@ Result runProcesses(const Config& cfg, int procs) {
   std::fflush(stdout);
   std::fflush(stderr);
   for (int p = 0; p < procs; ++p) {
-    const int count = cfg.total / procs + (p < cfg.total % procs ? 1 : 0);
+    int first = 0, count = 0;
+    shareOf(cfg.total, procs, p, &first, &count);
     int fds[2];
     if (pipe(fds) != 0) {
       std::perror("store_perf: pipe");
@@ -178,7 +235,7 @@ Result runProcesses(const Config& cfg, int procs) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      Result r = runClients(cfg, count);
+      Result r = runClients(cfg, first, count, threads);
       ssize_t n = write(fds[1], &r, sizeof(r));
       _exit(n == static_cast<ssize_t>(sizeof(r)) ? 0
                                                  : 1);  // no destructors: the server is not ours
@@ -227,6 +284,94 @@ std::vector<int> parseList(const std::string& s) {
   return out;
 }
 
+// A number from a /proc file (the first field of its first line, or field `index`); -1 if absent.
+int64_t procNumber(const char* path, int index = 0) {
+  std::ifstream in(path);
+  int64_t v = -1;
+  for (int i = 0; i <= index && (in >> v); ++i) {
+  }
+  return in ? v : -1;
+}
+
+// A line "Name:  123 kB" of /proc/self/status, in KiB; -1 if absent.
+int64_t statusKib(const char* name) {
+  std::ifstream in("/proc/self/status");
+  const std::string prefix = std::string(name) + ":";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) return std::atoll(line.c_str() + prefix.size());
+  }
+  return -1;
+}
+
+// TcpExt counter `name` from /proc/net/netstat (header line, then values); -1 if absent.
+int64_t tcpExt(const std::string& name) {
+  std::ifstream in("/proc/net/netstat");
+  std::string names, values;
+  while (std::getline(in, names) && std::getline(in, values)) {
+    if (names.rfind("TcpExt:", 0) != 0) continue;
+    std::istringstream n(names), v(values);
+    std::string key, val;
+    while (n >> key && v >> val) {
+      if (key == name) return std::atoll(val.c_str());
+    }
+  }
+  return -1;
+}
+
+// What this run needs of the host, checked before it starts; "" when it fits, else what to do.
+struct Plan {
+  int total = 0;
+  int procs = 1;    // client processes (1: clients are threads of the server's process)
+  int threads = 0;  // client threads per process
+  int sources = 1;  // TCPStore source addresses
+  bool tcp = true;  // an in-process TCPStoreServer
+};
+
+std::string checkPlan(const Plan& p, uint64_t fdLimit, uint64_t hardLimit) {
+  constexpr int kSpareFds = 64;
+  int first = 0, perProc = 0;
+  shareOf(p.total, p.procs, 0, &first, &perProc);
+  // The server holds one descriptor per client; each client process one per client it runs (two
+  // for Redis: a waiting client subscribes on a second connection).
+  const int perClient = p.tcp ? 1 : 2;
+  const int64_t clientFds = static_cast<int64_t>(perProc) * perClient + kSpareFds;
+  const int64_t serverFds = (p.tcp ? p.total : 0) + (p.procs <= 1 ? clientFds : kSpareFds);
+  const int64_t needFds = std::max(serverFds, clientFds);
+  std::ostringstream why;
+  const int64_t low = procNumber("/proc/sys/net/ipv4/ip_local_port_range", 0);
+  const int64_t high = procNumber("/proc/sys/net/ipv4/ip_local_port_range", 1);
+  const int64_t perSource = (p.total + p.sources - 1) / p.sources;
+  if (p.tcp && low > 0 && high >= low && perSource > (high - low + 1) * 9 / 10) {
+    why << perSource << " connections from each of " << p.sources
+        << " source addresses to one server; net.ipv4.ip_local_port_range (" << low << "-" << high
+        << ") leaves " << (high - low + 1) << " ports per address: use --sources "
+        << (p.total + (high - low + 1) * 9 / 10 - 1) / ((high - low + 1) * 9 / 10) << " or more";
+    return why.str();
+  }
+  if (static_cast<uint64_t>(needFds) > fdLimit) {
+    why << p.total << " clients need " << needFds << " file descriptors in one process ("
+        << (serverFds >= clientFds ? "the server's" : "each client process's")
+        << "), but the limit is " << fdLimit
+        << (fdLimit < hardLimit ? " (raising it to the hard limit failed)" : "")
+        << " and the hard limit (ulimit -Hn) is " << hardLimit
+        << ", which only a process with CAP_SYS_RESOURCE can raise: start store_perf with a higher"
+           " hard limit (as root with that capability `prlimit --nofile=N:N store_perf ...`; "
+           "LimitNOFILE=N in a systemd unit; `docker run --ulimit nofile=N:N`), N at least "
+        << needFds << " and at most fs.nr_open (" << procNumber("/proc/sys/fs/nr_open") << ")";
+    if (serverFds < clientFds) why << ", or use more --procs";
+    return why.str();
+  }
+  const int64_t pidMax = procNumber("/proc/sys/kernel/pid_max");
+  const int64_t threads =
+      static_cast<int64_t>(p.procs) * std::min(p.threads, std::max(perProc, 1)) + p.procs;
+  if (pidMax > 0 && threads + 1024 > pidMax) {
+    why << p.procs << " processes of " << p.threads << " threads need " << threads
+        << " task ids; kernel.pid_max is " << pidMax << ": use fewer --threads";
+    return why.str();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,44 +380,90 @@ int main(int argc, char** argv) {
   std::string clientList = "256,512,1024,2048,4096";
   int ops = 50;
   int procs = 1;
+  int threads = 256;
+  int sources = 0;
   int timeoutS = 120;
+  bool planOnly = false;
   app.add_option("--clients", clientList, "comma-separated client counts")->capture_default_str();
   app.add_option("--ops", ops, "add/get requests per client in the ops phase")
       ->capture_default_str();
-  app.add_option("--procs", procs, "client processes (each runs a share of the client threads)")
+  app.add_option("--procs", procs, "client processes (each runs a share of the clients)")
+      ->capture_default_str();
+  app.add_option("--threads", threads,
+                 "client threads per process; each drives its share of the process's clients")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--sources", sources,
+                 "TCPStore: loopback source addresses 127.0.0.1..N for the clients' connections "
+                 "(0: one per 4,096 clients)")
+      ->check(CLI::Range(0, 254))
       ->capture_default_str();
   app.add_option("--timeout", timeoutS, "store timeout in seconds")->capture_default_str();
   app.add_option("--store", storeUrl,
                  "tcp (an in-process TCPStoreServer) or a store URL (etcd://HOST:PORT/PREFIX, "
                  "redis://HOST:PORT/PREFIX)")
       ->capture_default_str();
+  app.add_flag("--plan", planOnly,
+               "check that the host's limits allow each run, print the plan, run nothing");
   CLI11_PARSE(app, argc, argv);
 
   const uint64_t fdLimit = c10d::net::raiseFdLimit();
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
   const std::vector<int> counts = parseList(clientList);
+  const bool tcp = storeUrl == "tcp";
+  auto sourcesFor = [&](int n) {
+    return sources > 0 ? sources : std::min(254, std::max(1, (n + 4095) / 4096));
+  };
   for (int n : counts) {
-    if (procs <= 1 && fdLimit < static_cast<uint64_t>(2 * n + 64)) {
-      std::fprintf(stderr,
-                   "store_perf: %d clients need about %d file descriptors; the limit is %llu\n", n,
-                   2 * n + 64, static_cast<unsigned long long>(fdLimit));
+    Plan plan;
+    plan.total = n;
+    plan.procs = std::max(1, std::min(procs, n));
+    plan.threads = threads;
+    plan.sources = sourcesFor(n);
+    plan.tcp = tcp;
+    const std::string why = checkPlan(plan, fdLimit, static_cast<uint64_t>(rl.rlim_max));
+    if (!why.empty()) {
+      std::fprintf(stderr, "store_perf: %s\n", why.c_str());
       return 1;
     }
+    if (planOnly) {
+      std::printf("plan: clients %d procs %d threads %d sources %d\n", n, plan.procs, plan.threads,
+                  tcp ? plan.sources : 0);
+    }
   }
+  if (planOnly) return 0;
+  std::printf("# fd limit %" PRIu64 " (hard %" PRIu64 "), somaxconn %" PRId64
+              ", tcp_max_syn_backlog %" PRId64 ", %d client processes x %d threads\n",
+              fdLimit, static_cast<uint64_t>(rl.rlim_max),
+              procNumber("/proc/sys/net/core/somaxconn"),
+              procNumber("/proc/sys/net/ipv4/tcp_max_syn_backlog"), procs, threads);
   int failed = 0;
   for (int n : counts) {
     std::unique_ptr<c10d::TCPStoreServer> server;
     Config cfg;
-    if (storeUrl == "tcp") {
+    if (tcp) {
       server = std::make_unique<c10d::TCPStoreServer>("", 0);
       cfg.port = server->port();
+      cfg.sources = sourcesFor(n);
     } else {
       cfg.url = withPrefixSuffix(storeUrl, std::to_string(n) + "-" + std::to_string(getpid()));
     }
     cfg.total = n;
     cfg.ops = ops;
     cfg.timeout = c10d::Milliseconds(timeoutS * 1000);
+    // Peak RSS from here on (writing 5 to clear_refs resets VmHWM to the current RSS).
+    {
+      std::ofstream reset("/proc/self/clear_refs");
+      reset << "5";
+    }
+    const int64_t rssBefore = statusKib("VmRSS");
+    const int64_t overflowsBefore = tcpExt("ListenOverflows");
     const int64_t start = nowNs();
-    Result r = procs > 1 ? runProcesses(cfg, std::min(procs, n)) : runClients(cfg, n);
+    const int nprocs = std::min(procs, n);
+    Result r = nprocs > 1 ? runProcesses(cfg, nprocs, threads) : runClients(cfg, 0, n, threads);
+    const int64_t rssPeak = statusKib("VmHWM");
+    const int64_t overflows = tcpExt("ListenOverflows") - overflowsBefore;
     if (r.failures > 0) {
       std::fprintf(stderr, "store_perf: %lld of %d clients failed\n",
                    static_cast<long long>(r.failures), n);
@@ -282,7 +473,18 @@ int main(int argc, char** argv) {
     const double rdvMs = static_cast<double>(r.rendezvousEnd - start) / 1e6;
     const double opsSpan = static_cast<double>(r.opsEnd - r.opsStart) / 1e9;
     const double opsPerS = opsSpan > 0 ? static_cast<double>(n) * ops / opsSpan : 0;
-    std::printf("clients %d rendezvous_ms %.0f ops_per_s %.0f\n", n, rdvMs, opsPerS);
+    std::printf("clients %d rendezvous_ms %.0f ops_per_s %.0f", n, rdvMs, opsPerS);
+    if (tcp && nprocs > 1 && rssBefore >= 0 && rssPeak >= rssBefore) {
+      std::printf(" server_rss_kib_per_client %.2f", static_cast<double>(rssPeak - rssBefore) / n);
+    }
+    std::printf("\n");
+    if (overflows > 0) {
+      // Host-wide counters: other programs' listen queues count too.
+      std::printf("# %" PRId64
+                  " connections dropped by full listen queues during this run (TcpExt "
+                  "ListenOverflows; raise net.core.somaxconn / net.ipv4.tcp_max_syn_backlog)\n",
+                  overflows);
+    }
     std::fflush(stdout);
   }
   return failed == 0 ? 0 : 1;

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Store rendezvous scaling, side by side: starts etcd and redis-server on free loopback ports
 # (data in a mkdtemp dir on tmpfs), runs build/bin/store_perf against the TCPStore, Redis and etcd,
-# then kills both servers and removes the dir, however it exits.
+# then kills both servers and removes the dir, however it exits. store_perf raises its own fd limit
+# and says what to change when the host's limits (hard fd limit, ports, pid_max) are too low.
 #   CLIENTS=256,1024,4096 STORES="tcp redis etcd" PROCS=4 OPS=10 TMO=300 scripts/store-perf.sh
+# THREADS (client threads per process, default 256) and SOURCES (TCPStore loopback source
+# addresses, default one per 4,096 clients) are passed on when set.
 set -u
 cd "$(dirname "$0")/.."
 B=${BIN:-build/bin}
@@ -41,5 +44,6 @@ for s in ${STORES:-tcp redis etcd}; do
   esac
   echo "== $s"
   timeout "${TMO:-300}" "$B/store_perf" --store "$url" --clients "${CLIENTS:-256,1024,4096}" \
-    --ops "${OPS:-10}" --procs "${PROCS:-4}" --timeout 240 || echo "($s: exit $?)"
+    --ops "${OPS:-10}" --procs "${PROCS:-4}" --timeout 240 ${THREADS:+--threads "$THREADS"} \
+    ${SOURCES:+--sources "$SOURCES"} || echo "($s: exit $?)"
 done
