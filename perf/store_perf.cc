@@ -22,7 +22,9 @@
 // clients of that store (etcd://HOST:PORT/PREFIX, redis://HOST:PORT/PREFIX: a server someone
 // started), made through the store registry; each N runs under its own prefix (PREFIX-N-PID), so
 // counters start from zero. Those servers are separate processes, so their CPU is not in this
-// process's.
+// process's. Their client libraries choose no source address, so for a URL on 127.0.0.1 --sources
+// spreads the destination instead (127.0.0.1 .. 127.0.0.<sources>; the server must listen there):
+// the same relief for the kernel's port search.
 //
 // Limits: the tool raises its soft RLIMIT_NOFILE to the hard limit, and refuses to start (saying
 // what to change) when the hard limit, pid_max or the ports are too few for the run. It notes
@@ -66,7 +68,7 @@ int64_t nowNs() {
 
 struct Config {
   uint16_t port = 0;  // TCPStore
-  int sources = 1;    // TCPStore: loopback source addresses 127.0.0.1 .. 127.0.0.<sources>
+  int sources = 1;    // loopback source (TCPStore) or destination (URL) addresses 127.0.0.1..N
   std::string url;    // any other store: its URL (with this run's prefix)
   int total = 0;      // clients in the whole run (all processes)
   int ops = 0;
@@ -110,6 +112,15 @@ std::string sourceAddress(int index, int sources) {
   return "127.0.0." + std::to_string(1 + index % sources);
 }
 
+// `url` with its host 127.0.0.1 replaced by client `index`'s loopback address.
+std::string spreadUrl(const std::string& url, int index, int sources) {
+  const std::string host = "://127.0.0.1:";
+  const size_t at = url.find(host);
+  if (sources <= 1 || at == std::string::npos) return url;
+  return url.substr(0, at) + "://" + sourceAddress(index, sources) + ":" +
+         url.substr(at + host.size());
+}
+
 // add(counterKey); the last arriver releases everyone. Waiting is separate (see waitAll).
 void arrive(Store& store, const std::string& name, int total) {
   if (store.add(name + "/arrived", 1) == total) store.set(name + "/go", "1");
@@ -139,7 +150,8 @@ void* clientMain(void* arg) {
         if (cfg.sources > 1) o.sourceAddress = sourceAddress(batch->first + i, cfg.sources);
         clients.push_back(std::make_shared<TCPStore>(o));
       } else {
-        clients.push_back(createStoreFromUrl(cfg.url, cfg.timeout));
+        clients.push_back(
+            createStoreFromUrl(spreadUrl(cfg.url, batch->first + i, cfg.sources), cfg.timeout));
       }
       arrive(*clients.back(), "rdv", cfg.total);
     }
@@ -323,7 +335,7 @@ struct Plan {
   int total = 0;
   int procs = 1;    // client processes (1: clients are threads of the server's process)
   int threads = 0;  // client threads per process
-  int sources = 1;  // TCPStore source addresses
+  int sources = 1;  // loopback source (TCPStore) or destination (URL) addresses
   bool tcp = true;  // an in-process TCPStoreServer
 };
 
@@ -341,7 +353,7 @@ std::string checkPlan(const Plan& p, uint64_t fdLimit, uint64_t hardLimit) {
   const int64_t low = procNumber("/proc/sys/net/ipv4/ip_local_port_range", 0);
   const int64_t high = procNumber("/proc/sys/net/ipv4/ip_local_port_range", 1);
   const int64_t perSource = (p.total + p.sources - 1) / p.sources;
-  if (p.tcp && low > 0 && high >= low && perSource > (high - low + 1) * 9 / 10) {
+  if (low > 0 && high >= low && perSource > (high - low + 1) * 9 / 10) {
     why << perSource << " connections from each of " << p.sources
         << " source addresses to one server; net.ipv4.ip_local_port_range (" << low << "-" << high
         << ") leaves " << (high - low + 1) << " ports per address: use --sources "
@@ -394,8 +406,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--sources", sources,
-                 "TCPStore: loopback source addresses 127.0.0.1..N for the clients' connections "
-                 "(0: one per 4,096 clients)")
+                 "loopback addresses 127.0.0.1..N the clients' connections come from (TCPStore; "
+                 "0: one per 4,096 clients) or go to (a URL on 127.0.0.1; 0: 1)")
       ->check(CLI::Range(0, 254))
       ->capture_default_str();
   app.add_option("--timeout", timeoutS, "store timeout in seconds")->capture_default_str();
@@ -420,7 +432,7 @@ int main(int argc, char** argv) {
     plan.total = n;
     plan.procs = std::max(1, std::min(procs, n));
     plan.threads = threads;
-    plan.sources = sourcesFor(n);
+    plan.sources = tcp ? sourcesFor(n) : std::max(1, sources);
     plan.tcp = tcp;
     const std::string why = checkPlan(plan, fdLimit, static_cast<uint64_t>(rl.rlim_max));
     if (!why.empty()) {
@@ -429,7 +441,7 @@ int main(int argc, char** argv) {
     }
     if (planOnly) {
       std::printf("plan: clients %d procs %d threads %d sources %d\n", n, plan.procs, plan.threads,
-                  tcp ? plan.sources : 0);
+                  plan.sources);
     }
   }
   if (planOnly) return 0;
@@ -448,6 +460,7 @@ int main(int argc, char** argv) {
       cfg.sources = sourcesFor(n);
     } else {
       cfg.url = withPrefixSuffix(storeUrl, std::to_string(n) + "-" + std::to_string(getpid()));
+      cfg.sources = std::max(1, sources);
     }
     cfg.total = n;
     cfg.ops = ops;
