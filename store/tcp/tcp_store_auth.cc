@@ -4,8 +4,9 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -32,9 +33,17 @@ std::string opensslError() {
 }  // namespace
 
 void randomBytes(uint8_t* out, size_t n) {
-  if (n == 0) return;
-  if (RAND_bytes(out, static_cast<int>(n)) != 1) {
-    C10D_THROW(Error, "TCPStore: OpenSSL RAND_bytes failed for ", n, " bytes: ", opensslError());
+  // The kernel's generator, not OpenSSL's RAND: RAND_bytes takes a process-wide lock, and a child
+  // forked while another thread (this process's store server) held it waited on it for ever.
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = getrandom(out + done, n - done, 0);
+    if (got > 0) {
+      done += static_cast<size_t>(got);
+    } else if (got < 0 && errno != EINTR) {
+      C10D_THROW(Error, "TCPStore: getrandom failed for ", n,
+                 " bytes: ", detail::errnoString(errno));
+    }
   }
 }
 

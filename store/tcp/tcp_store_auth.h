@@ -7,8 +7,8 @@
 // one role or one protocol is never accepted for another, and the server's fresh nonce makes a
 // recorded proof useless on a later connection. Proofs are compared in constant time.
 //
-// OpenSSL's libcrypto provides the random bytes (RAND_bytes) and the HMAC; nothing here keeps
-// state, starts threads or blocks. The secret never appears in an error message.
+// The random bytes come from the kernel (getrandom: no lock a fork could inherit held), the HMAC
+// from OpenSSL's libcrypto; nothing here keeps state, starts threads or blocks. The secret never appears in an error message.
 #pragma once
 
 #include <array>

@@ -50,7 +50,7 @@ class ServerCore {
   using Bytes = std::vector<uint8_t>;
   using Clock = std::chrono::steady_clock;
 
-  // What the core needs from outside; the defaults are stderr, steady_clock and RAND_bytes.
+  // What the core needs from outside; the defaults are stderr, steady_clock and getrandom.
   struct Hooks {
     std::function<void(const std::string&)> log;
     std::function<Clock::time_point()> clock;

@@ -5,6 +5,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -381,6 +383,32 @@ TEST(TCPStoreAuthTest, ProofsDependOnEveryInput) {
   EXPECT_FALSE(tcpstore::proofsEqual(p, tcpstore::makeProof(Role::kClient, kSecret, b, a)));
   // Nonces are random.
   EXPECT_NE(tcpstore::randomNonce(), tcpstore::randomNonce());
+}
+
+// A process whose store server is making nonces for its clients may fork (a launcher, a data
+// loader), and the child may connect to a store: its nonce must not wait on a lock that the
+// server's thread held at the fork (OpenSSL's RAND did: store_perf's children hung for good).
+TEST(TCPStoreAuthTest, NoncesInAForkedChildWhileAnotherThreadMakesThem) {
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load()) tcpstore::randomNonce();
+  });
+  int hung = 0;
+  for (int i = 0; i < 200 && hung == 0; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(5);  // a child that hangs is killed, and counted below
+      tcpstore::randomNonce();
+      _exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++hung;
+  }
+  stop = true;
+  busy.join();
+  EXPECT_EQ(hung, 0) << "a forked child's randomNonce() hung (killed by its alarm)";
 }
 
 }  // namespace
