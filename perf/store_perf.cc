@@ -30,6 +30,7 @@
 // what to change) when the hard limit, pid_max or the ports are too few for the run. It notes
 // when the kernel dropped connections from a full listen queue (net.core.somaxconn,
 // net.ipv4.tcp_max_syn_backlog): those clients wait a SYN retransmission (1 s or more).
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -236,6 +237,15 @@ Result runProcesses(const Config& cfg, int procs, int threads) {
   std::vector<Child> children;
   std::fflush(stdout);
   std::fflush(stderr);
+  // Every child is forked before any client starts: a fork while the server thread serves the
+  // first children's clients could hand a child a library lock held at that instant.
+  int gate[2];
+  if (pipe(gate) != 0) {
+    std::perror("store_perf: pipe");
+    Result none;
+    none.failures = cfg.total;
+    return none;
+  }
   for (int p = 0; p < procs; ++p) {
     int first = 0, count = 0;
     shareOf(cfg.total, procs, p, &first, &count);
@@ -247,6 +257,9 @@ Result runProcesses(const Config& cfg, int procs, int threads) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
+      close(gate[1]);
+      char go;
+      if (read(gate[0], &go, 1) != 0) _exit(1);  // EOF: the parent forked every child
       Result r = runClients(cfg, first, count, threads);
       ssize_t n = write(fds[1], &r, sizeof(r));
       _exit(n == static_cast<ssize_t>(sizeof(r)) ? 0
@@ -260,6 +273,8 @@ Result runProcesses(const Config& cfg, int procs, int threads) {
     }
     children.push_back({pid, fds[0]});
   }
+  close(gate[0]);
+  close(gate[1]);
   Result total;
   total.failures = cfg.total;
   if (static_cast<int>(children.size()) == procs) total.failures = 0;
@@ -470,6 +485,7 @@ int main(int argc, char** argv) {
       std::ofstream reset("/proc/self/clear_refs");
       reset << "5";
     }
+    malloc_trim(0);  // the previous N's freed memory would otherwise be reused unseen
     const int64_t rssBefore = statusKib("VmRSS");
     const int64_t overflowsBefore = tcpExt("ListenOverflows");
     const int64_t start = nowNs();
