@@ -105,6 +105,15 @@ TEST(TCPStoreBindTest, BadSourceAddressIsNamed) {
     EXPECT_NE(std::string(e.what()).find("from source address 203.0.113.7"), std::string::npos)
         << e.what();
   }
+  // An IPv6 source for an IPv4 server: no address of the server's family to connect from.
+  try {
+    net::connectTo("127.0.0.1", port, Milliseconds(300), true, "::1");
+    FAIL() << "connected to an IPv4 server from an IPv6 source";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("source address ::1 is not of the family of 127.0.0.1"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // TCPStoreOptions::sourceAddress reaches the client's socket.
