@@ -120,6 +120,16 @@ const SettingsTable<VerbsConfig>& table() {
           bytes("C10D_SMALL_BYTES",
                 "shm allreduce: up to this size every rank reduces everything (1 sync)", 0,
                 &VerbsConfig::smallBytes),
+          row(
+              "C10D_HALF_ACCUM",
+              "f32 | half: f16/bf16 SUM and AVG of allreduce, reduce and reduce_scatter keep "
+              "their partial sums in f32 and round once (every rank the same bits; over the "
+              "network the partial sums travel as f32), or round at every step in the half type "
+              "(as NCCL's ring and Gloo)",
+              [](VerbsConfig& c, const std::string& v, const std::string& src) {
+                c.halfAccumF32 = parseChoiceSetting(v, src, {"f32", "half"}) == "f32";
+              },
+              [](const VerbsConfig& c) { return std::string(c.halfAccumF32 ? "f32" : "half"); }),
           text("C10D_IB_DEVICE", "ibverbs device name (default: the first device)",
                &VerbsConfig::ibDevice),
           integer("C10D_IB_PORT", "ibverbs port number", 1, 255, &VerbsConfig::ibPort),

@@ -27,6 +27,7 @@ struct VerbsConfig {
   int engineSliceUs = 100;  // C10D_ENGINE_SLICE_US: engine threads' scheduler slice; 0 = default
   int shmSpread = -1;       // C10D_SHM_SPREAD: move off a CPU a peer shares; -1 = auto
   size_t smallBytes = 32 << 10;    // C10D_SMALL_BYTES: below this, one-barrier shm allreduce
+  bool halfAccumF32 = true;        // C10D_HALF_ACCUM: f32 | half (f16/bf16 partial sums)
   std::string ibDevice;            // C10D_IB_DEVICE: ibverbs device name (first one if empty)
   int ibPort = 1;                  // C10D_IB_PORT
   int ibGidIndex = 0;              // C10D_IB_GID_INDEX (RoCE)

@@ -282,7 +282,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceInto(Tensor output, Tensor i
       OpType::kAllreduce, seq, opts.timeout, input.nbytes(),
       [this, output, input, rop](Comm& c) {
         verbs::allreduce(c, selector_, input.data, output.data, input.numel, input.dtype, rop,
-                         cfg_.smallBytes);
+                         cfg_.smallBytes, cfg_.halfAccumF32);
       },
       input.numel > 0 && shmAlgo(Collective::kAllreduce, input.nbytes(), input.numel));
 }
@@ -308,7 +308,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::doAllreduceCoalesced(const std::vector<
         }
         const DataType dt = tensors[0].dtype;
         verbs::allreduce(c, selector_, flat.data(), flat.data(), total / elementSize(dt), dt, rop,
-                         cfg_.smallBytes);
+                         cfg_.smallBytes, cfg_.halfAccumF32);
         off = 0;
         for (const auto& t : tensors) {
           if (t.nbytes()) std::memcpy(t.data, flat.data() + off, t.nbytes());
@@ -331,7 +331,8 @@ std::shared_ptr<Work> ProcessGroupVerbs::doReduceInto(Tensor output, Tensor inpu
   return runCollective(
       OpType::kReduce, seq, opts.timeout, input.nbytes(),
       [this, output, input, rop, root](Comm& c) {
-        verbs::reduce(c, selector_, input.data, output.data, input.numel, input.dtype, rop, root);
+        verbs::reduce(c, selector_, input.data, output.data, input.numel, input.dtype, rop, root,
+                      cfg_.halfAccumF32);
       },
       input.numel > 0 && shmAlgo(Collective::kReduce, input.nbytes(), input.numel));
 }
@@ -438,8 +439,8 @@ void ProcessGroupVerbs::reduceScatterFlat(Comm& c, Tensor output,
   a.op = op;
   a.inBlocks = &blocks;
   a.scaleCopy = &scaleCopy;
-  selector_.run(Collective::kReduceScatter, c, a);
-  if (op.kind == ReduceOp::AVG) divide(output.data, cnt, output.dtype, n);
+  a.halfAccumF32 = cfg_.halfAccumF32;
+  selector_.run(Collective::kReduceScatter, c, a);  // AVG divides there (algo_table.cc)
 }
 
 std::shared_ptr<Work> ProcessGroupVerbs::doReduceScatter(Tensor output,

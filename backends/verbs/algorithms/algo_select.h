@@ -119,13 +119,21 @@ struct CollArgs {
   DataType dtype = DataType::kFloat32;
   ReduceOp op;  // as the caller gave it (PREMUL_SUM / AVG included)
   int root = 0;
-  size_t smallBytes = 0;  // C10D_SMALL_BYTES (the shm allreduce's single-sync threshold)
+  size_t smallBytes = 0;      // C10D_SMALL_BYTES (the shm allreduce's single-sync threshold)
+  bool halfAccumF32 = false;  // C10D_HALF_ACCUM=f32: see wide() below
   // Block collectives: the caller's per-rank blocks and their sizes.
   const std::vector<const void*>* inBlocks = nullptr;  // reduce_scatter, scatter, alltoall
   const std::vector<void*>* outBlocks = nullptr;       // allgather, gather, alltoall
   const std::vector<size_t>* inBlockBytes = nullptr;   // alltoall
   const std::vector<size_t>* outBlockBytes = nullptr;  // allgather, alltoall
   const std::function<void(void*, const void*, size_t)>* scaleCopy = nullptr;  // reduce_scatter
+
+  // A f16/bf16 sum (SUM, AVG, PREMUL_SUM) kept in f32 and rounded once (reduce_kernels.h).
+  bool wide() const {
+    return halfAccumF32 && (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) &&
+           (op.kind == ReduceOp::SUM || op.kind == ReduceOp::AVG ||
+            op.kind == ReduceOp::PREMUL_SUM);
+  }
 
   // The arguments of a reduction (allreduce, reduce) of `count` elements from `in` into `out`.
   static CollArgs reduction(const void* in, void* out, size_t count, DataType dtype,

@@ -23,18 +23,38 @@ constexpr size_t KiB = 1024;
 
 void allreduceShmFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
   allreduceShm(c, a.in, a.out, a.count, a.dtype, baseKind(a.op.kind), a.op.kind == ReduceOp::AVG,
-               a.smallBytes);
+               a.smallBytes, a.wide());
 }
 
-// The stream algorithms run in place on the output after a copy of the input.
-template <void (*Algorithm)(Comm&, void*, size_t, DataType, ReduceOp::Kind)>
+// AVG's divisor of a sum kept in f32 (applied before its one rounding).
+int divisorOf(const Comm& c, const CollArgs& a) {
+  return a.op.kind == ReduceOp::AVG ? c.size() : 1;
+}
+
+// The stream algorithms run in place on the output after a copy of the input; `Wide` for an
+// f16/bf16 sum kept in f32.
+template <void (*Algorithm)(Comm&, void*, size_t, DataType, ReduceOp::Kind),
+          void (*Wide)(Comm&, void*, size_t, DataType, int)>
 void allreduceInPlaceFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
   if (a.in != a.out) std::memcpy(a.out, a.in, a.bytes);
+  if (a.wide()) {
+    Wide(c, a.out, a.count, a.dtype, divisorOf(c, a));
+    return;
+  }
   Algorithm(c, a.out, a.count, a.dtype, baseKind(a.op.kind));
   if (a.op.kind == ReduceOp::AVG) divide(a.out, a.count, a.dtype, c.size());
 }
 
 void allreduceHierarchicalFn(Comm& c, const CollArgs& a, const AlgoSelector& sel) {
+  if (a.wide()) {
+    // The whole buffer in f32 through the f32 algorithms (twice the bytes at every level), one
+    // rounding at the end.
+    std::vector<float> f(a.count);
+    widen(f.data(), a.in, a.count, a.dtype);
+    allreduceHierarchical(c, sel, f.data(), a.count, DataType::kFloat32, ReduceOp::SUM);
+    narrow(a.out, f.data(), a.count, a.dtype, divisorOf(c, a));
+    return;
+  }
   if (a.in != a.out) std::memcpy(a.out, a.in, a.bytes);
   allreduceHierarchical(c, sel, a.out, a.count, a.dtype, baseKind(a.op.kind));
   if (a.op.kind == ReduceOp::AVG) divide(a.out, a.count, a.dtype, c.size());
@@ -50,12 +70,16 @@ void reduceShmFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
     scale(scaled, in, a.count, a.dtype, a.op.scale);
     in = scaled;
   }
-  reduceShm(c, in, a.out, a.count, a.dtype, baseKind(a.op.kind), a.op.kind == ReduceOp::AVG,
-            a.root);
+  reduceShm(c, in, a.out, a.count, a.dtype, baseKind(a.op.kind), a.op.kind == ReduceOp::AVG, a.root,
+            a.wide());
 }
 
 void reduceBinomialFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
-  reduceBinomial(c, a.in, a.out, a.count, a.dtype, a.op, a.root);
+  if (a.wide()) {
+    reduceBinomialWide(c, a.in, a.out, a.count, a.dtype, a.op, a.root);
+  } else {
+    reduceBinomial(c, a.in, a.out, a.count, a.dtype, a.op, a.root);
+  }
 }
 
 // ---- broadcast ----
@@ -69,12 +93,39 @@ void broadcastFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
 
 using ScaleCopy = std::function<void(void*, const void*, size_t)>;
 
+// AVG divides here (after the selector returns, ProcessGroupVerbs::reduceScatterFlat).
 template <void (*Algorithm)(Comm&, const std::vector<const void*>&, void*, size_t, DataType,
                             ReduceOp::Kind, const ScaleCopy&)>
 void reduceScatterFn(Comm& c, const CollArgs& a, const AlgoSelector&) {
   static const ScaleCopy kNoScale;
-  Algorithm(c, *a.inBlocks, a.out, a.count, a.dtype, baseKind(a.op.kind),
-            a.scaleCopy != nullptr ? *a.scaleCopy : kNoScale);
+  const ScaleCopy& sc = a.scaleCopy != nullptr ? *a.scaleCopy : kNoScale;
+  if (!a.wide()) {
+    Algorithm(c, *a.inBlocks, a.out, a.count, a.dtype, baseKind(a.op.kind), sc);
+    if (a.op.kind == ReduceOp::AVG) divide(a.out, a.count, a.dtype, c.size());
+    return;
+  }
+  if (Algorithm == reduceScatterRingInputs) {
+    reduceScatterRingWide(c, *a.inBlocks, std::vector<size_t>(c.size(), a.count), a.out, a.dtype,
+                          divisorOf(c, a), sc);
+    return;
+  }
+  // Others: every input block in f32 through the f32 algorithm, one rounding at the end.
+  const size_t n = a.inBlocks->size();
+  std::vector<float> f(a.count * (n + 1));
+  std::vector<const void*> blocks(n);
+  std::vector<uint8_t> scaled(sc ? a.bytes : 0);
+  for (size_t r = 0; r < n; ++r) {
+    const void* in = (*a.inBlocks)[r];
+    if (sc) {
+      sc(scaled.data(), in, a.count);
+      in = scaled.data();
+    }
+    widen(f.data() + r * a.count, in, a.count, a.dtype);
+    blocks[r] = f.data() + r * a.count;
+  }
+  float* out = f.data() + n * a.count;
+  Algorithm(c, blocks, out, a.count, DataType::kFloat32, ReduceOp::SUM, kNoScale);
+  narrow(a.out, out, a.count, a.dtype, divisorOf(c, a));
 }
 
 template <void (*Algorithm)(Comm&, const std::vector<void*>&, const std::vector<size_t>&)>
@@ -117,11 +168,13 @@ Tables makeTables() {
             "C10D_SMALL_BYTES); identical bits on every rank"},
            {A::kHierarchical, Needs::kMultiHost, allreduceHierarchicalFn,
             "shm inside hosts, the flat algorithm between them (each network byte once per host)"},
-           {A::kRecursiveDoubling, Needs::kNothing, allreduceInPlaceFn<allreduceRecursiveDoubling>,
+           {A::kRecursiveDoubling, Needs::kNothing,
+            allreduceInPlaceFn<allreduceRecursiveDoubling, allreduceRecursiveDoublingWide>,
             "log2(n) exchanges of the whole buffer: latency-bound sizes"},
-           {A::kRabenseifner, Needs::kNothing, allreduceInPlaceFn<allreduceRabenseifner>,
+           {A::kRabenseifner, Needs::kNothing,
+            allreduceInPlaceFn<allreduceRabenseifner, allreduceRabenseifnerWide>,
             "recursive-halving reduce-scatter + recursive-doubling allgather"},
-           {A::kRing, Needs::kNothing, allreduceInPlaceFn<allreduceRing>,
+           {A::kRing, Needs::kNothing, allreduceInPlaceFn<allreduceRing, allreduceRingWide>,
             "reduce-scatter + allgather ring: 2(n-1)/n of the buffer per rank"},
        },
        {

@@ -24,25 +24,35 @@ namespace verbs {
 // `out` receives the reduction of every rank's `in` (in == out: in place; otherwise disjoint, and
 // `in` is left as it was). The shm algorithm reads `in` and writes `out` itself; the others run in
 // place on `out` after a copy (or PREMUL_SUM's scaled copy) of `in`.
+// `halfAccumF32`: C10D_HALF_ACCUM=f32 (CollArgs::wide).
 void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
-               DataType dtype, const ReduceOp& op, size_t smallBytes);
+               DataType dtype, const ReduceOp& op, size_t smallBytes, bool halfAccumF32);
 void allreduceRing(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
 void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtype,
                                 ReduceOp::Kind op);
 // Reduce-scatter by recursive halving + allgather by recursive doubling (non-powers of two fold).
 void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::Kind op);
+// The same three for an f16/bf16 sum kept in f32 (CollArgs::wide, reduce_kernels.h): data ends as
+// round(sum / divisor). A message carries f32 only where it carries a partial sum: a rank's first
+// send of its own input (a ring's step 0, the first exchange, a fold) goes as it is, so at n == 2
+// the ring and Rabenseifner move no more bytes than in the half type; the allgathers move the
+// rounded half values.
+void allreduceRingWide(Comm& c, void* data, size_t count, DataType dtype, int divisor);
+void allreduceRecursiveDoublingWide(Comm& c, void* data, size_t count, DataType dtype, int divisor);
+void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype, int divisor);
 // Needs c.hosts() with multiHost: shm inside hosts, the network across (allreduce_hierarchical.cc).
 void allreduceHierarchical(Comm& c, const AlgoSelector& sel, void* data, size_t count,
                            DataType dtype, ReduceOp::Kind op);
 // Needs c.slots(). Divides by the group size itself when `avg` (so it happens once per element).
 // Reads `in` into the staging slots and writes the result to `out` (in == out, or disjoint).
+// `wide`: an f16/bf16 SUM summed from every rank's slot in f32 and rounded once (no extra bytes).
 void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
-                  ReduceOp::Kind op, bool avg, size_t smallBytes);
+                  ReduceOp::Kind op, bool avg, size_t smallBytes, bool wide);
 // Needs c.slots(). Reduce to `root` through the staging slots: per chunk, the other ranks copy
 // theirs in, one barrier, and the root reduces its own input and their slots straight into `out`
 // while they copy the next chunk (one copy per non-root byte, one reduction pass on the root).
 void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype, ReduceOp::Kind op,
-               bool avg, int root);
+               bool avg, int root, bool wide);
 
 // ---- reduce_scatter: buf holds size() blocks, block r at element offset off[r] with cnt[r]
 // elements; on return block rank() holds the reduction (other blocks are clobbered). ----
@@ -57,6 +67,13 @@ void reduceScatterRing(Comm& c, void* buf, const std::vector<size_t>& off,
 void reduceScatterRingInputs(Comm& c, const std::vector<const void*>& inputs, void* out,
                              size_t count, DataType dtype, ReduceOp::Kind op,
                              const std::function<void(void*, const void*, size_t)>& scaleCopy);
+// The ring for an f16/bf16 sum kept in f32 (allreduceRingWide above): block b of this rank's
+// input is inputs[b] (cnt[b] elements, scaled by `scaleCopy` when set); block rank()'s
+// round(sum / divisor) goes to `out` (which may be exactly inputs[rank()]). Step 0 sends the
+// input block as it is, later steps f32 partial sums (scratch 0, 1 and, with scaleCopy, 2).
+void reduceScatterRingWide(Comm& c, const std::vector<const void*>& inputs,
+                           const std::vector<size_t>& cnt, void* out, DataType dtype, int divisor,
+                           const std::function<void(void*, const void*, size_t)>& scaleCopy);
 // Across hosts (c.hosts() balanced): reduce-scatter rings inside each host, then one per column of
 // hosts (reduce_scatter_hierarchical.cc; uses scratch buffer 2); other layouts: the ring above.
 void reduceScatterHierarchical(Comm& c, const std::vector<const void*>& inputs, void* out,
@@ -84,9 +101,13 @@ void broadcastShm(Comm& c, void* data, size_t bytes, int root);
 // Entry: the algorithm the table picks (shm where a workspace exists, else binomial); each
 // applies PREMUL_SUM's scale and AVG's division.
 void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
-            DataType dtype, const ReduceOp& op, int root);
+            DataType dtype, const ReduceOp& op, int root, bool halfAccumF32);
 void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType dtype,
                     const ReduceOp& op, int root);
+// The tree for an f16/bf16 sum kept in f32: a leaf sends its input as it is, an inner rank its
+// f32 partial sum; the root rounds once (AVG: after dividing).
+void reduceBinomialWide(Comm& c, const void* in, void* out, size_t count, DataType dtype,
+                        const ReduceOp& op, int root);
 
 // ---- gather / scatter (root's blocks[r], blockBytes each) ----
 void gatherDirect(Comm& c, const std::vector<void*>& blocks, const void* input, size_t bytes,

@@ -9,10 +9,11 @@ namespace c10d {
 namespace verbs {
 
 void allreduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
-               DataType dtype, const ReduceOp& op, size_t smallBytes) {
+               DataType dtype, const ReduceOp& op, size_t smallBytes, bool halfAccumF32) {
   if (count == 0) return;
   CollArgs a = CollArgs::reduction(in, out, count, dtype, op);
   a.smallBytes = smallBytes;
+  a.halfAccumF32 = halfAccumF32;
   if (op.kind == ReduceOp::PREMUL_SUM) {
     scale(out, in, count, dtype, op.scale);  // the copy into `out`, scaled
     a.in = out;

@@ -104,5 +104,83 @@ void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, Re
   if (r < 2 * rem) c.send(r - 1, base, bytes);
 }
 
+void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype, int divisor) {
+  const int n = c.size(), r = c.rank();
+  if (n == 1 || count == 0) return;
+  const size_t es = elementSize(dtype);
+  const size_t bytes = count * es;
+  uint8_t* base = static_cast<uint8_t*>(data);
+  const size_t segElems = std::max<size_t>(1, kSegmentBytes / sizeof(float));
+  uint8_t* tmp = c.scratch(std::min(segElems, count) * sizeof(float) + 1, 0);
+  // f32 partial sums, indexed like the buffer (only the ranges this rank keeps are written).
+  float* acc = reinterpret_cast<float*>(c.scratch(count * sizeof(float) + 1, 1));
+  bool wide = false;  // acc holds this rank's partial sums for the range it keeps
+
+  // Sends sn elements at element offset so (f32 from acc when wide, else the input) while
+  // receiving rn elements (f32 when peerWide) summed into acc at offset ro.
+  auto exchange = [&](int peer, bool peerWide, size_t so, size_t sn, size_t ro, size_t rn) {
+    const size_t ses = wide ? sizeof(float) : es, res = peerWide ? sizeof(float) : es;
+    for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
+      const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
+      const size_t rk = done < rn ? std::min(segElems, rn - done) : 0;
+      const void* src = wide ? static_cast<const void*>(acc + so + done) : base + (so + done) * es;
+      c.sendRecv(peer, src, sk * ses, peer, tmp, rk * res);
+      const size_t at = ro + done;
+      if (wide) {
+        addWide(acc + at, true, acc + at, true, tmp, peerWide, rk, dtype, 1);
+      } else {
+        addWide(acc + at, true, base + at * es, false, tmp, peerWide, rk, dtype, 1);
+      }
+    }
+  };
+
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  int v;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      c.send(r + 1, base, bytes);
+      c.recv(r + 1, base, bytes);
+      return;
+    }
+    exchange(r - 1, false, 0, 0, 0, count);  // receive-only
+    wide = true;
+    v = r / 2;
+  } else {
+    v = r - rem;
+  }
+  auto real = [&](int vr) { return vr < rem ? vr * 2 + 1 : vr + rem; };
+
+  std::vector<size_t> off, cnt;
+  splitBlocks(count, p, &off, &cnt);
+  off.push_back(count);
+  auto elems = [&](int lo, int hi) { return off[hi] - off[lo]; };
+
+  int lo = 0;
+  for (int mask = p / 2; mask >= 1; mask >>= 1) {
+    const int mid = lo + mask, hi = lo + 2 * mask;
+    const int pv = v ^ mask;
+    const bool peerWide = mask < p / 2 || pv < rem;  // as in allreduceRecursiveDoublingWide
+    if ((v & mask) == 0) {
+      exchange(real(pv), peerWide, off[mid], elems(mid, hi), off[lo], elems(lo, mid));
+    } else {
+      exchange(real(pv), peerWide, off[lo], elems(lo, mid), off[mid], elems(mid, hi));
+      lo = mid;
+    }
+    wide = true;
+  }
+  // This rank owns block v: rounded once, then gathered in the half type.
+  narrow(base + off[lo] * es, acc + off[lo], cnt[lo], dtype, divisor);
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int peer = real(v ^ mask);
+    const int plo = lo ^ mask;
+    c.sendRecv(peer, base + off[lo] * es, elems(lo, lo + mask) * es, peer, base + off[plo] * es,
+               elems(plo, plo + mask) * es);
+    lo = std::min(lo, plo);
+  }
+  if (r < 2 * rem) c.send(r - 1, base, bytes);
+}
+
 }  // namespace verbs
 }  // namespace c10d

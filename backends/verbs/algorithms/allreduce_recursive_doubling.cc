@@ -54,5 +54,50 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
   if (r < 2 * rem) c.send(r - 1, data, bytes);
 }
 
+void allreduceRecursiveDoublingWide(Comm& c, void* data, size_t count, DataType dtype,
+                                    int divisor) {
+  const int n = c.size(), r = c.rank();
+  const size_t bytes = count * elementSize(dtype), wideBytes = count * sizeof(float);
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  float* acc = reinterpret_cast<float*>(c.scratch(wideBytes, 1));
+  uint8_t* tmp = c.scratch(wideBytes, 0);
+  bool wide = false;  // acc holds this rank's partial sum
+  int vrank;
+  if (r < 2 * rem) {
+    if (r % 2 == 0) {
+      c.send(r + 1, data, bytes);
+      c.recv(r + 1, data, bytes);
+      return;
+    }
+    c.recv(r - 1, tmp, bytes);
+    addWide(acc, true, tmp, false, data, false, count, dtype, 1);  // the lower rank's value first
+    wide = true;
+    vrank = r / 2;
+  } else {
+    vrank = r - rem;
+  }
+  auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int pv = vrank ^ mask, peer = real(pv);
+    // The peer sends f32 once it has summed anything: after the first exchange, or from the
+    // start where it took in a folded rank's input.
+    const bool peerWide = mask > 1 || pv < rem;
+    c.sendRecv(peer, wide ? static_cast<const void*>(acc) : data, wide ? wideBytes : bytes, peer,
+               tmp, peerWide ? wideBytes : bytes);
+    const void* mine = wide ? static_cast<const void*>(acc) : data;
+    // The lower vrank's value first, as above, so both partners get the same bits.
+    if (vrank < pv) {
+      addWide(acc, true, mine, wide, tmp, peerWide, count, dtype, 1);
+    } else {
+      addWide(acc, true, tmp, peerWide, mine, wide, count, dtype, 1);
+    }
+    wide = true;
+  }
+  narrow(data, acc, count, dtype, divisor);
+  if (r < 2 * rem) c.send(r - 1, data, bytes);
+}
+
 }  // namespace verbs
 }  // namespace c10d

@@ -24,5 +24,22 @@ void allreduceRing(Comm& c, void* data, size_t count, DataType dtype, ReduceOp::
   allgatherRing(c, blocks, bytes);
 }
 
+void allreduceRingWide(Comm& c, void* data, size_t count, DataType dtype, int divisor) {
+  const int n = c.size();
+  std::vector<size_t> off, cnt;
+  splitBlocks(count, n, &off, &cnt);
+  const size_t es = elementSize(dtype);
+  std::vector<void*> blocks(n);
+  std::vector<const void*> inputs(n);
+  std::vector<size_t> bytes(n);
+  for (int r = 0; r < n; ++r) {
+    blocks[r] = static_cast<uint8_t*>(data) + off[r] * es;
+    inputs[r] = blocks[r];
+    bytes[r] = cnt[r] * es;
+  }
+  reduceScatterRingWide(c, inputs, cnt, blocks[c.rank()], dtype, divisor, {});
+  allgatherRing(c, blocks, bytes);
+}
+
 }  // namespace verbs
 }  // namespace c10d

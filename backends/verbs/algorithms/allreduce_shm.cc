@@ -53,10 +53,22 @@ class Sources {
   const void** p_;
 };
 
+// dst = the reduction of all n sources (AVG: divided by n); an f16/bf16 sum when `wide` is summed
+// in f32 and rounded once.
+void reduceAll(void* dst, const void* const* srcs, int n, size_t m, DataType dtype,
+               ReduceOp::Kind op, bool avg, bool wide) {
+  if (wide) {
+    sumSourcesWide(dst, srcs, n, m, dtype, avg ? n : 1);
+    return;
+  }
+  reduceSources(dst, srcs, n, m, dtype, op);
+  if (avg) divide(dst, m, dtype, n);
+}
+
 }  // namespace
 
 void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
-                  ReduceOp::Kind op, bool avg, size_t smallBytes) {
+                  ReduceOp::Kind op, bool avg, size_t smallBytes, bool wide) {
   const StagingSlots& s = *c.slots();
   const int n = c.size(), r = c.rank();
   const size_t es = elementSize(dtype);
@@ -75,8 +87,7 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
     std::memcpy(slot(r), src, count * es);
     c.shmBarrier();
     for (int q = 0; q < n; ++q) srcs[q] = slot(q);
-    reduceSources(d, srcs.data(), n, count, dtype, op);
-    if (avg) divide(d, count, dtype, n);
+    reduceAll(d, srcs.data(), n, count, dtype, op, avg, wide);
     return;
   }
 
@@ -96,8 +107,7 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
         srcs[0] = s.slot(r, t) + a * es;
         for (int q = 0, i = 1; q < n; ++q)
           if (q != r) srcs[i++] = s.slot(q, t) + a * es;
-        reduceSources(s.slot(r, t) + a * es, srcs.data(), n, b - a, dtype, op);
-        if (avg) divide(s.slot(r, t) + a * es, b - a, dtype, n);
+        reduceAll(s.slot(r, t) + a * es, srcs.data(), n, b - a, dtype, op, avg, wide);
       }
     }
     if (j > 0) {
@@ -113,7 +123,7 @@ void allreduceShm(Comm& c, const void* in, void* out, size_t count, DataType dty
 }
 
 void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype, ReduceOp::Kind op,
-               bool avg, int root) {
+               bool avg, int root, bool wide) {
   const StagingSlots& s = *c.slots();
   const int n = c.size(), r = c.rank();
   const size_t es = elementSize(dtype);
@@ -136,8 +146,7 @@ void reduceShm(Comm& c, const void* in, void* out, size_t count, DataType dtype,
     srcs[0] = src + off * es;
     for (int q = 0, i = 1; q < n; ++q)
       if (q != root) srcs[i++] = s.slot(q, t);
-    reduceSources(d + off * es, srcs.data(), n, m, dtype, op);
-    if (avg) divide(d + off * es, m, dtype, n);
+    reduceAll(d + off * es, srcs.data(), n, m, dtype, op, avg, wide);
   }
 }
 

@@ -12,10 +12,11 @@ namespace c10d {
 namespace verbs {
 
 void reduce(Comm& c, const AlgoSelector& sel, const void* in, void* out, size_t count,
-            DataType dtype, const ReduceOp& op, int root) {
+            DataType dtype, const ReduceOp& op, int root, bool halfAccumF32) {
   if (count == 0) return;
   CollArgs a = CollArgs::reduction(in, out, count, dtype, op);
   a.root = root;
+  a.halfAccumF32 = halfAccumF32;
   if (c.size() == 1) {
     reduceBinomial(c, in, out, count, dtype, op, root);  // the copy / scale it does alone
     return;
@@ -65,6 +66,53 @@ void reduceBinomial(Comm& c, const void* in, void* out, size_t count, DataType d
     }
   }
   if (v == 0 && op.kind == ReduceOp::AVG) divide(acc, count, dtype, n);
+}
+
+void reduceBinomialWide(Comm& c, const void* in, void* out, size_t count, DataType dtype,
+                        const ReduceOp& op, int root) {
+  if (count == 0) return;
+  const int n = c.size();
+  const size_t bytes = count * elementSize(dtype);
+  const int v = (c.rank() - root + n) % n;
+  const void* mine = in;
+  if (op.kind == ReduceOp::PREMUL_SUM) {  // each rank's input scaled (and rounded) first
+    uint8_t* scaled = c.scratch(bytes, 2);
+    scale(scaled, in, count, dtype, op.scale);
+    mine = scaled;
+  }
+  float* acc = reinterpret_cast<float*>(c.scratch(count * sizeof(float), 1));
+  uint8_t* tmp = n > 1 ? c.scratch(count * sizeof(float), 0) : nullptr;
+  bool wide = false;  // acc holds this rank's partial sum (it received something)
+  for (int mask = 1; mask < n; mask <<= 1) {
+    if (v & mask) {
+      const int parent = ((v - mask) + root) % n;
+      if (wide) {
+        c.send(parent, acc, count * sizeof(float));
+      } else {
+        c.send(parent, mine, bytes);
+      }
+      break;
+    }
+    const int child = v + mask;
+    if (child < n) {
+      // The child received before sending (it is inner) iff it has a child of its own: its
+      // lowest set bit is `mask`, so it has one iff mask > 1 and child + 1 < n.
+      const bool childWide = mask > 1 && child + 1 < n;
+      c.recv((child + root) % n, tmp, childWide ? count * sizeof(float) : bytes);
+      if (wide) {
+        addWide(acc, true, acc, true, tmp, childWide, count, dtype, 1);
+      } else {
+        addWide(acc, true, mine, false, tmp, childWide, count, dtype, 1);
+      }
+      wide = true;
+    }
+  }
+  if (v != 0) return;
+  if (wide) {
+    narrow(out, acc, count, dtype, op.kind == ReduceOp::AVG ? n : 1);
+  } else if (out != mine) {
+    std::memcpy(out, mine, bytes);
+  }
 }
 
 }  // namespace verbs

@@ -1,5 +1,8 @@
 #include "backends/verbs/algorithms/reduce_kernels.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 
 namespace c10d {
@@ -55,7 +58,96 @@ void sumSources(T* dst, const void* const* srcs, int k, size_t n) {
   if (i < k) sumTo(dst, static_cast<const T*>(srcs[i]), n);
 }
 
+// Elements per pass of the f32 kernels: three stack buffers of this many floats stay in L1.
+constexpr size_t kWideBlock = 512;
+
+void load(float* dst, const void* src, bool wide, size_t n, DataType half) {
+  if (wide) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  if (half == DataType::kBFloat16) {
+    for (size_t i = 0; i < n; ++i) {  // exact: bf16 is the top half of an f32
+      const uint32_t u = static_cast<uint32_t>(s[i]) << 16;
+      std::memcpy(&dst[i], &u, sizeof(u));
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] = halfToFloat(s[i]);
+  }
+}
+
+// x rounded to f32 toward zero, its last bit set when inexact ("round to odd"): rounding that
+// again to a format of at most 22 significant bits gives what rounding x once would.
+float roundToOdd(double x) {
+  float f = static_cast<float>(x);
+  const double back = static_cast<double>(f);
+  if (back == x || std::isnan(x)) return f;
+  if (std::fabs(back) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  u |= 1;
+  std::memcpy(&f, &u, sizeof(u));
+  return f;
+}
+
+void store(void* dst, const float* src, size_t n, DataType half, int divisor) {
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  const bool bf = half == DataType::kBFloat16;
+  if (divisor == 1) {
+    for (size_t i = 0; i < n; ++i) d[i] = bf ? floatToBf16(src[i]) : floatToHalf(src[i]);
+    return;
+  }
+  const double dv = divisor;
+  for (size_t i = 0; i < n; ++i) {
+    const float q = roundToOdd(static_cast<double>(src[i]) / dv);
+    d[i] = bf ? floatToBf16(q) : floatToHalf(q);
+  }
+}
+
 }  // namespace
+
+void addWide(void* out, bool outWide, const void* a, bool aWide, const void* b, bool bWide,
+             size_t n, DataType half, int divisor) {
+  float fa[kWideBlock], fb[kWideBlock];
+  const auto* pa = static_cast<const uint8_t*>(a);
+  const auto* pb = static_cast<const uint8_t*>(b);
+  auto* po = static_cast<uint8_t*>(out);
+  const size_t ea = aWide ? 4 : 2, eb = bWide ? 4 : 2, eo = outWide ? 4 : 2;
+  for (size_t i = 0; i < n; i += kWideBlock) {
+    const size_t k = std::min(kWideBlock, n - i);
+    load(fa, pa + i * ea, aWide, k, half);
+    load(fb, pb + i * eb, bWide, k, half);
+    for (size_t j = 0; j < k; ++j) fa[j] += fb[j];
+    if (outWide) {
+      std::memcpy(po + i * eo, fa, k * sizeof(float));
+    } else {
+      store(po + i * eo, fa, k, half, divisor);
+    }
+  }
+}
+
+void sumSourcesWide(void* dst, const void* const* srcs, int k, size_t n, DataType half,
+                    int divisor) {
+  float acc[kWideBlock], x[kWideBlock];
+  for (size_t i = 0; i < n; i += kWideBlock) {
+    const size_t m = std::min(kWideBlock, n - i);
+    load(acc, static_cast<const uint16_t*>(srcs[0]) + i, false, m, half);
+    for (int q = 1; q < k; ++q) {
+      load(x, static_cast<const uint16_t*>(srcs[q]) + i, false, m, half);
+      for (size_t j = 0; j < m; ++j) acc[j] += x[j];
+    }
+    store(static_cast<uint16_t*>(dst) + i, acc, m, half, divisor);
+  }
+}
+
+void widen(float* dst, const void* src, size_t n, DataType half) {
+  load(dst, src, false, n, half);
+}
+
+void narrow(void* dst, const float* src, size_t n, DataType half, int divisor) {
+  store(dst, src, n, half, divisor);
+}
 
 void reduceTo(void* dst, const void* src, size_t n, DataType dtype, ReduceOp::Kind op) {
   if (n == 0) return;

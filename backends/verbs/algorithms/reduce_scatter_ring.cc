@@ -97,5 +97,54 @@ void reduceScatterRingInputs(Comm& c, const std::vector<const void*>& inputs, vo
   }
 }
 
+void reduceScatterRingWide(Comm& c, const std::vector<const void*>& inputs,
+                           const std::vector<size_t>& cnt, void* out, DataType dtype, int divisor,
+                           const std::function<void(void*, const void*, size_t)>& scaleCopy) {
+  const int n = c.size(), r = c.rank();
+  const size_t es = elementSize(dtype);
+  const size_t maxCnt = *std::max_element(cnt.begin(), cnt.end());
+  const size_t segElems = std::max<size_t>(1, kSegmentBytes / sizeof(float));
+  const size_t segMax = std::min(segElems, maxCnt);
+  // Segment `done` of input block b (k elements), scaled into stage `which` when scaleCopy is set.
+  uint8_t* stage = scaleCopy ? c.scratch(2 * segMax * es + 1, 2) : nullptr;
+  auto input = [&](int b, size_t done, size_t k, int which) -> const void* {
+    const auto* p = static_cast<const uint8_t*>(inputs[static_cast<size_t>(b)]) + done * es;
+    if (!scaleCopy) return p;
+    uint8_t* d = stage + which * segMax * es;
+    scaleCopy(d, p, k);
+    return d;
+  };
+  if (n == 1) {
+    const void* p = input(0, 0, cnt[0], 0);
+    if (p != out) std::memcpy(out, p, cnt[0] * es);
+    return;
+  }
+  const int right = (r + 1) % n, left = (r - 1 + n) % n;
+  // acc holds the f32 partial sums this rank sends next (block-sized; none at n == 2).
+  float* acc = n > 2 ? reinterpret_cast<float*>(c.scratch(maxCnt * sizeof(float) + 1, 1)) : nullptr;
+  uint8_t* tmp = c.scratch(segMax * sizeof(float) + 1, 0);
+  for (int s = 0; s < n - 1; ++s) {
+    const int sb = ((r - s - 1) % n + n) % n, rb = ((r - s - 2) % n + n) % n;
+    const size_t sn = cnt[sb], rn = cnt[rb];
+    const bool wide = s > 0;  // step 0 carries inputs, later steps partial sums
+    const size_t wes = wide ? sizeof(float) : es;
+    const bool last = s == n - 2;  // then rb == r: the result goes straight to `out`
+    for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
+      const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
+      const size_t rk = done < rn ? std::min(segElems, rn - done) : 0;
+      const void* src = wide ? static_cast<const void*>(acc + done) : input(sb, done, sk, 0);
+      c.sendRecv(right, src, sk * wes, left, tmp, rk * wes);
+      if (rk == 0) continue;
+      const void* mine = input(rb, done, rk, 1);
+      if (last) {
+        addWide(static_cast<uint8_t*>(out) + done * es, false, tmp, wide, mine, false, rk, dtype,
+                divisor);
+      } else {
+        addWide(acc + done, true, tmp, wide, mine, false, rk, dtype, 1);
+      }
+    }
+  }
+}
+
 }  // namespace verbs
 }  // namespace c10d
