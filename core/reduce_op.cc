@@ -535,6 +535,93 @@ void divide16(void* dstv, size_t n, int64_t divisor) {
   for (; i < n; ++i) dst[i] = store16<Tag>(load16<Tag>(dst[i]) / d);
 }
 
+// x / d rounded to f32 toward zero, its last bit set when inexact ("round to odd"): rounding
+// that to a format of at most 22 significant bits gives what rounding x / d once would. The
+// remainder x - q * d of the nearest quotient q is exact in f32 (FMA), and its sign says on which
+// side of x / d q lies.
+inline float quotientToOdd(float x, float d) {
+  const float q = x / d;
+  const float r = std::fma(-q, d, x);
+  if (r == 0 || std::isnan(r)) return q;  // exact, or x is Inf / NaN
+  uint32_t u;
+  std::memcpy(&u, &q, sizeof(u));
+  if ((r < 0) != std::signbit(q)) u -= 1;  // |q| > |x / d|: one step toward zero
+  u |= 1;
+  float out;
+  std::memcpy(&out, &u, sizeof(u));
+  return out;
+}
+
+#ifdef C10D_HAVE_VEC16_PATH
+template <typename Tag>
+__attribute__((target("avx2,f16c"))) size_t vecWiden16(float* dst, const uint16_t* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8<Tag>(src + i));
+  return i;
+}
+
+template <typename Tag>
+__attribute__((target("avx2,f16c"))) size_t vecNarrow16(uint16_t* dst, const float* src, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) store8<Tag>(dst + i, _mm256_loadu_ps(src + i));
+  return i;
+}
+
+// quotientToOdd, 8 lanes at a time, then rounded to Tag: the scalar tail's bits.
+template <typename Tag>
+__attribute__((target("avx2,f16c,fma"))) size_t vecNarrowDivided16(uint16_t* dst, const float* src,
+                                                                   size_t n, float d) {
+  const __m256 dv = _mm256_set1_ps(d);
+  const __m256i one = _mm256_set1_epi32(1);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(src + i);
+    const __m256 q = _mm256_div_ps(x, dv);
+    const __m256 r = _mm256_fnmadd_ps(q, dv, x);
+    const __m256i inexact = _mm256_castps_si256(_mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_NEQ_OQ));
+    const __m256i over =
+        _mm256_and_si256(inexact, _mm256_srai_epi32(_mm256_castps_si256(_mm256_xor_ps(r, q)), 31));
+    __m256i u = _mm256_sub_epi32(_mm256_castps_si256(q), _mm256_and_si256(over, one));
+    u = _mm256_or_si256(u, _mm256_and_si256(inexact, one));
+    store8<Tag>(dst + i, _mm256_castsi256_ps(u));
+  }
+  return i;
+}
+
+bool cpuHasFma() {
+  static const bool has = cpuHasAvx2F16c() && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+template <typename Tag>
+void widen16(float* dst, const void* srcv, size_t n) {
+  const uint16_t* src = static_cast<const uint16_t*>(srcv);
+  size_t i = 0;
+#ifdef C10D_HAVE_VEC16_PATH
+  if (cpuHasAvx2F16c()) i = vecWiden16<Tag>(dst, src, n);
+#endif
+  for (; i < n; ++i) dst[i] = load16<Tag>(src[i]);
+}
+
+template <typename Tag>
+void narrow16(void* dstv, const float* src, size_t n, int64_t divisor) {
+  uint16_t* dst = static_cast<uint16_t*>(dstv);
+  size_t i = 0;
+  if (divisor == 1) {
+#ifdef C10D_HAVE_VEC16_PATH
+    if (cpuHasAvx2F16c()) i = vecNarrow16<Tag>(dst, src, n);
+#endif
+    for (; i < n; ++i) dst[i] = store16<Tag>(src[i]);
+    return;
+  }
+  const float d = static_cast<float>(divisor);
+#ifdef C10D_HAVE_VEC16_PATH
+  if (cpuHasFma()) i = vecNarrowDivided16<Tag>(dst, src, n, d);
+#endif
+  for (; i < n; ++i) dst[i] = store16<Tag>(quotientToOdd(src[i], d));
+}
+
 }  // namespace
 
 void scale(void* dst, const void* src, size_t n, DataType dtype, double factor) {
@@ -565,6 +652,28 @@ void scale(void* dst, const void* src, size_t n, DataType dtype, double factor) 
       for (size_t i = 0; i < n; ++i) d[i] = (s[i] != 0) && keep;
       return;
     }
+  }
+}
+
+void widenHalf(float* dst, const void* src, size_t n, DataType dtype) {
+  C10D_CHECK_ARG(dtype == DataType::kFloat16 || dtype == DataType::kBFloat16,
+                 "widenHalf: not a half type: ", toString(dtype));
+  if (dtype == DataType::kFloat16) {
+    widen16<Half>(dst, src, n);
+  } else {
+    widen16<BFloat16>(dst, src, n);
+  }
+}
+
+void narrowHalf(void* dst, const float* src, size_t n, DataType dtype, int64_t divisor) {
+  C10D_CHECK_ARG(dtype == DataType::kFloat16 || dtype == DataType::kBFloat16,
+                 "narrowHalf: not a half type: ", toString(dtype));
+  C10D_CHECK_ARG(divisor >= 1 && divisor <= (1 << 24), "narrowHalf: divisor ", divisor,
+                 " outside [1, 2^24]");
+  if (dtype == DataType::kFloat16) {
+    narrow16<Half>(dst, src, n, divisor);
+  } else {
+    narrow16<BFloat16>(dst, src, n, divisor);
   }
 }
 

@@ -52,4 +52,11 @@ void scale(void* dst, const void* src, size_t n, DataType dtype, double factor);
 // dst[i] /= divisor (for AVG); integer types divide toward zero.
 void divide(void* dst, size_t n, DataType dtype, int64_t divisor);
 
+// f16/bf16 <-> f32 in bulk, 8 lanes at a time where the CPU has AVX2 + F16C (for sums kept in
+// f32). widenHalf is exact. narrowHalf stores src[i] / divisor (divisor in [1, 2^24]) rounded
+// once to the half type: the f32 quotient is first rounded to odd (its exact remainder by FMA
+// says which side it lies on), which makes the half rounding after it the only one.
+void widenHalf(float* dst, const void* src, size_t n, DataType dtype);
+void narrowHalf(void* dst, const float* src, size_t n, DataType dtype, int64_t divisor);
+
 }  // namespace c10d

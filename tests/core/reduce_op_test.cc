@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -489,6 +490,62 @@ TEST(Composition, AvgAndPremulSum) {
     EXPECT_FLOAT_EQ(acc[i], 15.0f + i);
     EXPECT_FLOAT_EQ(pre[i], 15.0f + i);
   }
+}
+
+// x rounded once to f16/bf16 (nearest even; subnormals; f16 overflows to Inf at 65520).
+double roundOnceTo(DataType dt, double x) {
+  const int p = dt == DataType::kFloat16 ? 11 : 8;
+  const int minExp = dt == DataType::kFloat16 ? -14 : -126;
+  if (x == 0 || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);
+  const double ulp = std::ldexp(1, std::max(e - 1, minExp) + 1 - p);
+  const double r = std::nearbyint(x / ulp) * ulp;
+  if (dt == DataType::kFloat16 && std::fabs(r) > 65504) return std::copysign(INFINITY, r);
+  return r;
+}
+
+// narrowHalf(divisor) is src / divisor rounded once, through the 8-lane path and the scalar tail
+// alike, on random f32 values with all 24 bits set, signed zeros, Inf and NaN. (Its round-to-odd
+// step is what makes this hold by construction; plain f32 division rounded again to the half
+// type also passed here: x / d of an f32 x and a small d cannot land within half an f32 ulp of a
+// half-way point without being one, except near binade edges, which random values miss.)
+TEST(NarrowHalf, DividesAndRoundsOnce) {
+  std::mt19937_64 gen(7);
+  for (DataType dt : {DataType::kFloat16, DataType::kBFloat16}) {
+    for (int64_t d : {1, 2, 3, 5, 7, 12, 255, 512, 1000}) {
+      const size_t n = 100003;  // not a multiple of 8: the scalar tail too
+      std::vector<float> src(n);
+      std::uniform_real_distribution<float> u(-1, 1);
+      std::uniform_int_distribution<int> ex(dt == DataType::kFloat16 ? -20 : -130, 14);
+      for (auto& x : src) x = std::ldexp(u(gen), ex(gen));
+      src[0] = INFINITY;
+      src[1] = -INFINITY;
+      src[2] = NAN;
+      src[3] = -0.0f;
+      std::vector<uint16_t> out(n);
+      narrowHalf(out.data(), src.data(), n, dt, d);
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < n; ++i) {
+        // The double quotient is exact enough: x / d has no run of ~40 equal bits for d < 2^10.
+        const double want = roundOnceTo(dt, static_cast<double>(src[i]) / static_cast<double>(d));
+        const double got = dt == DataType::kFloat16 ? halfToFloat(out[i]) : bf16ToFloat(out[i]);
+        const bool ok = std::isnan(want) ? std::isnan(got)
+                                         : got == want && std::signbit(got) == std::signbit(want);
+        if (!ok && bad++ == 0) first = i;
+      }
+      EXPECT_EQ(bad, 0u) << toString(dt) << " / " << d << ": first at " << first << ": "
+                         << src[first] << " / " << d << " gave "
+                         << (dt == DataType::kFloat16 ? halfToFloat(out[first])
+                                                      : bf16ToFloat(out[first]));
+    }
+  }
+  std::vector<float> w(9);
+  const std::vector<uint16_t> h = {0x3c00, 0x3c01, 0xbc00, 0x0001, 0x7bff,
+                                   0x7c00, 0x0000, 0x8000, 0x3555};
+  widenHalf(w.data(), h.data(), h.size(), DataType::kFloat16);
+  for (size_t i = 0; i < h.size(); ++i) EXPECT_EQ(w[i], halfToFloat(h[i])) << i;
+  EXPECT_THROW(narrowHalf(w.data(), w.data(), 1, DataType::kFloat32, 1), InvalidArgument);
 }
 
 // Not a benchmark, just a guard against a per-element dispatch creeping in; prints GB/s

@@ -1,7 +1,6 @@
 #include "backends/verbs/algorithms/reduce_kernels.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -64,45 +63,13 @@ constexpr size_t kWideBlock = 512;
 void load(float* dst, const void* src, bool wide, size_t n, DataType half) {
   if (wide) {
     std::memcpy(dst, src, n * sizeof(float));
-    return;
-  }
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  if (half == DataType::kBFloat16) {
-    for (size_t i = 0; i < n; ++i) {  // exact: bf16 is the top half of an f32
-      const uint32_t u = static_cast<uint32_t>(s[i]) << 16;
-      std::memcpy(&dst[i], &u, sizeof(u));
-    }
   } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = halfToFloat(s[i]);
+    widenHalf(dst, src, n, half);
   }
-}
-
-// x rounded to f32 toward zero, its last bit set when inexact ("round to odd"): rounding that
-// again to a format of at most 22 significant bits gives what rounding x once would.
-float roundToOdd(double x) {
-  float f = static_cast<float>(x);
-  const double back = static_cast<double>(f);
-  if (back == x || std::isnan(x)) return f;
-  if (std::fabs(back) > std::fabs(x)) f = std::nextafter(f, 0.0f);
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  u |= 1;
-  std::memcpy(&f, &u, sizeof(u));
-  return f;
 }
 
 void store(void* dst, const float* src, size_t n, DataType half, int divisor) {
-  uint16_t* d = static_cast<uint16_t*>(dst);
-  const bool bf = half == DataType::kBFloat16;
-  if (divisor == 1) {
-    for (size_t i = 0; i < n; ++i) d[i] = bf ? floatToBf16(src[i]) : floatToHalf(src[i]);
-    return;
-  }
-  const double dv = divisor;
-  for (size_t i = 0; i < n; ++i) {
-    const float q = roundToOdd(static_cast<double>(src[i]) / dv);
-    d[i] = bf ? floatToBf16(q) : floatToHalf(q);
-  }
+  narrowHalf(dst, src, n, half, divisor);
 }
 
 }  // namespace

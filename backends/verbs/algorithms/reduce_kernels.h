@@ -24,9 +24,9 @@ void reduceSources(void* dst, const void* const* srcs, int k, size_t n, DataType
 
 // ---- f16 / bf16 sums accumulated in f32 (C10D_HALF_ACCUM=f32) ----
 // A half-type SUM (and AVG, PREMUL_SUM's sum) keeps its partial sums in f32 and rounds once, at
-// the end: round(sum / divisor) with divisor 1 for SUM, the group size for AVG. The division is
-// done in double and rounded once to the half type (through f32 with round-to-odd, which cannot
-// round twice), so the only roundings left are the f32 additions themselves: none while the
+// the end: round(sum / divisor) with divisor 1 for SUM, the group size for AVG, rounded once
+// (core's narrowHalf: the quotient goes through f32 rounded to odd, which cannot round twice),
+// so the only roundings left are the f32 additions themselves: none while the
 // partial sums fit f32's 24 bits, which the sum of n half values does whenever their exponents
 // span fewer than 24 - 11 - log2(n) binades (f16; bf16: 24 - 8 - log2(n)).
 
