@@ -22,28 +22,12 @@
 
 #include "base/hash.h"
 #include "tests/backends/conformance.h"
+#include "tests/backends/verbs_case.h"
 #include "tests/common/multiproc.h"
 
 namespace c10d {
 namespace test {
 namespace {
-
-struct BitsCase {
-  std::string name;
-  std::map<std::string, std::string> config;
-  int worldSize;
-  std::vector<std::string> hosts = {};  // rank r's C10D_HOST_ID (empty: all on this host)
-};
-
-void PrintTo(const BitsCase& c, std::ostream* os) {
-  *os << c.name << "_ws" << c.worldSize;
-}
-
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Order-sensitive finite input: +-(1 + f) * 2^e, e in [-20, 20] (f16: [-8, 8]); for PRODUCT,
 // 1 +- f/16 so that products neither overflow nor underflow.
@@ -158,9 +142,9 @@ void expectCorrect(const Buffer& b, DataType dt, const ReduceOp& op, int n, bool
   }
 }
 
-class VerbsIdenticalBits : public ::testing::TestWithParam<BitsCase> {};
+class VerbsIdenticalBits : public ::testing::TestWithParam<VerbsCase> {};
 
-void run(const BitsCase& c, bool specials) {
+void run(const VerbsCase& c, bool specials) {
   BackendParam p;
   p.backend = "verbs";
   p.config = c.config;
@@ -209,8 +193,8 @@ TEST_P(VerbsIdenticalBits, SignedZerosAndNaNs) {
   run(GetParam(), true);
 }
 
-std::vector<BitsCase> bitsCases() {
-  std::vector<BitsCase> out;
+std::vector<VerbsCase> bitsCases() {
+  std::vector<VerbsCase> out;
   const std::map<std::string, std::string> tcp = {{"C10D_TRANSPORT", "tcp"}};
   for (int ws : {3, 4, 8}) {
     out.push_back({"shm", {}, ws});   // the shm allreduce (direct reduce from every slot)
@@ -232,7 +216,7 @@ std::vector<BitsCase> bitsCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, VerbsIdenticalBits, ::testing::ValuesIn(bitsCases()),
-                         [](const ::testing::TestParamInfo<BitsCase>& info) {
+                         [](const ::testing::TestParamInfo<VerbsCase>& info) {
                            return info.param.name + "_ws" + std::to_string(info.param.worldSize);
                          });
 

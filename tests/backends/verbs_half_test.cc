@@ -15,28 +15,12 @@
 #include <sstream>
 
 #include "tests/backends/conformance.h"
+#include "tests/backends/verbs_case.h"
 #include "tests/common/multiproc.h"
 
 namespace c10d {
 namespace test {
 namespace {
-
-struct HalfCase {
-  std::string name;
-  std::map<std::string, std::string> config;
-  int worldSize;
-  std::vector<std::string> hosts = {};  // rank r's C10D_HOST_ID (empty: all on this host)
-};
-
-void PrintTo(const HalfCase& c, std::ostream* os) {
-  *os << c.name << "_ws" << c.worldSize;
-}
-
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 int precision(DataType dt) {
   return dt == DataType::kFloat16 ? 11 : 8;
@@ -91,10 +75,10 @@ void expectOneRounding(const uint16_t* got, size_t first, size_t count, DataType
   ADD_FAILURE() << ss.str();
 }
 
-class VerbsHalfOneRounding : public ::testing::TestWithParam<HalfCase> {};
+class VerbsHalfOneRounding : public ::testing::TestWithParam<VerbsCase> {};
 
 TEST_P(VerbsHalfOneRounding, EqualsTheFloat64SumRoundedOnce) {
-  const HalfCase& c = GetParam();
+  const VerbsCase& c = GetParam();
   BackendParam p;
   p.backend = "verbs";
   p.config = c.config;
@@ -150,8 +134,8 @@ TEST_P(VerbsHalfOneRounding, EqualsTheFloat64SumRoundedOnce) {
       mp);
 }
 
-std::vector<HalfCase> halfCases() {
-  std::vector<HalfCase> out;
+std::vector<VerbsCase> halfCases() {
+  std::vector<VerbsCase> out;
   // Every algorithm the tables can choose for the three collectives, forced: shm (allreduce,
   // reduce), the stream algorithms over shm streams and over tcp, hierarchical across "hosts".
   const std::vector<std::pair<std::string, std::string>> forced = {
@@ -163,7 +147,7 @@ std::vector<HalfCase> halfCases() {
   for (int ws : {2, 3, 4}) {
     for (const auto& [name, algo] : forced) {
       for (const char* transport : {"shm", "tcp"}) {
-        HalfCase hc{std::string(transport) + "_" + name, {}, ws};
+        VerbsCase hc{std::string(transport) + "_" + name, {}, ws};
         if (std::string(transport) == "tcp") hc.config["C10D_TRANSPORT"] = "tcp";
         if (!algo.empty()) hc.config["C10D_ALGO"] = algo;
         out.push_back(hc);
@@ -178,7 +162,7 @@ std::vector<HalfCase> halfCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, VerbsHalfOneRounding, ::testing::ValuesIn(halfCases()),
-                         [](const ::testing::TestParamInfo<HalfCase>& info) {
+                         [](const ::testing::TestParamInfo<VerbsCase>& info) {
                            return info.param.name + "_ws" + std::to_string(info.param.worldSize);
                          });
 

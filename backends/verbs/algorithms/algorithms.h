@@ -19,6 +19,27 @@
 namespace c10d {
 namespace verbs {
 
+// The fold of a non-power-of-two group (recursive doubling, Rabenseifner; as MPICH): p is the
+// largest power of two <= n and rem = n - p; each even rank below 2 * rem hands its buffer to the
+// odd rank above it and sits out until that rank sends the result back; the p others run the
+// algorithm under virtual ranks (real() maps one back).
+struct Fold {
+  int p = 1, rem = 0;
+  explicit Fold(int n) {
+    while (p * 2 <= n) p *= 2;
+    rem = n - p;
+  }
+  int real(int v) const { return v < rem ? v * 2 + 1 : v + rem; }
+  // On an even rank below 2 * rem: hands `data` over, receives the result into it, returns true.
+  bool sitOut(Comm& c, void* data, size_t bytes) const {
+    const int r = c.rank();
+    if (r >= 2 * rem || r % 2 != 0) return false;
+    c.send(r + 1, data, bytes);
+    c.recv(r + 1, data, bytes);
+    return true;
+  }
+};
+
 // ---- allreduce (in place on data) ----
 // Entry: applies PREMUL_SUM's scale, then runs the algorithm the table picks (AVG divides there).
 // `out` receives the reduction of every rank's `in` (in == out: in place; otherwise disjoint, and

@@ -59,22 +59,16 @@ void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, Re
   const size_t segElems = std::max<size_t>(1, kSegmentBytes / es);
   Exchange x{c, dtype, op, es, segElems, c.scratch(std::min(segElems, count) * es + 1)};
 
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
+  const Fold fold(n);
+  const int p = fold.p, rem = fold.rem;
   int v;
+  if (fold.sitOut(c, base, bytes)) return;
   if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      c.send(r + 1, base, bytes);
-      c.recv(r + 1, base, bytes);
-      return;
-    }
     x.reduce(r - 1, base, 0, base, count);  // receive-only: sbuf is never read
     v = r / 2;
   } else {
     v = r - rem;
   }
-  auto real = [&](int vr) { return vr < rem ? vr * 2 + 1 : vr + rem; };
 
   // Block b spans elements [off[b], off[b + 1]).
   std::vector<size_t> off, cnt;
@@ -86,7 +80,7 @@ void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, Re
   int lo = 0;
   for (int mask = p / 2; mask >= 1; mask >>= 1) {
     const int mid = lo + mask, hi = lo + 2 * mask;
-    const int peer = real(v ^ mask);
+    const int peer = fold.real(v ^ mask);
     if ((v & mask) == 0) {
       x.reduce(peer, at(mid), elems(mid, hi), at(lo), elems(lo, mid));
     } else {
@@ -96,7 +90,7 @@ void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, Re
   }
   // Now lo == v: this rank owns block v, fully reduced.
   for (int mask = 1; mask < p; mask <<= 1) {
-    const int peer = real(v ^ mask);
+    const int peer = fold.real(v ^ mask);
     const int plo = lo ^ mask;
     c.sendRecv(peer, at(lo), elems(lo, lo + mask) * es, peer, at(plo), elems(plo, plo + mask) * es);
     lo = std::min(lo, plo);
@@ -110,8 +104,7 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
   const size_t es = elementSize(dtype);
   const size_t bytes = count * es;
   uint8_t* base = static_cast<uint8_t*>(data);
-  const size_t segElems = std::max<size_t>(1, kSegmentBytes / sizeof(float));
-  uint8_t* tmp = c.scratch(std::min(segElems, count) * sizeof(float) + 1, 0);
+  uint8_t* tmp = c.scratch(std::max<size_t>(kSegmentBytes, es) + 1, 0);
   // f32 partial sums, indexed like the buffer (only the ranges this rank keeps are written).
   float* acc = reinterpret_cast<float*>(c.scratch(count * sizeof(float) + 1, 1));
   bool wide = false;  // acc holds this rank's partial sums for the range it keeps
@@ -120,6 +113,8 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
   // receiving rn elements (f32 when peerWide) summed into acc at offset ro.
   auto exchange = [&](int peer, bool peerWide, size_t so, size_t sn, size_t ro, size_t rn) {
     const size_t ses = wide ? sizeof(float) : es, res = peerWide ? sizeof(float) : es;
+    // Segments of kSegmentBytes in the wider direction; both sides compute the same.
+    const size_t segElems = std::max<size_t>(1, kSegmentBytes / std::max(ses, res));
     for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
       const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
       const size_t rk = done < rn ? std::min(segElems, rn - done) : 0;
@@ -134,23 +129,17 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
     }
   };
 
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
+  const Fold fold(n);
+  const int p = fold.p, rem = fold.rem;
   int v;
+  if (fold.sitOut(c, base, bytes)) return;
   if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      c.send(r + 1, base, bytes);
-      c.recv(r + 1, base, bytes);
-      return;
-    }
     exchange(r - 1, false, 0, 0, 0, count);  // receive-only
     wide = true;
     v = r / 2;
   } else {
     v = r - rem;
   }
-  auto real = [&](int vr) { return vr < rem ? vr * 2 + 1 : vr + rem; };
 
   std::vector<size_t> off, cnt;
   splitBlocks(count, p, &off, &cnt);
@@ -163,9 +152,9 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
     const int pv = v ^ mask;
     const bool peerWide = mask < p / 2 || pv < rem;  // as in allreduceRecursiveDoublingWide
     if ((v & mask) == 0) {
-      exchange(real(pv), peerWide, off[mid], elems(mid, hi), off[lo], elems(lo, mid));
+      exchange(fold.real(pv), peerWide, off[mid], elems(mid, hi), off[lo], elems(lo, mid));
     } else {
-      exchange(real(pv), peerWide, off[lo], elems(lo, mid), off[mid], elems(mid, hi));
+      exchange(fold.real(pv), peerWide, off[lo], elems(lo, mid), off[mid], elems(mid, hi));
       lo = mid;
     }
     wide = true;
@@ -173,7 +162,7 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
   // This rank owns block v: rounded once, then gathered in the half type.
   narrow(base + off[lo] * es, acc + off[lo], cnt[lo], dtype, divisor);
   for (int mask = 1; mask < p; mask <<= 1) {
-    const int peer = real(v ^ mask);
+    const int peer = fold.real(v ^ mask);
     const int plo = lo ^ mask;
     c.sendRecv(peer, base + off[lo] * es, elems(lo, lo + mask) * es, peer, base + off[plo] * es,
                elems(plo, plo + mask) * es);

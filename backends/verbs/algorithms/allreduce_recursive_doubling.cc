@@ -19,9 +19,8 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
                                 ReduceOp::Kind op) {
   const int n = c.size(), r = c.rank();
   const size_t bytes = count * elementSize(dtype);
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
+  const Fold fold(n);
+  const int p = fold.p, rem = fold.rem;
   uint8_t* tmp = c.scratch(bytes);
   // data = first op second, where `second` is data itself when `mineFirst`, else first is tmp.
   auto combine = [&](bool mineFirst) {
@@ -33,21 +32,16 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
     }
   };
   int vrank;
+  if (fold.sitOut(c, data, bytes)) return;
   if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      c.send(r + 1, data, bytes);
-      c.recv(r + 1, data, bytes);
-      return;
-    }
     c.recv(r - 1, tmp, bytes);
     combine(false);  // the lower rank's value first
     vrank = r / 2;
   } else {
     vrank = r - rem;
   }
-  auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
   for (int mask = 1; mask < p; mask <<= 1) {
-    const int peer = real(vrank ^ mask);
+    const int peer = fold.real(vrank ^ mask);
     c.sendRecv(peer, data, bytes, peer, tmp, bytes);
     combine(vrank < (vrank ^ mask));
   }
@@ -58,19 +52,14 @@ void allreduceRecursiveDoublingWide(Comm& c, void* data, size_t count, DataType 
                                     int divisor) {
   const int n = c.size(), r = c.rank();
   const size_t bytes = count * elementSize(dtype), wideBytes = count * sizeof(float);
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
+  const Fold fold(n);
+  const int p = fold.p, rem = fold.rem;
   float* acc = reinterpret_cast<float*>(c.scratch(wideBytes, 1));
   uint8_t* tmp = c.scratch(wideBytes, 0);
   bool wide = false;  // acc holds this rank's partial sum
   int vrank;
+  if (fold.sitOut(c, data, bytes)) return;
   if (r < 2 * rem) {
-    if (r % 2 == 0) {
-      c.send(r + 1, data, bytes);
-      c.recv(r + 1, data, bytes);
-      return;
-    }
     c.recv(r - 1, tmp, bytes);
     addWide(acc, true, tmp, false, data, false, count, dtype, 1);  // the lower rank's value first
     wide = true;
@@ -78,9 +67,8 @@ void allreduceRecursiveDoublingWide(Comm& c, void* data, size_t count, DataType 
   } else {
     vrank = r - rem;
   }
-  auto real = [&](int v) { return v < rem ? v * 2 + 1 : v + rem; };
   for (int mask = 1; mask < p; mask <<= 1) {
-    const int pv = vrank ^ mask, peer = real(pv);
+    const int pv = vrank ^ mask, peer = fold.real(pv);
     // The peer sends f32 once it has summed anything: after the first exchange, or from the
     // start where it took in a folded rank's input.
     const bool peerWide = mask > 1 || pv < rem;

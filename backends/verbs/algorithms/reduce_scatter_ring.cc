@@ -103,8 +103,8 @@ void reduceScatterRingWide(Comm& c, const std::vector<const void*>& inputs,
   const int n = c.size(), r = c.rank();
   const size_t es = elementSize(dtype);
   const size_t maxCnt = *std::max_element(cnt.begin(), cnt.end());
-  const size_t segElems = std::max<size_t>(1, kSegmentBytes / sizeof(float));
-  const size_t segMax = std::min(segElems, maxCnt);
+  // Segments of kSegmentBytes on the wire: twice the elements in the half type's steps.
+  const size_t segMax = std::min(std::max<size_t>(1, kSegmentBytes / es), maxCnt);
   // Segment `done` of input block b (k elements), scaled into stage `which` when scaleCopy is set.
   uint8_t* stage = scaleCopy ? c.scratch(2 * segMax * es + 1, 2) : nullptr;
   auto input = [&](int b, size_t done, size_t k, int which) -> const void* {
@@ -122,12 +122,13 @@ void reduceScatterRingWide(Comm& c, const std::vector<const void*>& inputs,
   const int right = (r + 1) % n, left = (r - 1 + n) % n;
   // acc holds the f32 partial sums this rank sends next (block-sized; none at n == 2).
   float* acc = n > 2 ? reinterpret_cast<float*>(c.scratch(maxCnt * sizeof(float) + 1, 1)) : nullptr;
-  uint8_t* tmp = c.scratch(segMax * sizeof(float) + 1, 0);
+  uint8_t* tmp = c.scratch(std::max<size_t>(kSegmentBytes, es) + 1, 0);
   for (int s = 0; s < n - 1; ++s) {
     const int sb = ((r - s - 1) % n + n) % n, rb = ((r - s - 2) % n + n) % n;
     const size_t sn = cnt[sb], rn = cnt[rb];
     const bool wide = s > 0;  // step 0 carries inputs, later steps partial sums
     const size_t wes = wide ? sizeof(float) : es;
+    const size_t segElems = std::max<size_t>(1, kSegmentBytes / wes);
     const bool last = s == n - 2;  // then rb == r: the result goes straight to `out`
     for (size_t done = 0; done < std::max(sn, rn); done += segElems) {
       const size_t sk = done < sn ? std::min(segElems, sn - done) : 0;
