@@ -17,8 +17,9 @@
 //   bf16CompressHook()   round to IEEE half / bfloat16, SUM-allreduce the half-size copy, and
 //                        widen the result back into the bucket. Halves the bytes on the wire; the
 //                        result carries the half format's rounding (~2^-11 / ~2^-8 relative per
-//                        element and per rank). Buckets that are not f32/f64 are reduced as by
-//                        allreduceHook().
+//                        element and per rank for each rank's input; the sum itself is rounded
+//                        once on verbs, which keeps it in f32, and at every step on gloo).
+//                        Buckets that are not f32/f64 are reduced as by allreduceHook().
 #pragma once
 
 #include <cstddef>
