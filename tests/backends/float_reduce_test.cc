@@ -7,9 +7,11 @@
 //     and values whose sum overflows the dtype,
 // against the IEEE / NumPy result computed here: NaN propagates through sum, product, min and max
 // (np.minimum / np.maximum, which is also what core/reduce_op.h documents for torch), Inf + -Inf
-// and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too), PREMUL_SUM
+// and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too; f16/bf16 on a
+// backend that sums them in f32, verbs by default: the f32 sum / n, rounded once), PREMUL_SUM
 // scales each input first.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -122,7 +124,7 @@ struct Expected {
 // rounded once to the dtype. Exact when every partial result is exact (all scenarios but
 // kMilli, and the overflowing sums, where every partial sum is a multiple of a power of two);
 // kMilli gets the error bound of an arbitrary summation order.
-Expected expected(DataType dt, const ReduceOp& op, size_t k, int n) {
+Expected expected(DataType dt, const ReduceOp& op, size_t k, int n, bool wideHalf) {
   double acc = 0, absSum = 0;
   for (int r = 0; r < n; ++r) {
     double v = storedValue(dt, inputAt(dt, op, k, r, n));
@@ -146,8 +148,14 @@ Expected expected(DataType dt, const ReduceOp& op, size_t k, int n) {
     }
     absSum += std::fabs(v);
   }
-  // AVG is the sum in the dtype (which may overflow to Inf) divided by n.
-  if (op.kind == ReduceOp::AVG) acc = storedValue(dt, acc) / n;
+  // AVG is the sum in the dtype (which may overflow to Inf) divided by n; a half type summed in
+  // f32 (`wideHalf`) overflows only past f32's range (bf16's own: an overflowing bf16 sum stays
+  // Inf, an f16 one does not).
+  const bool half = dt == DataType::kFloat16 || dt == DataType::kBFloat16;
+  if (op.kind == ReduceOp::AVG) {
+    acc = (half && wideHalf ? static_cast<double>(static_cast<float>(acc)) : storedValue(dt, acc)) /
+          n;
+  }
   const double want = storedValue(dt, acc);
   double tol = 0;
   const bool exactOp = op.kind == ReduceOp::MIN || op.kind == ReduceOp::MAX;
@@ -193,11 +201,21 @@ std::string caseName(const ProcessGroup& pg, const char* coll, DataType dt, cons
 
 // expected() for the elements [offset, offset + count).
 std::vector<Expected> expectedRange(DataType dt, const ReduceOp& op, size_t offset, size_t count,
-                                    int n) {
+                                    int n, bool wideHalf) {
   std::vector<Expected> out;
   out.reserve(count);
-  for (size_t i = 0; i < count; ++i) out.push_back(expected(dt, op, offset + i, n));
+  for (size_t i = 0; i < count; ++i) out.push_back(expected(dt, op, offset + i, n, wideHalf));
   return out;
+}
+
+// verbs sums f16/bf16 in f32 unless C10D_HALF_ACCUM=half (options first, then the environment,
+// as the backend reads it).
+bool sumsHalfWide(const BackendParam& p) {
+  if (p.backend != "verbs") return false;
+  auto it = p.config.find("C10D_HALF_ACCUM");
+  const char* env = std::getenv("C10D_HALF_ACCUM");
+  const std::string v = it != p.config.end() ? it->second : env != nullptr ? env : "f32";
+  return v != "half";
 }
 
 // Checks buf[i] against want[i], element offset + i of the inputs; reports the first mismatch.
@@ -249,8 +267,10 @@ TEST_P(FloatReduce, SpecialValuesAndFractionsThroughEveryOp) {
               if (!isDefined(kind, dt) || !pg->supports(kind, dt, p.device)) continue;
               const ReduceOp op =
                   kind == ReduceOp::PREMUL_SUM ? ReduceOp::premulSum(0.5) : ReduceOp(kind);
-              const std::vector<Expected> whole = expectedRange(dt, op, 0, count, n);
-              const std::vector<Expected> mine = expectedRange(dt, op, count * rank, count, n);
+              const std::vector<Expected> whole =
+                  expectedRange(dt, op, 0, count, n, sumsHalfWide(p));
+              const std::vector<Expected> mine =
+                  expectedRange(dt, op, count * rank, count, n, sumsHalfWide(p));
               {
                 Buffer b(p, count, dt);
                 fill(b, dt, op, rank, n);
