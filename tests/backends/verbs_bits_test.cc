@@ -23,7 +23,6 @@
 #include "base/hash.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
-#include "tests/common/multiproc.h"
 
 namespace c10d {
 namespace test {
@@ -145,44 +144,32 @@ void expectCorrect(const Buffer& b, DataType dt, const ReduceOp& op, int n, bool
 class VerbsIdenticalBits : public ::testing::TestWithParam<VerbsCase> {};
 
 void run(const VerbsCase& c, bool specials) {
-  BackendParam p;
-  p.backend = "verbs";
-  p.config = c.config;
-  const std::string path = uniqueTempPath("verbs-bits");
-  MultiProcOptions mp;
-  mp.timeout = std::chrono::seconds(120);
-  expectAllRanksOk(
-      c.worldSize,
-      [&](int rank, int n) {
-        BackendParam mine = p;
-        if (!c.hosts.empty()) mine.config["C10D_HOST_ID"] = c.hosts[static_cast<size_t>(rank)];
-        auto pg = makeGroup(mine, path, rank, n);
-        for (size_t count : {size_t{1001}, size_t{70001}}) {
-          for (DataType dt :
-               {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
-            for (ReduceOp op :
-                 {ReduceOp(ReduceOp::SUM), ReduceOp(ReduceOp::AVG), ReduceOp::premulSum(0.1),
-                  ReduceOp(ReduceOp::PRODUCT), ReduceOp(ReduceOp::MIN), ReduceOp(ReduceOp::MAX)}) {
-              // Signed zeros and NaNs only matter where operand order can show: min, max, sum.
-              if (specials && op.kind != ReduceOp::MIN && op.kind != ReduceOp::MAX &&
-                  op.kind != ReduceOp::SUM) {
-                continue;
-              }
-              Buffer b(p, count, dt);
-              for (size_t i = 0; i < count; ++i) b.set(i, input(dt, op.kind, rank, i, specials));
-              pg->allreduce(b.tensor(), AllreduceOptions{op, kUnsetTimeout})->wait();
-              std::ostringstream what;
-              what << c.name << " rank " << rank << "/" << n << " allreduce " << toString(dt) << " "
-                   << toString(op) << " count " << count;
-              expectSameBitsEverywhere(*pg, p, b, what.str());
-              expectCorrect(b, dt, op, n, specials, what.str());
-              if (::testing::Test::HasFailure()) return;
-            }
+  runVerbsCase(c, "verbs-bits", [&](ProcessGroup& group, const BackendParam& p, int rank, int n) {
+    ProcessGroup* pg = &group;
+    for (size_t count : {size_t{1001}, size_t{70001}}) {
+      for (DataType dt :
+           {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
+        for (ReduceOp op :
+             {ReduceOp(ReduceOp::SUM), ReduceOp(ReduceOp::AVG), ReduceOp::premulSum(0.1),
+              ReduceOp(ReduceOp::PRODUCT), ReduceOp(ReduceOp::MIN), ReduceOp(ReduceOp::MAX)}) {
+          // Signed zeros and NaNs only matter where operand order can show: min, max, sum.
+          if (specials && op.kind != ReduceOp::MIN && op.kind != ReduceOp::MAX &&
+              op.kind != ReduceOp::SUM) {
+            continue;
           }
+          Buffer b(p, count, dt);
+          for (size_t i = 0; i < count; ++i) b.set(i, input(dt, op.kind, rank, i, specials));
+          pg->allreduce(b.tensor(), AllreduceOptions{op, kUnsetTimeout})->wait();
+          std::ostringstream what;
+          what << c.name << " rank " << rank << "/" << n << " allreduce " << toString(dt) << " "
+               << toString(op) << " count " << count;
+          expectSameBitsEverywhere(*pg, p, b, what.str());
+          expectCorrect(b, dt, op, n, specials, what.str());
+          if (::testing::Test::HasFailure()) return;
         }
-        pg->barrier()->wait();
-      },
-      mp);
+      }
+    }
+  });
 }
 
 TEST_P(VerbsIdenticalBits, OrderSensitiveFloats) {

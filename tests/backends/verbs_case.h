@@ -3,11 +3,16 @@
 // machine, each rank's C10D_HOST_ID; and the hash they derive their inputs from.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "tests/backends/conformance.h"
+#include "tests/common/multiproc.h"
 
 namespace c10d {
 namespace test {
@@ -28,6 +33,29 @@ inline uint64_t mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+// Runs `body(group, param, rank, n)` on every rank of a verbs group in c's configuration (each rank
+// with its C10D_HOST_ID when c.hosts is set), in real processes.
+inline void runVerbsCase(
+    const VerbsCase& c, const std::string& tag,
+    const std::function<void(ProcessGroup&, const BackendParam&, int, int)>& body) {
+  BackendParam p;
+  p.backend = "verbs";
+  p.config = c.config;
+  const std::string path = uniqueTempPath(tag);
+  MultiProcOptions mp;
+  mp.timeout = std::chrono::seconds(120);
+  expectAllRanksOk(
+      c.worldSize,
+      [&](int rank, int n) {
+        BackendParam mine = p;
+        if (!c.hosts.empty()) mine.config["C10D_HOST_ID"] = c.hosts[static_cast<size_t>(rank)];
+        auto pg = makeGroup(mine, path, rank, n);
+        body(*pg, p, rank, n);
+        if (!::testing::Test::HasFailure()) pg->barrier()->wait();
+      },
+      mp);
 }
 
 }  // namespace test

@@ -16,7 +16,6 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
-#include "tests/common/multiproc.h"
 
 namespace c10d {
 namespace test {
@@ -79,59 +78,45 @@ class VerbsHalfOneRounding : public ::testing::TestWithParam<VerbsCase> {};
 
 TEST_P(VerbsHalfOneRounding, EqualsTheFloat64SumRoundedOnce) {
   const VerbsCase& c = GetParam();
-  BackendParam p;
-  p.backend = "verbs";
-  p.config = c.config;
-  const std::string path = uniqueTempPath("verbs-half");
-  MultiProcOptions mp;
-  mp.timeout = std::chrono::seconds(120);
-  expectAllRanksOk(
-      c.worldSize,
-      [&](int rank, int n) {
-        BackendParam mine = p;
-        if (!c.hosts.empty()) mine.config["C10D_HOST_ID"] = c.hosts[static_cast<size_t>(rank)];
-        auto pg = makeGroup(mine, path, rank, n);
-        // 1001: the one-barrier shm path, recursive doubling; 300001 (600 KB): chunked shm, the
-        // ring and Rabenseifner with several segments, the hierarchical algorithms.
-        for (size_t count : {size_t{1001}, size_t{300001}}) {
-          for (DataType dt : {DataType::kFloat16, DataType::kBFloat16}) {
-            for (ReduceOp::Kind k : {ReduceOp::SUM, ReduceOp::AVG}) {
-              const bool avg = k == ReduceOp::AVG;
-              std::ostringstream tag;
-              tag << c.name << " rank " << rank << "/" << n << " " << toString(dt) << " "
-                  << toString(k) << " count " << count;
-              Buffer in(p, count, dt), out(p, count, dt);
-              for (size_t i = 0; i < count; ++i) in.set(i, input(dt, rank, i));
-              auto half = [](Buffer& b) { return reinterpret_cast<const uint16_t*>(b.host()); };
+  runVerbsCase(c, "verbs-half", [&](ProcessGroup& group, const BackendParam& p, int rank, int n) {
+    ProcessGroup* pg = &group;
+    // 1001: the one-barrier shm path, recursive doubling; 300001 (600 KB): chunked shm, the
+    // ring and Rabenseifner with several segments, the hierarchical algorithms.
+    for (size_t count : {size_t{1001}, size_t{300001}}) {
+      for (DataType dt : {DataType::kFloat16, DataType::kBFloat16}) {
+        for (ReduceOp::Kind k : {ReduceOp::SUM, ReduceOp::AVG}) {
+          const bool avg = k == ReduceOp::AVG;
+          std::ostringstream tag;
+          tag << c.name << " rank " << rank << "/" << n << " " << toString(dt) << " " << toString(k)
+              << " count " << count;
+          Buffer in(p, count, dt), out(p, count, dt);
+          for (size_t i = 0; i < count; ++i) in.set(i, input(dt, rank, i));
+          auto half = [](Buffer& b) { return reinterpret_cast<const uint16_t*>(b.host()); };
 
-              pg->allreduceInto(out.tensor(), in.tensor(), AllreduceOptions{k, kUnsetTimeout})
-                  ->wait();
-              expectOneRounding(half(out), 0, count, dt, avg, n, tag.str() + " allreduce");
-              pg->allreduce(in.tensor(), AllreduceOptions{k, kUnsetTimeout})->wait();
-              expectOneRounding(half(in), 0, count, dt, avg, n, tag.str() + " allreduce in place");
+          pg->allreduceInto(out.tensor(), in.tensor(), AllreduceOptions{k, kUnsetTimeout})->wait();
+          expectOneRounding(half(out), 0, count, dt, avg, n, tag.str() + " allreduce");
+          pg->allreduce(in.tensor(), AllreduceOptions{k, kUnsetTimeout})->wait();
+          expectOneRounding(half(in), 0, count, dt, avg, n, tag.str() + " allreduce in place");
 
-              for (size_t i = 0; i < count; ++i) in.set(i, input(dt, rank, i));
-              const int root = n - 1;
-              pg->reduceInto(out.tensor(), in.tensor(), ReduceOptions{k, root, kUnsetTimeout})
-                  ->wait();
-              if (rank == root)
-                expectOneRounding(half(out), 0, count, dt, avg, n, tag.str() + " reduce");
+          for (size_t i = 0; i < count; ++i) in.set(i, input(dt, rank, i));
+          const int root = n - 1;
+          pg->reduceInto(out.tensor(), in.tensor(), ReduceOptions{k, root, kUnsetTimeout})->wait();
+          if (rank == root)
+            expectOneRounding(half(out), 0, count, dt, avg, n, tag.str() + " reduce");
 
-              // reduceScatterTensor: element j of block r is element r * block + j of the inputs.
-              const size_t block = count / static_cast<size_t>(n);
-              Buffer rs(p, block, dt);
-              pg->reduceScatterTensor(rs.tensor(), Tensor(in.host(), block * n, dt),
-                                      ReduceScatterOptions{k, kUnsetTimeout})
-                  ->wait();
-              expectOneRounding(half(rs), rank * block, block, dt, avg, n,
-                                tag.str() + " reduce_scatter");
-              if (::testing::Test::HasFailure()) return;
-            }
-          }
+          // reduceScatterTensor: element j of block r is element r * block + j of the inputs.
+          const size_t block = count / static_cast<size_t>(n);
+          Buffer rs(p, block, dt);
+          pg->reduceScatterTensor(rs.tensor(), Tensor(in.host(), block * n, dt),
+                                  ReduceScatterOptions{k, kUnsetTimeout})
+              ->wait();
+          expectOneRounding(half(rs), rank * block, block, dt, avg, n,
+                            tag.str() + " reduce_scatter");
+          if (::testing::Test::HasFailure()) return;
         }
-        pg->barrier()->wait();
-      },
-      mp);
+      }
+    }
+  });
 }
 
 std::vector<VerbsCase> halfCases() {

@@ -30,6 +30,7 @@ struct Fold {
     rem = n - p;
   }
   int real(int v) const { return v < rem ? v * 2 + 1 : v + rem; }
+  int virtualRank(int r) const { return r < 2 * rem ? r / 2 : r - rem; }
   // On an even rank below 2 * rem: hands `data` over, receives the result into it, returns true.
   bool sitOut(Comm& c, void* data, size_t bytes) const {
     const int r = c.rank();

@@ -61,14 +61,11 @@ void allreduceRabenseifner(Comm& c, void* data, size_t count, DataType dtype, Re
 
   const Fold fold(n);
   const int p = fold.p, rem = fold.rem;
-  int v;
   if (fold.sitOut(c, base, bytes)) return;
   if (r < 2 * rem) {
     x.reduce(r - 1, base, 0, base, count);  // receive-only: sbuf is never read
-    v = r / 2;
-  } else {
-    v = r - rem;
   }
+  const int v = fold.virtualRank(r);
 
   // Block b spans elements [off[b], off[b + 1]).
   std::vector<size_t> off, cnt;
@@ -131,15 +128,12 @@ void allreduceRabenseifnerWide(Comm& c, void* data, size_t count, DataType dtype
 
   const Fold fold(n);
   const int p = fold.p, rem = fold.rem;
-  int v;
   if (fold.sitOut(c, base, bytes)) return;
   if (r < 2 * rem) {
     exchange(r - 1, false, 0, 0, 0, count);  // receive-only
     wide = true;
-    v = r / 2;
-  } else {
-    v = r - rem;
   }
+  const int v = fold.virtualRank(r);
 
   std::vector<size_t> off, cnt;
   splitBlocks(count, p, &off, &cnt);

@@ -31,15 +31,12 @@ void allreduceRecursiveDoubling(Comm& c, void* data, size_t count, DataType dtyp
       std::memcpy(data, tmp, bytes);
     }
   };
-  int vrank;
   if (fold.sitOut(c, data, bytes)) return;
   if (r < 2 * rem) {
     c.recv(r - 1, tmp, bytes);
     combine(false);  // the lower rank's value first
-    vrank = r / 2;
-  } else {
-    vrank = r - rem;
   }
+  const int vrank = fold.virtualRank(r);
   for (int mask = 1; mask < p; mask <<= 1) {
     const int peer = fold.real(vrank ^ mask);
     c.sendRecv(peer, data, bytes, peer, tmp, bytes);
@@ -57,16 +54,13 @@ void allreduceRecursiveDoublingWide(Comm& c, void* data, size_t count, DataType 
   float* acc = reinterpret_cast<float*>(c.scratch(wideBytes, 1));
   uint8_t* tmp = c.scratch(wideBytes, 0);
   bool wide = false;  // acc holds this rank's partial sum
-  int vrank;
   if (fold.sitOut(c, data, bytes)) return;
   if (r < 2 * rem) {
     c.recv(r - 1, tmp, bytes);
     addWide(acc, true, tmp, false, data, false, count, dtype, 1);  // the lower rank's value first
     wide = true;
-    vrank = r / 2;
-  } else {
-    vrank = r - rem;
   }
+  const int vrank = fold.virtualRank(r);
   for (int mask = 1; mask < p; mask <<= 1) {
     const int pv = vrank ^ mask, peer = fold.real(pv);
     // The peer sends f32 once it has summed anything: after the first exchange, or from the
