@@ -22,7 +22,7 @@ trap 'kill "${pids[@]}" 2>/dev/null' EXIT
 echo "soak: $runs runs of the default suite beside $hogs busy process(es), logs in $out/"
 for ((r = 1; r <= runs; ++r)); do
   start=$(date +%s)
-  ctest --test-dir build --no-tests=error --output-on-failure -j 2 -LE 'stress|sweep' "$@" \
+  ctest --test-dir build --no-tests=error --output-on-failure -j 2 -LE 'stress|sweep|package' "$@" \
     > "$out/run$r.log" 2>&1
   rc=$?
   summary=$(grep -E 'tests passed|tests failed' "$out/run$r.log" | tail -1)

@@ -19,6 +19,7 @@ print(f"TORCH_VERSION={torch.__version__}")
 print(f"TORCH_INCLUDE_DIRS={','.join(ext.include_paths())}")
 print(f"TORCH_LIBRARY_DIR={ext.library_paths()[0]}")
 print(f"TORCH_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}")
+print(f"PYTHON_VERSION={sys.version_info.major}.{sys.version_info.minor}")
 print(f"PYTHON_INCLUDE_DIR={sysconfig.get_paths()['include']}")
 print(f"PYTHON_EXT_SUFFIX={sysconfig.get_config_var('EXT_SUFFIX')}")
 for key in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):

@@ -10,7 +10,9 @@
 // never bind to libtorch's either (cmake/C10dExports.cmake).
 //
 // Which library: $C10D_TORCH_LIBRARY if set, else the libc10d this plugin was built with (its
-// absolute path, compiled in), else "libc10d.so.<C10D_ABI_VERSION>" through the loader's search.
+// absolute path, compiled in; the default, C10D_TORCH_BUILD_TREE_LIBC10D=ON), else (built with it
+// OFF, as the python3-c10d-torch package is) "libc10d.so.<C10D_ABI_VERSION>" through the loader's
+// search.
 // Its c10d_abi_version() must equal the C10D_ABI_VERSION of the header compiled here.
 //
 // Threads: capi() loads once (std::call_once); the table is immutable afterwards and may be read
