@@ -8,7 +8,20 @@
 # Depends come from the binaries (dpkg-shlibdeps), plus what it cannot see: the packages of this
 # build on each other (same version) and the plugin on python3 and torch, which it dlopens or is
 # loaded by. scripts/package-test.sh builds and installs them on Debian 12 and 13.
-set(C10D_DEB_RELEASE "1" CACHE STRING "Debian revision of the packages (VERSION-REVISION)")
+# The revision names the Debian release built for (1~deb12, 1~deb13): the two builds differ (their
+# Depends name each release's sonames), and one made for 12 sorts below one made for 13.
+set(C10D_DEB_RELEASE "" CACHE STRING
+    "Debian revision of the packages (VERSION-REVISION); empty: 1~deb<N> on Debian N, else 1")
+set(c10d_deb_release "${C10D_DEB_RELEASE}")
+if(c10d_deb_release STREQUAL "")
+  set(c10d_deb_release 1)
+  if(EXISTS /etc/os-release)
+    file(STRINGS /etc/os-release c10d_os_lines REGEX "^(ID|VERSION_ID)=")
+    if(c10d_os_lines MATCHES "ID=debian" AND c10d_os_lines MATCHES "VERSION_ID=\"?([0-9]+)")
+      set(c10d_deb_release "1~deb${CMAKE_MATCH_1}")
+    endif()
+  endif()
+endif()
 set(C10D_DEB_CONTACT "c10d maintainers <c10d@example.org>" CACHE STRING
     "Maintainer field of the Debian packages")
 
@@ -25,13 +38,13 @@ set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_RELEASE ${C10D_DEB_RELEASE})
+set(CPACK_DEBIAN_PACKAGE_RELEASE ${c10d_deb_release})
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libc10d, which dpkg-shlibdeps meets in the binaries of the other packages: found here, its package
 # is named by the explicit Depends below (it is not installed yet, so shlibdeps cannot know it).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
-set(c10d_deb_version "${PROJECT_VERSION}-${C10D_DEB_RELEASE}")
+set(c10d_deb_version "${PROJECT_VERSION}-${c10d_deb_release}")
 set(c10d_lib_package libc10d${C10D_ABI_VERSION})
 
 set(CPACK_COMPONENTS_ALL lib dev tools)

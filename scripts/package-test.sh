@@ -152,7 +152,8 @@ c10drun --standalone --nproc-per-node 2 /usr/libexec/c10d/all_reduce_perf -b 8 -
 grep -q "Avg bus bandwidth" /tmp/perf.log
 # 4. The torch plugin, where its package was built.
 if dpkg-query -W python3-c10d-torch > /dev/null 2>&1; then
-  c10drun --standalone --nproc-per-node 2 python3 torch_allreduce.py
+  # USE_LIBUV=0: Debian's torch 2.6 has no libuv, yet its env:// store asks for it (torch-plugin.md).
+  USE_LIBUV=0 c10drun --standalone --nproc-per-node 2 python3 torch_allreduce.py
 fi
 echo "consumer: all checks passed"
 EOF
