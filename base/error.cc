@@ -21,6 +21,8 @@ std::exception_ptr withMessage(const std::exception_ptr& like, const std::string
     std::rethrow_exception(like);
   } catch (const TimeoutError&) {
     return std::make_exception_ptr(TimeoutError(message));
+  } catch (const RevokedError& e) {
+    return std::make_exception_ptr(RevokedError(message, e.revokerRank(), e.reason()));
   } catch (const CommError&) {
     return std::make_exception_ptr(CommError(message));
   } catch (const CollectiveMismatchError& e) {

@@ -5,6 +5,7 @@
 //   InvalidArgument  the caller passed something wrong; raised before any communication
 //   TimeoutError     a blocking call ran past its timeout; names op / key / sequence number
 //   CommError        a peer died or a connection was lost; names the peer where known
+//   RevokedError (a CommError) the group was revoked (ProcessGroup::revoke); names who and why
 //   CollectiveMismatchError (an InvalidArgument) ranks called collectives that do not match
 //
 // Messages are written for the person reading a log of 8 ranks: they name the rank, the op, the
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace c10d {
 
@@ -37,6 +39,22 @@ class TimeoutError : public Error {
 class CommError : public Error {
  public:
   explicit CommError(const std::string& msg) : Error(msg) {}
+};
+
+// The group was revoked (ProcessGroup::revoke, docs/fault-tolerance.md): every live rank's pending
+// and later ops on it fail with this. A CommError, so code that handles a lost peer handles it too.
+// revokerRank(): the rank that revoked first (-1 when unknown: this rank was fenced out by an
+// agreement that declared it failed); reason(): what it said.
+class RevokedError : public CommError {
+ public:
+  RevokedError(const std::string& msg, int revokerRank, std::string reason)
+      : CommError(msg), revokerRank_(revokerRank), reason_(std::move(reason)) {}
+  int revokerRank() const { return revokerRank_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int revokerRank_;
+  std::string reason_;
 };
 
 // Two ranks called collectives that do not match: different ops, counts, dtypes, roots, reduce

@@ -60,6 +60,14 @@ const SettingsTable<DiagnosticsConfig>& table() {
               [](const DiagnosticsConfig& c) {
                 return std::string(c.stragglerReport ? "1" : "0");
               }),
+          row(
+              "C10D_FT_DETECT_MS",
+              "how long agree()/shrink() wait for a silent (not known dead) rank before declaring "
+              "it failed",
+              [](DiagnosticsConfig& c, const std::string& v, const std::string& src) {
+                c.ftDetectMs = static_cast<int>(parseIntegerSetting(v, src, 0, 86400000));
+              },
+              [](const DiagnosticsConfig& c) { return std::to_string(c.ftDetectMs); }),
       });
   return t;
 }

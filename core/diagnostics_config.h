@@ -30,6 +30,9 @@ struct DiagnosticsConfig {
   // C10D_STRAGGLER_REPORT: at shutdown, rank 0 prints which rank arrived last most often (the
   // ranks exchange their recent op times through the store).
   bool stragglerReport = false;
+  // C10D_FT_DETECT_MS: how long agree() waits for a rank that is silent but not known dead before
+  // declaring it failed (docs/fault-tolerance.md).
+  int ftDetectMs = 10000;
 
   // Reads each setting from `overrides` (keys as the env names) or else the environment.
   static DiagnosticsConfig load(const std::map<std::string, std::string>& overrides = {});

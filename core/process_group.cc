@@ -51,6 +51,10 @@ void ProcessGroup::setBroken(std::exception_ptr error) {
 }
 
 uint64_t ProcessGroup::beginOp(OpType op, OpDesc& d) {
+  if (revokedSet_.load(std::memory_order_acquire)) {
+    std::rethrow_exception(detail::prefixed(
+        revokedError(), detail::str(toString(op), ": process group ", name(), " is unusable: ")));
+  }
   if (std::exception_ptr e = brokenError()) {
     const std::string prefix = detail::str(toString(op), ": process group ", name(),
                                            " is unusable after an earlier error: ");

@@ -33,6 +33,14 @@
 //   outside it get nullptr. An Options::groupName left as "world" becomes "<parent>/group<id>"
 //   (newGroup) or
 //   "<parent>/split<id>/color<c>" (split); the id counts this group's newGroup/split calls.
+//
+// Fault tolerance (docs/fault-tolerance.md)
+//   abort() / revoke() / agree() / shrink() let the survivors of a dead (or stopped) rank go on
+//   without restarting the job. The store protocol (the revoke record, the agreement, the shrunken
+//   group's namespace) lives here, in process_group_ft.cc; a backend opts in by naming a store
+//   namespace (ftKeyPrefix), tearing down its ops and connections (doRevoke) and, where it can,
+//   telling a dead process from a slow one (peerDead). Backends that do not throw Error naming
+//   themselves.
 #pragma once
 
 #include <atomic>
@@ -187,6 +195,42 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // down) and the backend's threads are joined. Idempotent; the destructor of a backend calls it.
   virtual void shutdown() {}
 
+  // ---- fault tolerance (see header comment and docs/fault-tolerance.md) ----
+  // What agree() decided, the same on every rank that returns from it: the AND of the flags of the
+  // ranks it counted alive, and the ranks it declared failed (ascending).
+  struct AgreeResult {
+    uint64_t flags = ~uint64_t(0);
+    std::vector<int> failed;
+  };
+  // Whether this backend implements abort/revoke/agree/shrink.
+  bool supportsFaultTolerance() const { return !ftKeyPrefix().empty(); }
+  // Local: this rank's pending and later ops on the group fail at once with CommError "... aborted
+  // on rank R: <reason>"; the backend's threads stop and its connections close, so peers waiting on
+  // this rank fail promptly with CommError naming it. Idempotent.
+  void abort(const std::string& reason = "");
+  // Non-collective; any rank, any thread. Records "rank R revoked: <reason>" in the store (the
+  // first revoker's record wins) and tears this rank's side of the group down: its pending and
+  // later ops fail with RevokedError naming the first revoker and its reason; a peer's op that was
+  // waiting on this rank fails within one poll (~10 ms), finds the record and revokes in turn, so
+  // the revocation spreads to every live rank the group's ops connect. Idempotent.
+  void revoke(const std::string& reason);
+  // Whether the group was revoked or aborted (here, or learned from a peer).
+  bool revoked() const { return revokedSet_.load(std::memory_order_acquire); }
+  // Collective over the live ranks (each calls it, in the same order as its other agree/shrink
+  // calls); usable on a revoked or broken group: only the store is used. Every rank posts `flags`;
+  // a rank counts as failed when it has not posted and is known dead (peerDead) or `timeout`
+  // (kUnsetTimeout: C10D_FT_DETECT_MS, default 10000) has passed. The first rank to see every rank
+  // posted or failed writes the decision with compareSet: every caller returns that one decision,
+  // even if ranks (the writer included) die during the call. A rank the decision lists as failed
+  // (it was stopped, or too slow) throws RevokedError instead: it is fenced out. Ranks declared
+  // failed stay failed in later agreements of this group.
+  AgreeResult agree(uint64_t flags, Milliseconds timeout = kUnsetTimeout);
+  // Collective over the live ranks: revokes this group (if not already), runs agree(), and builds
+  // a group of the survivors, ranks renumbered in ascending order, over a fresh store namespace
+  // (a rendezvous of the survivors only); usable at once. Its name is "<name>/shrink<k>". A rank
+  // declared failed throws RevokedError (fenced).
+  std::shared_ptr<ProcessGroup> shrink(Milliseconds timeout = kUnsetTimeout);
+
   // The error that broke this group, if any (see header comment).
   std::exception_ptr brokenError() const C10D_EXCLUDES(brokenMu_);
 
@@ -210,6 +254,25 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   GroupDiagnostics& diagnostics() const;
 
  protected:
+  // ---- fault tolerance (process_group_ft.cc) ----
+  // This group's namespace in the store for abort/revoke/agree/shrink keys, unique per group
+  // instance and equal on every rank; "" (the default): the backend does not support them.
+  virtual std::string ftKeyPrefix() const { return ""; }
+  // Whether group rank `r`'s process is known to be dead (not merely silent). agree() declares
+  // such a rank failed without waiting out its timeout. Called from the agree() caller's thread.
+  virtual bool peerDead(int /*r*/) { return false; }
+  // Tears this rank's side of the group down after a revoke or abort: pending ops fail with
+  // `error` (prompted within one poll), the connections are shut so peers waiting on this rank see
+  // it gone. Called once, from any thread (the user's, or the backend's own when it learns of a
+  // revocation from a failed op). `abort`: also stop the backend's threads (abort(), never from
+  // a backend thread).
+  virtual void doRevoke(std::exception_ptr /*error*/, bool /*abort*/) {}
+  // A backend whose op failed with CommError calls this: if a revoke record is in the store,
+  // learns it (doRevoke, once) and returns the RevokedError; else null. One store lookup.
+  std::exception_ptr learnRevocation();
+  // The RevokedError (or abort's CommError) once the group is revoked, else null.
+  std::exception_ptr revokedError() const C10D_EXCLUDES(brokenMu_);
+
   // Backends mark the group broken with the first asynchronous error.
   void setBroken(std::exception_ptr error) C10D_EXCLUDES(brokenMu_);
   // Backends pass a timeout / communication error through this before delivering it (and before
@@ -314,6 +377,12 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   // beginOp, then `run(seq)` (the backend's do*() call) with the op current, then track().
   template <typename Run>
   std::shared_ptr<Work> issue(OpType op, OpDesc& d, Run&& run);
+  // The error the revoke record `record` ("<rank>\n<reason>") names.
+  std::exception_ptr revokedErrorFrom(const std::string& record) const;
+  // Marks the group revoked with `error` (first call only) and calls doRevoke; false if it was.
+  bool markRevoked(std::exception_ptr error, bool abort) C10D_EXCLUDES(brokenMu_);
+  // "<op> ... does not support fault tolerance" unless ftKeyPrefix() is set.
+  void requireFaultTolerance(const char* op) const;
   std::shared_ptr<ProcessGroup> makeSubgroup(const std::string& tag,
                                              const std::vector<int>& members, Options options);
 
@@ -356,7 +425,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
   mutable Mutex brokenMu_;
   std::exception_ptr broken_ C10D_GUARDED_BY(brokenMu_);
-  std::atomic<bool> brokenSet_{false};  // broken_ != nullptr; read without the lock on every op
+  std::exception_ptr revoked_ C10D_GUARDED_BY(brokenMu_);
+  std::atomic<bool> revokedSet_{false};  // revoked_ != nullptr
+  uint64_t agreeCount_ = 0;              // agree() calls so far (each one's store namespace)
+  std::vector<char> declaredFailed_;     // by earlier agreements (size_ entries once used)
+  std::atomic<bool> brokenSet_{false};   // broken_ != nullptr; read without the lock on every op
 };
 
 }  // namespace c10d
