@@ -52,7 +52,7 @@ CollectiveEngine::~CollectiveEngine() {
   }
 }
 
-void CollectiveEngine::stop() {
+void CollectiveEngine::stop(std::exception_ptr why) {
   {
     MutexLock g(mu_);
     stop_.store(true);
@@ -66,7 +66,9 @@ void CollectiveEngine::stop() {
     MutexLock g(mu_);
     left.swap(queue_);
   }
-  for (auto& t : left) t.work->finish(shutDownError(*t.work));
+  for (auto& t : left) {
+    t.work->finish(why ? detail::prefixed(why, t.work->describe() + ": ") : shutDownError(*t.work));
+  }
 }
 
 namespace {

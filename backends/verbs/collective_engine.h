@@ -98,8 +98,9 @@ class CollectiveEngine {
   template <typename F>
   void submit(const std::shared_ptr<BackendWork>& work, size_t bytes, Clock::time_point now,
               F&& body) C10D_EXCLUDES(mu_);
-  // Fails what is queued, interrupts what runs, joins the thread. Idempotent.
-  void stop() C10D_EXCLUDES(mu_);
+  // Fails what is queued, interrupts what runs, joins the thread. Idempotent. `why`: the error
+  // queued ops fail with, each prefixed with its op (default: Error "... the group was shut down").
+  void stop(std::exception_ptr why = nullptr) C10D_EXCLUDES(mu_);
   // True once stop() was called: a running op checks it between polls and fails.
   const std::atomic<bool>& aborting() const { return stop_; }
 

@@ -89,6 +89,15 @@ std::string Comm::what() const {
 }
 
 void Comm::checkPeers() {
+  if (revokePoll_ != nullptr) {
+    const auto now = Clock::now();
+    if (lastRevokePoll_ == Clock::time_point{}) {
+      lastRevokePoll_ = now;
+    } else if (now - lastRevokePoll_ >= kRevokePoll) {
+      lastRevokePoll_ = now;
+      (*revokePoll_)();
+    }
+  }
   try {
     t_.checkPeers();
   } catch (const CommError& e) {
@@ -116,6 +125,8 @@ std::string Comm::goneNote() {
 void Comm::checkAbort() const {
   if (abort_ != nullptr && abort_->load(std::memory_order_relaxed))
     C10D_THROW(Error, what(), " on rank ", rank_, ": the group was shut down while the op ran");
+  if (revoked_ != nullptr && revoked_->load(std::memory_order_relaxed))
+    C10D_THROW(CommError, what(), " on rank ", rank_, ": the group was revoked while the op ran");
 }
 
 void Comm::setOp(const OpDesc* desc, const OpDesc::Wire* wire,

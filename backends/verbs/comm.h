@@ -30,6 +30,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,15 @@ class Comm {
   void setHandoff(Handoff* h) { handoff_ = h; }
   // The engine's stop flag: a running op fails with Error("shut down") at its next poll.
   void setAbort(const std::atomic<bool>* a) { abort_ = a; }
+  // The group's revoked flag (ProcessGroup::revoke): likewise, the op fails at its next poll (the
+  // backend replaces the error with the group's RevokedError).
+  void setRevoked(const std::atomic<bool>* r) { revoked_ = r; }
+  // Called from the peer checks once the op has run kRevokePoll, then every kRevokePoll: the
+  // backend looks for a revoke record in the store and throws if there is one. It is how a rank
+  // waiting only on a silent peer (stopped, or on another host) learns of a revocation that its
+  // transport cannot show it (tcp: a hang-up looks like a clean exit). Null: never.
+  static constexpr Milliseconds kRevokePoll{100};
+  void setRevokePoll(const std::function<void()>* poll) { revokePoll_ = poll; }
   const CheckFn& checkFn() const { return checkFn_; }
   // The workspace's barrier (needs slots()): a rank that left turned into a CommError naming op
   // and rank, a different op on a peer into CollectiveMismatchError.
@@ -197,6 +207,9 @@ class Comm {
   ShmTransport* shmOutsideView_ = nullptr;
   Handoff* handoff_ = nullptr;
   const std::atomic<bool>* abort_ = nullptr;
+  const std::atomic<bool>* revoked_ = nullptr;
+  const std::function<void()>* revokePoll_ = nullptr;
+  Clock::time_point lastRevokePoll_;  // the op's start, then the last poll
   std::vector<uint8_t>* scratch_[kScratchBuffers] = {};
   std::vector<uint8_t> ownScratch_[kScratchBuffers];
   Clock::time_point lastPeerCheck_;

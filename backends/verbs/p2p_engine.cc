@@ -71,14 +71,14 @@ P2PEngine::~P2PEngine() {
   stop();
 }
 
-void P2PEngine::stop() {
+void P2PEngine::stop(std::exception_ptr why) {
   if (stop_.exchange(true)) {
     if (thread_.joinable()) thread_.join();
     return;
   }
   t_.wakeSelf(kP2PChannel);
   if (thread_.joinable()) thread_.join();
-  failAll(std::make_exception_ptr(Error("verbs: group " + group_ + " shut down")));
+  failAll(why ? why : std::make_exception_ptr(Error("verbs: group " + group_ + " shut down")));
 }
 
 std::shared_ptr<Work> P2PEngine::send(Tensor t, int dst, int tag, uint64_t seq,

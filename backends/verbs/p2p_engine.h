@@ -64,7 +64,9 @@ class P2PEngine {
   // src == -1: any source.
   std::shared_ptr<Work> recv(Tensor t, int src, int tag, uint64_t seq, Milliseconds timeout)
       C10D_EXCLUDES(mu_);
-  void stop() C10D_EXCLUDES(mu_);
+  // Fails what is pending (with `why` when given, else Error "... shut down") and joins the
+  // thread. Idempotent.
+  void stop(std::exception_ptr why = nullptr) C10D_EXCLUDES(mu_);
   // One round of the p2p thread's loop (manual engines only): hands over new ops, moves every
   // peer's streams, completes finished sends. Returns whether anything progressed; never blocks.
   // An error fails every op and goes to onError, as on the thread.

@@ -40,12 +40,16 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
   transport_ = std::move(setup.transport);
   shm_ = setup.shm;
   hosts_ = std::move(setup.hosts);
+  pids_ = std::move(setup.pids);
   useHosts_ = hosts_.multiHost && cfg_.transport == "auto";
   p2p_ = std::make_unique<P2PEngine>(
       *transport_, rank, size, name(), [this](std::exception_ptr e) { setBroken(e); }, 0,
       cfg_.engineSliceUs);
   engine_ = std::make_unique<CollectiveEngine>(name_, cfg_.inlineBytes, cfg_.inlineUs, size == 1,
                                                cfg_.engineSliceUs);
+  revokePoll_ = [this] {
+    if (learnRevocation()) C10D_THROW(CommError, name_, ": revoked by a peer");
+  };
   touchWorkHeap();
 }
 
@@ -68,11 +72,37 @@ ProcessGroupVerbs::~ProcessGroupVerbs() {
 }
 
 void ProcessGroupVerbs::shutdown() {
-  if (shutdown_) return;
+  if (shutdown_) return;  // (abort() stopped the engines already)
   shutdown_ = true;
   shutdownDiagnostics();  // C10D_STRAGGLER_REPORT: needs only the store
   if (engine_) engine_->stop();
   if (p2p_) p2p_->stop();
+}
+
+bool ProcessGroupVerbs::peerDead(int r) {
+  if (r == rank() || hosts_.hostOf.empty() || hosts_.hostOf[r] != hosts_.hostOf[rank()])
+    return false;  // another host: only agree()'s timeout tells
+  return !processAlive(pids_[r]);
+}
+
+void ProcessGroupVerbs::doRevoke(std::exception_ptr error, bool abort) {
+  if (!revokedFlag_.exchange(true)) {
+    // Peers waiting on this rank see it gone at their next poll (shm: the departed flag; tcp:
+    // the sockets shut), and the running op here fails at its own.
+    transport_->abortAll();
+    transport_->wakeSelf(kCollectiveChannel);
+    // Not from the p2p thread itself (it never revokes): stop() joins it.
+    p2p_->stop(error);
+  }
+  if (abort) {
+    // Queued collectives fail with the error, the running one at its next poll; both threads
+    // are joined. abort() comes from the user's thread, never from the engine's.
+    if (!shutdown_) {
+      shutdown_ = true;
+      engine_->stop(error);
+      p2p_->stop(error);
+    }
+  }
 }
 
 std::string ProcessGroupVerbs::transportName() const {
@@ -139,7 +169,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                     } else {
                       w->markStarted();
                     }
-                    return execute(desc, wire, !shmAlgo, deadline, timeout, h, fn);
+                    return execute(desc, wire, !shmAlgo, issueNs, deadline, timeout, h, fn);
                   });
   return work;
 }
@@ -177,12 +207,20 @@ std::string ProcessGroupVerbs::reportedMismatch(Milliseconds wait) {
 
 template <typename Fn>
 std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::Wire& wire,
-                                              bool headers, Clock::time_point deadline,
-                                              Milliseconds timeout, Handoff* handoff,
-                                              const Fn& fn) {
+                                              bool headers, int64_t issueNs,
+                                              Clock::time_point deadline, Milliseconds timeout,
+                                              Handoff* handoff, const Fn& fn) {
   const OpType op = desc.op;
   const uint64_t seq = desc.seq;
+  // The group was revoked (here or by a peer, learned here or from a failed op): every op that
+  // had not completed fails with the revocation, whatever it saw first.
+  auto revokedFor = [&]() -> std::exception_ptr {
+    if (!revoked()) return nullptr;
+    return detail::prefixed(revokedError(), detail::str(c10d::toString(op), " #", seq, " in group ",
+                                                        name_, " failed: "));
+  };
   try {
+    if (std::exception_ptr r = revokedFor()) return r;
     // Also inline: an op that caught up (collective_engine.h) started after the ops ahead of it
     // ran, and one of them may have broken the group since beginOp() checked (one atomic load).
     if (std::exception_ptr broken = brokenError()) {
@@ -200,15 +238,29 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     c.setScratch(scratch_);
     c.setHandoff(handoff);
     c.setAbort(&engine_->aborting());
+    c.setRevoked(&revokedFlag_);
+    c.setRevokePoll(&revokePoll_);
     c.setOp(&desc, &wire, headers ? &peerFps_ : nullptr);
     if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
     c.finishHeaders();
+    // Fenced: a rank stopped mid-op may find everything it needs delivered before the peers
+    // revoked; the op they failed must fail here too. Peers can only have given up on this rank
+    // (agree() declaring it failed) after it was silent a while, so only an op that ran longer
+    // than Comm::kRevokePoll asks the store (shm: the peers' flags, on every op).
+    const bool longOp =
+        Clock::now() - Clock::time_point(std::chrono::nanoseconds(issueNs)) > Comm::kRevokePoll;
+    if (revokedFlag_.load(std::memory_order_relaxed) || transport_->peerRevoked() ||
+        (longOp && learnRevocation())) {
+      if (!learnRevocation()) C10D_THROW(CommError, c.what(), ": a peer revoked the group");
+      return revokedFor();
+    }
     // A peer may yet find this multi-tensor op mismatched (this rank's part ended first): kept to
     // name it then (namePartsFromPeers). One reference count; nothing for single-tensor ops.
     if (!desc.parts().empty()) lastParts_ = desc;
     return nullptr;
   } catch (const CollectiveMismatchError& e) {
+    if (std::exception_ptr r = revokedFor()) return r;
     // Sizes differing: published before the record, so the peers that fail from this rank giving
     // up find them, publish theirs (namePartsFromPeers) and name the tensor.
     const auto* parts = dynamic_cast<const PartsMismatchError*>(&e);
@@ -234,6 +286,9 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     setBroken(err);
     return err;
   } catch (const CommError& e) {
+    // A peer that revoked the group shut its connections: that, not the hang-up, is the cause
+    // (one store lookup, on the error path only; learning it revokes here too, which passes it on).
+    if (learnRevocation()) return revokedFor();
     // Transport errors name the peer, not the op: say which op saw it.
     const std::string what = detail::str(c10d::toString(op), " #", seq, " in group ", name_);
     std::exception_ptr err = std::current_exception();
@@ -252,10 +307,12 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     setBroken(err);
     return err;
   } catch (const TimeoutError&) {
+    if (std::exception_ptr r = revokedFor()) return r;
     std::exception_ptr err = diagnoseFailure(std::current_exception());
     setBroken(err);
     return err;
   } catch (...) {
+    if (std::exception_ptr r = revokedFor()) return r;
     return std::current_exception();
   }
 }

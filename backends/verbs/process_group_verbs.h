@@ -24,9 +24,19 @@
 // ("verbs/<n>/mismatch") and aborts its collective streams; a peer whose op then fails with
 // CommError finds the message and fails with the same CollectiveMismatchError (and aborts in
 // turn, so ranks waiting on it hear of it too). The group is broken afterwards.
+//
+// Fault tolerance (docs/fault-tolerance.md): revoke() and abort() set the group's revoked flag
+// (the running op fails at its next poll, queued ops when they come up, send/recv at once) and
+// shut this rank's connections on every channel (Transport::abortAll), so each peer's op that
+// waits on this rank fails within one poll; a peer whose op fails with CommError looks for the
+// revoke record in the store ("verbs/<n>/ft/revoked") and, finding it, fails with the same
+// RevokedError and revokes in turn. peerDead: a pidfd check of ranks on this host; ranks on
+// other hosts are declared failed by agree()'s timeout.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +72,9 @@ class ProcessGroupVerbs : public ProcessGroup {
   const VerbsConfig& config() const { return cfg_; }
 
  protected:
+  std::string ftKeyPrefix() const override { return storePrefix_ + "ft/"; }
+  bool peerDead(int r) override;
+  void doRevoke(std::exception_ptr error, bool abort) override;
   std::shared_ptr<ProcessGroup> createSubgroup(std::shared_ptr<Store> store, int rank, int size,
                                                Options options) override {
     return std::make_shared<ProcessGroupVerbs>(std::move(store), rank, size, std::move(options));
@@ -119,8 +132,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   // CommError / TimeoutError / CollectiveMismatchError).
   template <typename Fn>
   std::exception_ptr execute(const OpDesc& desc, const OpDesc::Wire& wire, bool headers,
-                             std::chrono::steady_clock::time_point deadline, Milliseconds timeout,
-                             Handoff* handoff, const Fn& fn);
+                             int64_t issueNs, std::chrono::steady_clock::time_point deadline,
+                             Milliseconds timeout, Handoff* handoff, const Fn& fn);
   // A mismatch seen here: recorded in the store for the peers that only see this rank give up,
   // then the collective streams are aborted (Transport::abortCollectives).
   void reportMismatch(const std::string& message);
@@ -152,7 +165,10 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::unique_ptr<Transport> transport_;
   ShmTransport* shm_ = nullptr;  // transport_ when it is the shm one
   HostLayout hosts_;             // which ranks share a host (from the host identities at setup)
-  bool useHosts_ = false;        // hierarchical algorithms may run (multiHost, transport auto)
+  std::vector<int> pids_;        // each rank's pid (from setup; checked on this host only)
+  std::atomic<bool> revokedFlag_{false};  // Comm::setRevoked: the running op fails at its poll
+  std::function<void()> revokePoll_;      // Comm::setRevokePoll: learnRevocation, throws if so
+  bool useHosts_ = false;  // hierarchical algorithms may run (multiHost, transport auto)
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;             // stopped (joined) by shutdown()
   std::vector<uint8_t> scratch_[Comm::kScratchBuffers];  // Comm::scratch, one op at a time

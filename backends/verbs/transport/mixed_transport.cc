@@ -111,6 +111,11 @@ void MixedTransport::abortCollectives() {
   net_->abortCollectives();
 }
 
+void MixedTransport::abortAll() {
+  local_->abortAll();
+  net_->abortAll();
+}
+
 void MixedTransport::checkPeers() {
   local_->checkPeers();
   net_->checkPeers();

@@ -46,6 +46,8 @@ class MixedTransport : public Transport {
   bool streamEnded(int ch, int peer) override;
   void checkPeers() override;
   void abortCollectives() override;
+  void abortAll() override;
+  bool peerRevoked() override { return local_->peerRevoked() || net_->peerRevoked(); }
 
   // Global rank -> local rank on this host, or -1 for a remote rank.
   int localIndex(int peer) const { return localIdx_[peer]; }

@@ -108,6 +108,13 @@ class Transport {
   // at its next check instead of at its timeout. Never throws. shm: a departed flag; tcp: the
   // sockets shut down; ibverbs: a sentinel RDMA-written into each peer's credit word.
   virtual void abortCollectives() {}
+  // The group was revoked or aborted (docs/fault-tolerance.md): as abortCollectives(), on every
+  // channel, so a peer's user send/recv waiting on this rank fails too. Any thread; never throws.
+  virtual void abortAll() { abortCollectives(); }
+  // Whether a peer is known to have revoked (abortAll) without this rank polling anything: shm
+  // reads the peers' flags. Checked when an op completes, so a rank stopped mid-op that finds all
+  // its data already delivered still fails it. Default (tcp, ibverbs): false. Never throws.
+  virtual bool peerRevoked() { return false; }
 };
 
 // The one capability beyond byte streams that algorithms may use, offered by the shm transport

@@ -75,6 +75,7 @@ TransportSetup connectTransport(const std::shared_ptr<Store>& store, const std::
   cfg.spinUs = resolveSpinUs(config.spinUs, hostRanks);
   TransportSetup out;
   out.hosts = HostLayout::fromHostIds(hostIds);
+  out.pids = pids;
   const bool allLocal = static_cast<int>(localRanks.size()) == size;
 
   std::string choice = cfg.transport;

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/verbs/comm.h"
 #include "backends/verbs/config.h"
@@ -28,7 +29,8 @@ struct TransportSetup {
   // The transport when it is one shm workspace spanning the group (its barrier and staging slots
   // serve the shm algorithms), else null.
   ShmTransport* shm = nullptr;
-  HostLayout hosts;  // which ranks share a host
+  HostLayout hosts;       // which ranks share a host
+  std::vector<int> pids;  // each rank's process id (meaningful on its own host only)
 };
 
 // `prefix`: this group's store namespace (every rank passes the same one); `how`: the group's name,

@@ -47,6 +47,9 @@ struct alignas(64) ShmTransport::RankCtl {
   // Set by the rank's destructor: its process may end now without that being a failure (a rank
   // that finished its last op and exited, while slower ranks finish theirs).
   alignas(64) std::atomic<uint32_t> departed{0};
+  // Set by abortAll (the group was revoked or aborted on this rank): every peer's checkPeers
+  // fails from then on, whatever it waits for (a barrier waits on every rank).
+  std::atomic<uint32_t> revoked{0};
   // The op board (publishOp): a sequence lock, odd while being written, 0 before the first op.
   // The words are atomics (relaxed) so a torn read is a retry, not a data race.
   alignas(64) std::atomic<uint32_t> boardVersion{0};
@@ -120,7 +123,9 @@ std::string randomName() {
   return buf;
 }
 
-bool procAlive(int pid) {
+}  // namespace
+
+bool processAlive(int pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   // A zombie is dead for us: read the state letter of /proc/<pid>/stat.
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
@@ -130,8 +135,6 @@ bool procAlive(int pid) {
   return !(p != std::string::npos && p + 2 < line.size() &&
            (line[p + 2] == 'Z' || line[p + 2] == 'X'));
 }
-
-}  // namespace
 
 static_assert(kNumChannels == 2, "busy_ is initialised for two channels");
 
@@ -523,11 +526,14 @@ bool ShmTransport::peerGone(int r) {
     pollfd p{pidfds_[r].get(), POLLIN, 0};
     return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
   }
-  return !procAlive(pids_[r]);
+  return !processAlive(pids_[r]);
 }
 
 void ShmTransport::checkPeers() {
   for (int r = 0; r < size_; ++r) {
+    if (r != rank_ && rankCtl(r).revoked.load(std::memory_order_acquire) != 0)
+      C10D_THROW(CommError, "verbs/shm: rank ", groupRank(r),
+                 " revoked or aborted the group; seen by rank ", groupRank(rank_));
     // A peer that shut its group down and exited is not a failure unless an op still waits on it
     // (Comm::run checks the peers of its pending operations itself).
     if (peerGone(r) && rankCtl(r).departed.load(std::memory_order_seq_cst) == 0)
@@ -561,6 +567,25 @@ bool ShmTransport::peerOp(int r, OpDesc::Wire* out) const {
 
 void ShmTransport::abortCollectives() {
   rankCtl(rank_).departed.store(1, std::memory_order_seq_cst);
+}
+
+bool ShmTransport::peerRevoked() {
+  for (int r = 0; r < size_; ++r)
+    if (rankCtl(r).revoked.load(std::memory_order_relaxed) != 0) return true;
+  return false;
+}
+
+void ShmTransport::abortAll() {
+  rankCtl(rank_).revoked.store(1, std::memory_order_seq_cst);
+  abortCollectives();
+  // Peers sleeping on their doorbells look now rather than at their next slice.
+  for (int r = 0; r < size_; ++r) {
+    for (int ch = 0; ch < kNumChannels; ++ch) {
+      WaitWord& db = rankCtl(r).doorbell[ch];
+      db.value.fetch_add(1, std::memory_order_seq_cst);
+      wake(db);
+    }
+  }
 }
 
 void ShmTransport::barrier(const CheckFn& check, const OpDesc::Wire* fp,

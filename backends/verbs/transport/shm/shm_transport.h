@@ -72,6 +72,9 @@ class ShmMapping {
   size_t bytes_ = 0;
 };
 
+// Whether process `pid` on this host is alive (a zombie is not). Never throws.
+bool processAlive(int pid);
+
 class ShmTransport : public Transport, public StagingSlots {
  public:
   // Collective over `store`'s group. `pids[r]` is rank r's process id (all on this host).
@@ -95,6 +98,8 @@ class ShmTransport : public Transport, public StagingSlots {
   bool peerGone(int peer) override;
   // Marks this rank departed (as its destructor does): peers' barriers and waits on it fail.
   void abortCollectives() override;
+  void abortAll() override;
+  bool peerRevoked() override;
 
   // When this workspace spans a subset of a larger group (MixedTransport), the group's rank of
   // each local rank, so errors name ranks as the user knows them. Default: the identity.

@@ -274,6 +274,15 @@ void TcpTransport::abortCollectives() {
   }
 }
 
+void TcpTransport::abortAll() {
+  for (int ch = 0; ch < kNumChannels; ++ch) {
+    for (int q = 0; q < size_; ++q) {
+      const int s = fd(ch, q);
+      if (s >= 0) ::shutdown(s, SHUT_RDWR);
+    }
+  }
+}
+
 std::string TcpTransport::gonePeers() {
   std::string out;
   for (int q = 0; q < size_; ++q) {

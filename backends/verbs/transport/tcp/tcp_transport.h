@@ -66,6 +66,7 @@ class TcpTransport : public Transport {
   void checkPeers() override {}
   // Shuts the collective sockets down both ways: peers see a hang-up (POLLRDHUP).
   void abortCollectives() override;
+  void abortAll() override;
   // The peer closed its connections (exited, died, or destroyed its group): its p2p stream ended
   // or its collective socket reports a hang-up. Any thread.
   bool peerGone(int peer) override;
