@@ -77,6 +77,10 @@ const char* collName(Coll c) {
   return "?";
 }
 
+void PrintTo(Coll c, std::ostream* os) {
+  *os << collName(c);
+}
+
 // Issues one collective of kind `c` over buffers sized for `size` ranks.
 std::shared_ptr<Work> issue(ProcessGroup& pg, Coll c, Buffer& in, Buffer& out, Milliseconds t) {
   const size_t n = in.numel() / static_cast<size_t>(pg.size());
