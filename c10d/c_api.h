@@ -425,6 +425,37 @@ C10D_CAPI c10d_status_t c10d_pg_shutdown(c10d_pg_t* pg);
  * thread rules as c10d_pg_shutdown; no other call may use the handle afterwards. */
 C10D_CAPI void c10d_pg_destroy(c10d_pg_t* pg);
 
+/* ---- fault tolerance (docs/fault-tolerance.md) ---------------------------------------------- *
+ * Surviving a dead or stopped rank: abort, revoke, agree, shrink (the C++ ProcessGroup methods of
+ * the same names). Backends without them (gloo and nccl for now) return ERROR naming themselves.
+ * Ops of a revoked group fail with COMM_ERROR (c10d::RevokedError is a CommError) whose message
+ * names the rank that revoked and its reason; c10d_pg_is_revoked tells it from a lost peer. */
+/* Local: this rank's pending and later ops fail at once (COMM_ERROR "... aborted on rank R:
+ * <reason>"), the backend's threads stop and its connections close, so peers waiting on this rank
+ * fail promptly. reason: NULL = none. Idempotent. Thread rules as c10d_pg_shutdown. */
+C10D_CAPI c10d_status_t c10d_pg_abort(c10d_pg_t* pg, const char* reason);
+/* Non-collective, any rank, any thread: every live rank's pending and later ops on the group fail
+ * with COMM_ERROR naming the first revoker and its reason, within about 100 ms plus a store round
+ * trip. reason: NULL = none. Idempotent. */
+C10D_CAPI c10d_status_t c10d_pg_revoke(c10d_pg_t* pg, const char* reason);
+/* *revoked = 1 once the group was revoked or aborted (here or by a peer), else 0. Any thread. */
+C10D_CAPI c10d_status_t c10d_pg_is_revoked(const c10d_pg_t* pg, int* revoked);
+/* Collective over the live ranks (usable on a revoked group): *agreed_flags = the AND of the flags
+ * of the ranks counted alive; the failed ranks (ascending) go to failed[0..failed_capacity) and
+ * their number to *num_failed (which may exceed failed_capacity: pass the group size to get all).
+ * The same on every rank that returns OK, even if ranks die during the call. A rank declared
+ * failed gets COMM_ERROR ("... fenced"). timeout_ms: how long a silent rank (not known dead) is
+ * waited for; C10D_TIMEOUT_DEFAULT = C10D_FT_DETECT_MS (10000). failed may be NULL when
+ * failed_capacity is 0. */
+C10D_CAPI c10d_status_t c10d_pg_agree(c10d_pg_t* pg, uint64_t flags, int64_t timeout_ms,
+                                      uint64_t* agreed_flags, int* failed, size_t failed_capacity,
+                                      size_t* num_failed);
+/* Collective over the live ranks: revokes `pg` (if not already), agrees on the failed ranks and
+ * returns in *out a new group of the survivors (ranks renumbered in ascending order, named
+ * "<name>/shrink<k>", same backend and options), usable at once; release it with
+ * c10d_pg_destroy. `pg` stays revoked. timeout_ms as in c10d_pg_agree. */
+C10D_CAPI c10d_status_t c10d_pg_shrink(c10d_pg_t* pg, int64_t timeout_ms, c10d_pg_t** out);
+
 /* ---- collectives --------------------------------------------------------------------------- *
  * Every collective validates its arguments on this rank first (NULL data with numel > 0, a root or
  * peer out of range, sizes, dtype or device mismatches, an output that partly overlaps an input

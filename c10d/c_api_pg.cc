@@ -160,6 +160,50 @@ c10d_status_t c10d_pg_shutdown(c10d_pg_t* pg) {
   return guard([&] { groupOf(pg, fn).shutdown(); });
 }
 
+c10d_status_t c10d_pg_abort(c10d_pg_t* pg, const char* reason) {
+  static const char* fn = "c10d_pg_abort";
+  return guard([&] { groupOf(pg, fn).abort(reason == nullptr ? "" : reason); });
+}
+
+c10d_status_t c10d_pg_revoke(c10d_pg_t* pg, const char* reason) {
+  static const char* fn = "c10d_pg_revoke";
+  return guard([&] { groupOf(pg, fn).revoke(reason == nullptr ? "" : reason); });
+}
+
+c10d_status_t c10d_pg_is_revoked(const c10d_pg_t* pg, int* revoked) {
+  static const char* fn = "c10d_pg_is_revoked";
+  return guard([&] { *notNull(revoked, fn, "revoked") = groupOf(pg, fn).revoked() ? 1 : 0; });
+}
+
+c10d_status_t c10d_pg_agree(c10d_pg_t* pg, uint64_t flags, int64_t timeout_ms,
+                            uint64_t* agreed_flags, int* failed, size_t failed_capacity,
+                            size_t* num_failed) {
+  static const char* fn = "c10d_pg_agree";
+  return guard([&] {
+    c10d::ProcessGroup& g = groupOf(pg, fn);
+    notNull(agreed_flags, fn, "agreed_flags");
+    notNull(num_failed, fn, "num_failed");
+    C10D_CHECK_ARG(failed != nullptr || failed_capacity == 0, fn,
+                   ": failed is NULL but failed_capacity is ", failed_capacity);
+    const auto r =
+        g.agree(flags, c10d::capi::toTimeout(timeout_ms, c10d::kUnsetTimeout, fn, "timeout_ms"));
+    *agreed_flags = r.flags;
+    *num_failed = r.failed.size();
+    for (size_t i = 0; i < r.failed.size() && i < failed_capacity; ++i) failed[i] = r.failed[i];
+  });
+}
+
+c10d_status_t c10d_pg_shrink(c10d_pg_t* pg, int64_t timeout_ms, c10d_pg_t** out) {
+  static const char* fn = "c10d_pg_shrink";
+  if (out != nullptr) *out = nullptr;
+  return guard([&] {
+    notNull(out, fn, "out");
+    c10d::ProcessGroup& g = groupOf(pg, fn);
+    auto small = g.shrink(c10d::capi::toTimeout(timeout_ms, c10d::kUnsetTimeout, fn, "timeout_ms"));
+    *out = c10d::capi::newGroupHandle(std::move(small));
+  });
+}
+
 void c10d_pg_destroy(c10d_pg_t* pg) {
   if (pg == nullptr) return;
   // shutdown() is documented not to throw in practice; a destroy must not fail either way.
