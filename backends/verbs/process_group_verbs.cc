@@ -51,6 +51,7 @@ ProcessGroupVerbs::ProcessGroupVerbs(std::shared_ptr<Store> store, int rank, int
     if (learnRevocation()) C10D_THROW(CommError, name_, ": revoked by a peer");
   };
   touchWorkHeap();
+  lastFenceCheck_ = Clock::now();
 }
 
 void ProcessGroupVerbs::touchWorkHeap() const {
@@ -169,7 +170,7 @@ std::shared_ptr<Work> ProcessGroupVerbs::runCollective(OpType op, uint64_t seq,
                     } else {
                       w->markStarted();
                     }
-                    return execute(desc, wire, !shmAlgo, issueNs, deadline, timeout, h, fn);
+                    return execute(desc, wire, !shmAlgo, deadline, timeout, h, fn);
                   });
   return work;
 }
@@ -207,9 +208,9 @@ std::string ProcessGroupVerbs::reportedMismatch(Milliseconds wait) {
 
 template <typename Fn>
 std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::Wire& wire,
-                                              bool headers, int64_t issueNs,
-                                              Clock::time_point deadline, Milliseconds timeout,
-                                              Handoff* handoff, const Fn& fn) {
+                                              bool headers, Clock::time_point deadline,
+                                              Milliseconds timeout, Handoff* handoff,
+                                              const Fn& fn) {
   const OpType op = desc.op;
   const uint64_t seq = desc.seq;
   // The group was revoked (here or by a peer, learned here or from a failed op): every op that
@@ -244,14 +245,16 @@ std::exception_ptr ProcessGroupVerbs::execute(const OpDesc& desc, const OpDesc::
     if (shm_ != nullptr) shm_->publishOp(wire);
     fn(c);
     c.finishHeaders();
-    // Fenced: a rank stopped mid-op may find everything it needs delivered before the peers
-    // revoked; the op they failed must fail here too. Peers can only have given up on this rank
-    // (agree() declaring it failed) after it was silent a while, so only an op that ran longer
-    // than Comm::kRevokePoll asks the store (shm: the peers' flags, on every op).
-    const bool longOp =
-        Clock::now() - Clock::time_point(std::chrono::nanoseconds(issueNs)) > Comm::kRevokePoll;
+    // Fenced: a rank stopped (mid-op or between ops) may find everything an op needs delivered
+    // before the peers revoked; the op they failed must fail here too. Peers can only have given
+    // up on this rank (agree() declaring it failed) after it was silent a while, so an op asks
+    // the store only when Comm::kRevokePoll passed since the last op that asked: at most one
+    // lookup per 100 ms per group (shm also reads the peers' flags, on every op).
+    const Clock::time_point done = Clock::now();
+    const bool due = done - lastFenceCheck_ > Comm::kRevokePoll;
+    if (due) lastFenceCheck_ = done;
     if (revokedFlag_.load(std::memory_order_relaxed) || transport_->peerRevoked() ||
-        (longOp && learnRevocation())) {
+        (due && learnRevocation())) {
       if (!learnRevocation()) C10D_THROW(CommError, c.what(), ": a peer revoked the group");
       return revokedFor();
     }

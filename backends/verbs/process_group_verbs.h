@@ -132,8 +132,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   // CommError / TimeoutError / CollectiveMismatchError).
   template <typename Fn>
   std::exception_ptr execute(const OpDesc& desc, const OpDesc::Wire& wire, bool headers,
-                             int64_t issueNs, std::chrono::steady_clock::time_point deadline,
-                             Milliseconds timeout, Handoff* handoff, const Fn& fn);
+                             std::chrono::steady_clock::time_point deadline, Milliseconds timeout,
+                             Handoff* handoff, const Fn& fn);
   // A mismatch seen here: recorded in the store for the peers that only see this rank give up,
   // then the collective streams are aborted (Transport::abortCollectives).
   void reportMismatch(const std::string& message);
@@ -168,6 +168,8 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::vector<int> pids_;        // each rank's pid (from setup; checked on this host only)
   std::atomic<bool> revokedFlag_{false};  // Comm::setRevoked: the running op fails at its poll
   std::function<void()> revokePoll_;      // Comm::setRevokePoll: learnRevocation, throws if so
+  // When an op last looked for a revoke record as it completed (execute; the op's thread).
+  std::chrono::steady_clock::time_point lastFenceCheck_;
   bool useHosts_ = false;  // hierarchical algorithms may run (multiHost, transport auto)
   std::unique_ptr<P2PEngine> p2p_;
   std::unique_ptr<CollectiveEngine> engine_;             // stopped (joined) by shutdown()

@@ -189,11 +189,13 @@ class FaultToleranceBackend : public ::testing::TestWithParam<BackendParam> {};
 // wrong (the process lives, its connections stay open). Rank 0 revokes after 800 ms without
 // progress; every survivor's pending allreduce fails with RevokedError naming rank 0 and the
 // reason within 3 s of that (the op timeout is 60 s). shrink() declares rank 3 failed after
-// C10D_FT_DETECT_MS (1 s here) and the three go on. Then the parent resumes rank 3: its pending
+// C10D_FT_DETECT_MS (2.5 s here) and the three go on. Then the parent resumes rank 3: its pending
 // op fails, a new op fails at once, and agree() / shrink() throw RevokedError: fenced.
-TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
-  BackendParam bp = GetParam();
-  bp.config["C10D_FT_DETECT_MS"] = "1000";
+// betweenOps: rank 3 stops after completing op #2 instead, and its peers' op #3 (one element) is
+// the one that waits: on shm every peer has already written its part of #3 into shared memory
+// when rank 3 wakes and issues #3, so only the fence at completion can fail it.
+void stoppedRankCase(BackendParam bp, bool betweenOps) {
+  bp.config["C10D_FT_DETECT_MS"] = "2500";  // a survivor on a loaded machine votes in time
   const std::string path = uniqueTempPath("ft-stop");
   const std::string shrunk = uniqueTempPath("ft-stop-shrunk");
   constexpr int kStopped = 3;
@@ -212,11 +214,26 @@ TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
       4,
       [&](int rank, int size) {
         auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
-        Buffer b(bp, 100003, DataType::kFloat32);
-        fillInput(b, ReduceOp::SUM, rank);
+        Buffer big(bp, 100003, DataType::kFloat32);
+        fillInput(big, ReduceOp::SUM, rank);
+        const Tensor t(big.host(), betweenOps ? 1 : big.numel(), DataType::kFloat32, Device::cpu());
         if (rank == kStopped) {
-          for (int it = 0; it < 3; ++it) pg->allreduce(b.tensor())->wait();
-          auto w = pg->allreduce(b.tensor());
+          for (int it = 0; it < 3; ++it) pg->allreduce(t)->wait();
+          if (betweenOps) {
+            ::raise(SIGSTOP);
+            const auto woke = Clock::now();
+            try {
+              auto w = pg->allreduce(t);
+              expectThrowsWith<CommError>([&] { w->wait(); }, {});
+            } catch (const CommError&) {
+              // Refused at issue: the group is already known revoked here.
+            }
+            EXPECT_LT(secondsSince(woke), 3.0) << "the fenced rank's op took long to fail";
+            expectThrowsWith<RevokedError>([&] { pg->shrink(); },
+                                           {"rank 3 was declared failed", "fenced"});
+            return;
+          }
+          auto w = pg->allreduce(t);
           const bool doneBefore = w->isCompleted();
           ::raise(SIGSTOP);
           // Woken after the survivors revoked and shrank without this rank.
@@ -226,7 +243,7 @@ TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
           }
           std::shared_ptr<Work> later;
           try {
-            later = pg->allreduce(b.tensor());
+            later = pg->allreduce(t);
             expectThrowsWith<CommError>([&] { later->wait(); }, {});
           } catch (const CommError&) {
             // Refused at issue: the group is already known revoked here.
@@ -234,18 +251,17 @@ TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
           EXPECT_LT(secondsSince(woke), 3.0) << "the fenced rank's op took long to fail";
           const std::string fenced = expectThrowsWith<RevokedError>(
               [&] { pg->shrink(); }, {"rank 3 was declared failed", "fenced"});
-          expectThrowsWith<RevokedError>([&] { pg->allreduce(b.tensor()); }, {});
+          expectThrowsWith<RevokedError>([&] { pg->allreduce(t); }, {});
           return;
         }
         for (int it = 0;; ++it) {
           ASSERT_LT(it, 20) << "rank " << kStopped << " was stopped but every op completed";
-          auto w = pg->allreduce(b.tensor());
+          auto w = pg->allreduce(t);
           const auto issued = Clock::now();
           while (!w->isCompleted() && secondsSince(issued) < 0.8)
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
           if (w->isCompleted()) {
             w->wait();
-            fillInput(b, ReduceOp::SUM, rank);
             continue;
           }
           const auto revokedAt = Clock::now();
@@ -264,6 +280,14 @@ TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
         if (rank == 0) std::ofstream(shrunk) << "1";
       },
       opts);
+}
+
+TEST_P(FaultToleranceBackend, StoppedRankIsFencedAfterRevokeAndShrink) {
+  stoppedRankCase(GetParam(), false);
+}
+
+TEST_P(FaultToleranceBackend, RankStoppedBetweenOpsIsFencedAfterRevokeAndShrink) {
+  stoppedRankCase(GetParam(), true);
 }
 
 // agree() while a second rank dies: rank 3 is SIGKILLed first; then rank 2 dies either before it
