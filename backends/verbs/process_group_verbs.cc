@@ -87,22 +87,25 @@ bool ProcessGroupVerbs::peerDead(int r) {
 }
 
 void ProcessGroupVerbs::doRevoke(std::exception_ptr error, bool abort) {
-  if (!revokedFlag_.exchange(true)) {
-    // Peers waiting on this rank see it gone at their next poll (shm: the departed flag; tcp:
-    // the sockets shut), and the running op here fails at its own.
-    transport_->abortAll();
-    transport_->wakeSelf(kCollectiveChannel);
-    // Not from the p2p thread itself (it never revokes): stop() joins it.
-    p2p_->stop(error);
-  }
-  if (abort) {
-    // Queued collectives fail with the error, the running one at its next poll; both threads
-    // are joined. abort() comes from the user's thread, never from the engine's.
-    if (!shutdown_) {
-      shutdown_ = true;
-      engine_->stop(error);
+  {
+    // The engine thread (a revocation learned from a failed op) and the user's thread (abort()
+    // after it) may both get here: the p2p thread is stopped, and joined, once.
+    MutexLock lock(revokeMu_);
+    if (!revokedFlag_.exchange(true)) {
+      // Peers waiting on this rank see it gone at their next poll (shm: the revoked word; tcp:
+      // the sockets shut), and the running op here fails at its own.
+      transport_->abortAll();
+      transport_->wakeSelf(kCollectiveChannel);
+      // Not from the p2p thread itself (it never revokes): stop() joins it.
       p2p_->stop(error);
     }
+  }
+  // Queued collectives fail with the error, the running one at its next poll; the engine thread
+  // is joined (outside the lock: it may be waiting for it). abort() comes from the user's thread,
+  // never from the engine's.
+  if (abort && !shutdown_) {
+    shutdown_ = true;
+    engine_->stop(error);
   }
 }
 

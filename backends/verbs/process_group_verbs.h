@@ -168,6 +168,7 @@ class ProcessGroupVerbs : public ProcessGroup {
   std::vector<int> pids_;        // each rank's pid (from setup; checked on this host only)
   std::atomic<bool> revokedFlag_{false};  // Comm::setRevoked: the running op fails at its poll
   std::function<void()> revokePoll_;      // Comm::setRevokePoll: learnRevocation, throws if so
+  Mutex revokeMu_;                        // doRevoke's teardown, once (see there)
   // When an op last looked for a revoke record as it completed (execute; the op's thread).
   std::chrono::steady_clock::time_point lastFenceCheck_;
   bool useHosts_ = false;  // hierarchical algorithms may run (multiHost, transport auto)
