@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bootstrap/registry.h"
+#include "store/store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
@@ -303,7 +304,13 @@ void secondFailureDuringAgree(const BackendParam& bp, bool afterVote) {
         auto pg = makeGroup(bp, path, rank, size, Milliseconds(60000));
         Buffer b(bp, 1024, DataType::kFloat32);
         pg->allreduce(b.tensor())->wait();
-        if (rank == 3) ::raise(SIGKILL);
+        // Every rank has completed the allreduce before rank 3 dies (through the store: a peer
+        // still reading rank 3's part when it dies would fail the op instead).
+        pg->store()->set("test/done/" + std::to_string(rank), "1");
+        if (rank == 3) {
+          pg->store()->wait({"test/done/0", "test/done/1", "test/done/2", "test/done/3"});
+          ::raise(SIGKILL);
+        }
         const uint64_t flags = ~(uint64_t(1) << rank);
         if (rank == 2) {
           if (!afterVote) ::raise(SIGKILL);
