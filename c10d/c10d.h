@@ -4,18 +4,18 @@
 // (Tensor, DataType, Device), reduce ops and reference kernels, Work, op options, ProcessGroup,
 // broadcastCoalesced, the backend registry and init/rendezvous, and the diagnostics (flight
 // recorder, stats, desync report). Stores have their own headers
-// under store/.
+// under c10d/store/.
 #pragma once
 
-#include "base/config.h"
-#include "base/error.h"
-#include "base/types.h"
-#include "bootstrap/init.h"
-#include "bootstrap/registry.h"
-#include "core/broadcast_coalesced.h"
-#include "core/flight_recorder.h"
-#include "core/group_diagnostics.h"
-#include "core/options.h"
-#include "core/process_group.h"
-#include "core/reduce_op.h"
-#include "core/work.h"
+#include "c10d/base/config.h"
+#include "c10d/base/error.h"
+#include "c10d/base/types.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/core/broadcast_coalesced.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/core/group_diagnostics.h"
+#include "c10d/core/options.h"
+#include "c10d/core/process_group.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/core/work.h"

@@ -3,10 +3,12 @@
 #include <map>
 #include <new>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 #include "c10d/c_api_internal.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace capi {
 
 namespace {
@@ -242,6 +244,7 @@ c10d_work_t* newWorkHandle(std::shared_ptr<Work> work) {
 }
 
 }  // namespace capi
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 extern "C" {

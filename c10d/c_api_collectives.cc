@@ -2,8 +2,10 @@
 // ProcessGroup method of the same name (which validates the rest before communicating) and hands
 // back the Work.
 #include "c10d/c_api_internal.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace capi {
 namespace {
 
@@ -60,6 +62,7 @@ c10d_status_t issue(const char* fn, c10d_pg_t* pg, c10d_work_t** out, Issue&& bo
 
 }  // namespace
 }  // namespace capi
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 using namespace c10d;  // NOLINT: this file only forwards to the C++ API

@@ -13,10 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
 #include "c10d/c_api.h"
-#include "core/process_group.h"
-#include "store/store.h"
+#include "c10d/core/process_group.h"
+#include "c10d/store/store.h"
+#include "c10d/base/abi.h"
 
 // The handles. A handle owns one reference; release/destroy deletes it.
 struct c10d_pg {
@@ -35,6 +36,7 @@ struct c10d_store {
 };
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace capi {
 
 // The caller was compiled against another C10D_ABI_VERSION (C10D_STATUS_ABI_MISMATCH).
@@ -139,4 +141,5 @@ Milliseconds storeTimeout(const c10d_store_options_t* options, const char* fn);
 c10d_work_t* newWorkHandle(std::shared_ptr<Work> work);
 
 }  // namespace capi
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,8 +1,10 @@
 // C ABI: process groups (creation, accessors, sub-groups, shutdown).
-#include "bootstrap/init.h"
+#include "c10d/bootstrap/init.h"
 #include "c10d/c_api_internal.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace capi {
 namespace {
 
@@ -38,6 +40,7 @@ ProcessGroup::Options subgroupOptions(const ProcessGroup& parent, const c10d_pg_
 
 }  // namespace
 }  // namespace capi
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 using c10d::capi::groupOf;

@@ -4,12 +4,14 @@
 #include <new>
 
 #include "c10d/c_api_internal.h"
-#include "store/file_store.h"
-#include "store/hash_store.h"
-#include "store/prefix_store.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/prefix_store.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace capi {
 
 namespace {
@@ -230,6 +232,7 @@ void writeTo(c10d_sink_t* sink, const Bytes& value, const char* fn) {
 }  // namespace
 
 }  // namespace capi
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 using c10d::Milliseconds;

@@ -1,6 +1,6 @@
 // C ABI: works (wait, test, synchronize, source rank, completion callbacks, abort, release) and
 // the per-thread current CUDA stream they synchronize with.
-#include "bootstrap/registry.h"
+#include "c10d/bootstrap/registry.h"
 #include "c10d/c_api_internal.h"
 
 using c10d::capi::guard;
@@ -8,7 +8,7 @@ using c10d::capi::notNull;
 
 namespace {
 
-// The stream hooks of the first registered backend on CUDA streams (core/backend.h), which the
+// The stream hooks of the first registered backend on CUDA streams (c10d/core/backend.h), which the
 // backend provides so that this file names none.
 c10d::BackendInfo cudaStreamBackend(const char* fn) {
   for (const std::string& name : c10d::registeredBackends()) {

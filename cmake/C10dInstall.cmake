@@ -10,13 +10,11 @@ install(TARGETS c10d EXPORT c10dTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT lib)
 
-set(C10D_INCLUDE_ROOT ${CMAKE_INSTALL_INCLUDEDIR}/c10d)
-foreach(dir base store core backends bootstrap c10d layers)
-  install(DIRECTORY ${CMAKE_SOURCE_DIR}/${dir}/ DESTINATION ${C10D_INCLUDE_ROOT}/${dir}
-          COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*_internal.h" EXCLUDE)
-endforeach()
-install(FILES ${CMAKE_BINARY_DIR}/generated/base/config.h DESTINATION ${C10D_INCLUDE_ROOT}/base
-        COMPONENT dev)
+# Consumers put <prefix>/include on their include path and write #include <c10d/...>.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/c10d/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/c10d
+        COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*_internal.h" EXCLUDE)
+install(FILES ${CMAKE_BINARY_DIR}/generated/c10d/base/config.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/c10d/base COMPONENT dev)
 
 set(C10D_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/c10d)
 install(EXPORT c10dTargets NAMESPACE c10d:: DESTINATION ${C10D_CMAKE_DIR} COMPONENT dev)
@@ -35,7 +33,7 @@ install(FILES ${CMAKE_BINARY_DIR}/c10d.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pk
         COMPONENT dev)
 
 # The store libraries (etcd://, redis://): not part of the CMake package; libc10d loads them by URL
-# scheme from its own directory (store/store_registry.h), so they go next to it.
+# scheme from its own directory (c10d/store/store_registry.h), so they go next to it.
 foreach(store_lib c10d_store_etcd c10d_store_redis)
   if(TARGET ${store_lib})
     install(TARGETS ${store_lib}

@@ -14,6 +14,24 @@ foreach(line IN LISTS c10d_layering_lines)
   set_property(GLOBAL PROPERTY C10D_ROOM_BELOW_${room} ${fields})
 endforeach()
 
+# c10d_room_view_add(VIEW FOLDER): links FOLDER of the source tree into VIEW at the same path. The
+# capi room's folder, c10d/, holds the other rooms' folders too: of it only its own files (c10d.h,
+# c_api.h, ...) are linked.
+function(c10d_room_view_add view f)
+  set(src ${CMAKE_SOURCE_DIR}/${f})
+  if(f STREQUAL "c10d")
+    file(MAKE_DIRECTORY ${view}/c10d)
+    file(GLOB own LIST_DIRECTORIES false RELATIVE ${src} ${src}/*.h)
+    foreach(h IN LISTS own)
+      file(CREATE_LINK ${src}/${h} ${view}/c10d/${h} SYMBOLIC)
+    endforeach()
+  else()
+    get_filename_component(parent ${view}/${f} DIRECTORY)
+    file(MAKE_DIRECTORY ${parent})
+    file(CREATE_LINK ${src} ${view}/${f} SYMBOLIC)
+  endif()
+endfunction()
+
 # c10d_room(ROOM SOURCES...): the OBJECT library c10d_room_<ROOM> from sources of the room's
 # folder, compiled into libc10d.
 function(c10d_room room)
@@ -32,11 +50,9 @@ function(c10d_room room)
     if(NOT f)
       message(FATAL_ERROR "cmake/layering.txt: room ${room} stands on '${r}', which is no room")
     endif()
-    get_filename_component(parent ${view}/${f} DIRECTORY)
-    file(MAKE_DIRECTORY ${parent})
-    file(CREATE_LINK ${CMAKE_SOURCE_DIR}/${f} ${view}/${f} SYMBOLIC)
+    c10d_room_view_add(${view} ${f})
   endforeach()
-  # generated/: base/config.h, what this build contains.
+  # generated/: c10d/base/config.h, what this build contains.
   target_include_directories(${target} PRIVATE ${view} ${CMAKE_BINARY_DIR}/generated)
   # cmake/C10dExports.cmake says why.
   target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)

@@ -10,7 +10,7 @@ else()
   message(STATUS "c10d: verbs backend: ibverbs transport OFF (infiniband/verbs.h not found; apt-get install libibverbs-dev)")
 endif()
 
-# The collective engine's fibers (backends/verbs/fiber.h) switch stacks with Boost.Context's
+# The collective engine's fibers (c10d/backends/verbs/fiber.h) switch stacks with Boost.Context's
 # fcontext: a context switch without a syscall (glibc's swapcontext saves the signal mask).
 find_package(boost_context 1.71 CONFIG QUIET)
 if(NOT boost_context_FOUND)

@@ -3,8 +3,10 @@
 // (each rank must receive the n-1 parts it does not have; see docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -45,6 +47,7 @@ const Collective kAllGather{
     /*checkInPlace=*/true, counts,           bandwidth,         initData,           run};
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 #ifndef C10D_PERF_NO_MAIN

@@ -4,8 +4,10 @@
 // in-place half runs but is not checked ("N/A").
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -49,6 +51,7 @@ const Collective kAlltoAll{"AlltoAll",
                            run};
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 #ifndef C10D_PERF_NO_MAIN

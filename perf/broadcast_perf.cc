@@ -3,8 +3,10 @@
 // docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -41,6 +43,7 @@ const Collective kBroadcast{
     /*checkInPlace=*/true, counts,          bandwidth,         initData,           run};
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 #ifndef C10D_PERF_NO_MAIN

@@ -52,7 +52,7 @@
 // includes its wait for the earlier ones).
 //
 // Memory: `peak` and `live` (MiB, largest rank) are the bytes the layers allocate for the mode,
-// as layers::layerMemory() counts them (layers/common/memory.h): the DDP Reducer's buckets (which
+// as layers::layerMemory() counts them (c10d/layers/common/memory.h): the DDP Reducer's buckets (which
 // hold the gradients in ddp-view), flat's buffer, ddp+opt's optimizer state, ShardedOptimizer's
 // shards, staging and state, FullyShardedModel's shards, state and gathered units. `live` is
 // held between steps (after the last timed one), `peak` the most during a timed step. Not
@@ -64,7 +64,7 @@
 // a step's rise over the bytes live before it (resetLayerMemoryPeak() before each step;
 // FullyShardedModel::step() resets the peak itself, so zero3's comes from FsdpStepStats).
 //
-// Process memory (RSS, /proc/self; layers/common/process_memory.h): what the kernel counts, so
+// Process memory (RSS, /proc/self; c10d/layers/common/process_memory.h): what the kernel counts, so
 // also the model, the backends' scratch and what the allocator keeps. By phase, the largest
 // rank's: start-up (the process's start to the first step), the steps (peak: VmHWM; RSS sampled
 // after every step), the check; per mode, the most one timed step raised the peak above the RSS
@@ -101,15 +101,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/config.h"
-#include "base/error.h"
+#include "c10d/base/config.h"
+#include "c10d/base/error.h"
 #include "perf/common/buffer.h"
 #include "perf/common/ddp_step.h"
 #include "perf/common/ddp_step_bench.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -289,6 +291,7 @@ int run(int argc, char** argv, const std::string& program, const DdpStepOptions&
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 int main(int argc, char** argv) {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "base/types.h"
+#include "c10d/base/types.h"
 
 namespace {
 

@@ -20,11 +20,13 @@
 #include <cstring>
 #include <string>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
 #include "perf/common/collectives.h"
 #include "perf/common/mpi_driver.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -164,6 +166,7 @@ const MpiBinary kBinaries[] = {
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 int main(int argc, char** argv) {

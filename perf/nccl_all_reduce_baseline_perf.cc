@@ -19,15 +19,16 @@
 #include <string>
 #include <vector>
 
-#include "backends/nccl/nccl_types.h"
-#include "backends/nccl/unique_id.h"
-#include "base/error.h"
-#include "bootstrap/init.h"
+#include "c10d/backends/nccl/nccl_types.h"
+#include "c10d/backends/nccl/unique_id.h"
+#include "c10d/base/error.h"
+#include "c10d/bootstrap/init.h"
 #include "perf/common/data.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
-#include "store/store.h"
+#include "c10d/store/store.h"
+#include "c10d/base/abi.h"
 
 #define BASE_CUDA(call)                                                                          \
   do {                                                                                           \
@@ -41,6 +42,7 @@
   } while (0)
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -211,6 +213,7 @@ int run(int argc, char** argv, const PerfOptions& o, const std::string& program)
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 int main(int argc, char** argv) {

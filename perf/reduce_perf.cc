@@ -6,8 +6,10 @@
 
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -54,6 +56,7 @@ const Collective kReduce{"Reduce",
                          run};
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 #ifndef C10D_PERF_NO_MAIN

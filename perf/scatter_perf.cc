@@ -3,8 +3,10 @@
 // algbw, as nccl-tests (n-1 of the n parts cross a link; see docs/performance.md).
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -55,6 +57,7 @@ const Collective kScatter{"Scatter",
                           run};
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 #ifndef C10D_PERF_NO_MAIN

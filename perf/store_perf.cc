@@ -51,11 +51,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "base/error.h"
-#include "base/socket.h"
-#include "base/thread_annotations.h"
-#include "store/store_registry.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/base/error.h"
+#include "c10d/base/socket.h"
+#include "c10d/base/thread_annotations.h"
+#include "c10d/store/store_registry.h"
+#include "c10d/store/tcp/tcp_store.h"
 
 namespace {
 

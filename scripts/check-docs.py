@@ -65,8 +65,7 @@ import subprocess
 import sys
 import urllib.parse
 
-NON_TEST_DIRS = ("base", "store", "core", "backends", "bootstrap", "c10d", "layers", "tools",
-                 "perf", "examples", "integrations", "scripts")
+NON_TEST_DIRS = ("c10d", "tools", "perf", "examples", "integrations", "scripts")
 C_EXTS = (".cc", ".h", ".c", ".cpp", ".hpp", ".cxx", ".hh")
 TEST_SUFFIXES = ("_test", "_replay", "_fuzzer")
 TEST_NAMES = ("fuzz_make_corpus",)

@@ -13,11 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
-#include "base/fd.h"
-#include "base/hash.h"
+#include "c10d/base/error.h"
+#include "c10d/base/fd.h"
+#include "c10d/base/hash.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 namespace fs = std::filesystem;
@@ -387,4 +389,5 @@ Checkpoint CheckpointDir::read(uint64_t step) const {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -34,12 +34,14 @@
 #include <string>
 #include <vector>
 
-#include "base/fd.h"
-#include "base/hash.h"
+#include "c10d/base/fd.h"
+#include "c10d/base/hash.h"
 #include "examples/train_mlp/model.h"
-#include "layers/optim/optimizer_state.h"
+#include "c10d/layers/optim/optimizer_state.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 // What the checkpoint says about the run that wrote it.
@@ -162,4 +164,5 @@ void writeModelFile(const std::string& path, const CheckpointMeta& meta, const M
 Checkpoint readModelFile(const std::string& path);
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
 #include "examples/train_mlp/random.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 namespace {
@@ -97,4 +99,5 @@ std::vector<size_t> BatchPlan::indices(uint64_t step) {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

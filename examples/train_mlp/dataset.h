@@ -26,9 +26,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "layers/data/distributed_sampler.h"
+#include "c10d/layers/data/distributed_sampler.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 struct DatasetOptions {
@@ -84,4 +86,5 @@ class BatchPlan {
 };
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <exception>
 
-#include "bootstrap/init.h"
+#include "c10d/bootstrap/init.h"
 #include "examples/train_mlp/options.h"
 #include "examples/train_mlp/trainer.h"
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/error.h"
-#include "base/hash.h"
-#include "core/flight_recorder.h"
+#include "c10d/base/error.h"
+#include "c10d/base/hash.h"
+#include "c10d/core/flight_recorder.h"
 #include "examples/train_mlp/random.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 std::vector<size_t> MlpShape::widths() const {
@@ -333,4 +335,5 @@ void Mlp::backward(const std::function<void(size_t)>& onReady) {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -41,12 +41,14 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
 #include "examples/train_mlp/random.h"
-#include "layers/common/parameter.h"
-#include "layers/norm/sync_batch_norm.h"
+#include "c10d/layers/common/parameter.h"
+#include "c10d/layers/norm/sync_batch_norm.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 struct MlpShape {
@@ -187,4 +189,5 @@ class Mlp {
 };
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

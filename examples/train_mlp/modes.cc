@@ -3,15 +3,17 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "base/error.h"
-#include "base/hash.h"
-#include "layers/common/memory.h"
-#include "layers/ddp/reducer.h"
-#include "layers/optim/flat_optimizer.h"
-#include "layers/zero/fully_sharded.h"
-#include "layers/zero/sharded_optimizer.h"
+#include "c10d/base/error.h"
+#include "c10d/base/hash.h"
+#include "c10d/layers/common/memory.h"
+#include "c10d/layers/ddp/reducer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/layers/zero/fully_sharded.h"
+#include "c10d/layers/zero/sharded_optimizer.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 namespace {
@@ -393,4 +395,5 @@ std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

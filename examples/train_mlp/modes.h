@@ -22,14 +22,16 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/options.h"
-#include "layers/common/comm_event.h"
-#include "layers/optim/optimizer_state.h"
+#include "c10d/layers/common/comm_event.h"
+#include "c10d/layers/optim/optimizer_state.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 class TrainingMode {
@@ -80,4 +82,5 @@ std::unique_ptr<TrainingMode> makeMode(const TrainOptions& options, Mlp& model,
                                        const Checkpoint* resume = nullptr);
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

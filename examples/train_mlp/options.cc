@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 const char* modeName(Mode m) {
@@ -258,4 +260,5 @@ ParseResult parseOptions(int argc, const char* const* argv) {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <string>
 
-#include "base/types.h"
+#include "c10d/base/types.h"
 #include "examples/train_mlp/model.h"
-#include "layers/optim/flat_optimizer.h"
-#include "layers/zero/sharded_optimizer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/layers/zero/sharded_optimizer.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 enum class Mode { kLocal, kDdp, kZero, kZero3 };
@@ -69,4 +71,5 @@ struct ParseResult {
 ParseResult parseOptions(int argc, const char* const* argv);
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

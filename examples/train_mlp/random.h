@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 // SplitMix64 (Steele, Lea, Flood 2014): a tiny generator whose output is fixed by its definition.
@@ -50,4 +52,5 @@ constexpr uint64_t kTeacherStream = 2;  // the teacher network that labels the d
 constexpr uint64_t kInputStream = 3;    // sample i's input vector (index = i)
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -6,9 +6,11 @@
 #include <sstream>
 #include <utility>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 namespace {
@@ -113,4 +115,5 @@ void TraceWriter::finish(ProcessGroup* pg) {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
 #include "examples/train_mlp/model.h"
-#include "layers/common/comm_event.h"
+#include "c10d/layers/common/comm_event.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 class TraceWriter {
@@ -45,4 +47,5 @@ class TraceWriter {
 };
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

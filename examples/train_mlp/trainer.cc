@@ -11,19 +11,21 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "base/settings.h"
-#include "bootstrap/init.h"
-#include "core/flight_recorder.h"
-#include "core/process_group.h"
+#include "c10d/base/error.h"
+#include "c10d/base/settings.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/core/process_group.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/modes.h"
 #include "examples/train_mlp/trace.h"
-#include "layers/common/process_memory.h"
+#include "c10d/layers/common/process_memory.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 namespace {
@@ -409,4 +411,5 @@ void runTraining(const TrainOptions& o) {
 }
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

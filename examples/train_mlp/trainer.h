@@ -37,12 +37,15 @@
 #pragma once
 
 #include "examples/train_mlp/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 
 // Runs the whole training; returns normally when done (rank 0 has printed the final loss).
 void runTraining(const TrainOptions& options);
 
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

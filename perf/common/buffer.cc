@@ -5,13 +5,15 @@
 #include <new>
 #include <utility>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 #if C10D_PERF_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -159,4 +161,5 @@ size_t deviceMemory(Device device) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

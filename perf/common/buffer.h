@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <string>
 
-#include "base/types.h"
+#include "c10d/base/types.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 class Buffer {
@@ -48,4 +50,5 @@ std::string describeDevice(Device device);
 size_t deviceMemory(Device device);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,12 +13,14 @@
 #include <cstddef>
 #include <memory>
 
-#include "base/types.h"
-#include "core/process_group.h"
-#include "core/reduce_op.h"
-#include "core/work.h"
+#include "c10d/base/types.h"
+#include "c10d/core/process_group.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/core/work.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // Element counts of one row, as nccl-tests' getCollByteCount returns them.
@@ -84,4 +86,5 @@ struct Collective {
 int perfMain(int argc, char** argv, const Collective& coll);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -3,8 +3,10 @@
 #pragma once
 
 #include "perf/common/collective.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 extern const Collective kAllReduce;
@@ -30,4 +32,5 @@ inline void setBandwidth(double bytes, double sec, double factor, double* algBw,
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -205,4 +207,5 @@ int64_t countWrong(const void* got, const void* expected, size_t count, DataType
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

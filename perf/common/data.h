@@ -10,10 +10,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "base/types.h"
-#include "core/reduce_op.h"
+#include "c10d/base/types.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // The scale PREMUL_SUM ("mulsum") applies on `rank`: 1 on even ranks, 2 on odd ones (exact).
@@ -44,4 +46,5 @@ double loadElement(const void* buf, size_t i, DataType dtype);
 void storeElement(void* buf, size_t i, DataType dtype, double v);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -9,10 +9,12 @@
 #include <limits>
 #include <sstream>
 
-#include "base/error.h"
-#include "base/settings.h"
+#include "c10d/base/error.h"
+#include "c10d/base/settings.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 const char* stepModeName(StepMode m) {
@@ -378,4 +380,5 @@ bool parseStepTableRow(const std::string& line, StepRow* row) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,10 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "layers/optim/flat_optimizer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
 #include "perf/common/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // kZero and kZeroOwner are ZeRO-2 (ShardedOptimizer), kZero3 ZeRO-3 (FullyShardedModel).
@@ -88,4 +90,5 @@ std::string stepTableRow(const StepRow& row);
 bool parseStepTableRow(const std::string& line, StepRow* row);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

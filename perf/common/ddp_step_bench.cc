@@ -8,10 +8,12 @@
 #include <map>
 #include <string>
 
-#include "base/error.h"
-#include "layers/common/memory.h"
+#include "c10d/base/error.h"
+#include "c10d/layers/common/memory.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -535,4 +537,5 @@ double DdpStepBench::sumOverRanks(double mine) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -11,7 +11,7 @@
 // ddp, ddp-view: the Reducer's buckets; ddp+opt: the full optimizer state; zero, zero-owner: a
 // parameter copy, ZeRO's shards, staging and state; zero3: FullyShardedModel's shards and state,
 // and during its steps up to two units' full parameters and gradients), allocated by setUp().
-// Each mode's share of the layers' counted memory (layers/common/memory.h) is tracked per object,
+// Each mode's share of the layers' counted memory (c10d/layers/common/memory.h) is tracked per object,
 // as the process holds every mode's objects at once (ddp_step_perf.cc says how).
 #pragma once
 
@@ -21,20 +21,22 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
-#include "layers/common/device_ops.h"
-#include "layers/common/flat_buffer.h"
-#include "layers/common/process_memory.h"
-#include "layers/ddp/reducer.h"
-#include "layers/optim/flat_optimizer.h"
-#include "layers/zero/fully_sharded.h"
-#include "layers/zero/sharded_optimizer.h"
+#include "c10d/core/process_group.h"
+#include "c10d/layers/common/device_ops.h"
+#include "c10d/layers/common/flat_buffer.h"
+#include "c10d/layers/common/process_memory.h"
+#include "c10d/layers/ddp/reducer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/layers/zero/fully_sharded.h"
+#include "c10d/layers/zero/sharded_optimizer.h"
 #include "perf/common/ddp_step.h"
 #include "perf/common/synthetic_model.h"
 #include "perf/common/timed_group.h"
 #include "perf/common/world.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // Optimizer-state bytes per rank.
@@ -160,4 +162,5 @@ class DdpStepBench {
 };
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -24,16 +24,18 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
-#include "base/error.h"
+#include "c10d/base/config.h"
+#include "c10d/base/error.h"
 #include "perf/common/buffer.h"
 #include "perf/common/collective.h"
 #include "perf/common/data.h"
 #include "perf/common/driver.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 void RunArgs::copy(void* dst, const void* src, size_t n) const {
@@ -429,4 +431,5 @@ int perfMain(int argc, char** argv, const Collective& coll) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

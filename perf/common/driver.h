@@ -14,14 +14,16 @@
 #include <string>
 #include <vector>
 
-#include "base/types.h"
-#include "core/process_group.h"
-#include "core/reduce_op.h"
-#include "core/work.h"
+#include "c10d/base/types.h"
+#include "c10d/core/process_group.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/core/work.h"
 #include "perf/common/collective.h"
 #include "perf/common/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 class PerfRanks {
@@ -61,4 +63,5 @@ int runPerfTable(int argc, char** argv, const Collective& coll, const std::strin
                  const PerfOptions& o, const PerfSetup& setup, PerfRanks& ranks);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

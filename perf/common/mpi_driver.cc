@@ -5,12 +5,14 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
-#include "base/error.h"
+#include "c10d/base/config.h"
+#include "c10d/base/error.h"
 #include "perf/common/driver.h"
 #include "perf/common/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 MPI_Datatype mpiDatatype(DataType type) {
@@ -165,4 +167,5 @@ int mpiPerfMain(int argc, char** argv, const Collective& coll,
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

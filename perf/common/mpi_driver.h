@@ -8,8 +8,10 @@
 #include <memory>
 
 #include "perf/common/collective.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // `coll`'s sizes, data and bandwidth with `mpiRun` as the op: mpiRun gets RunArgs with pg ==
@@ -33,4 +35,5 @@ void checkMpi(int rc, const char* what);
 std::shared_ptr<Work> mpiDone(OpType op);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -7,11 +7,13 @@
 #include <limits>
 #include <sstream>
 
-#include "base/error.h"
-#include "base/settings.h"
-#include "bootstrap/registry.h"
+#include "c10d/base/error.h"
+#include "c10d/base/settings.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 bool parseSize(const std::string& text, size_t* bytes) {
@@ -247,4 +249,5 @@ int startPerfMain(int argc, char** argv, PerfOptions* options, std::string* prog
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "base/types.h"
-#include "core/reduce_op.h"
+#include "c10d/base/types.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // How the per-rank average op times are combined into the printed one (nccl-tests' -a).
@@ -41,7 +43,7 @@ struct PerfOptions {
 };
 
 // "-b 4K": digits with an optional K/M/G (or KiB/MiB/GiB) suffix, 2^10, 2^20, 2^30, as nccl-tests'
-// parsesize (base/settings.h's parseByteSize).
+// parsesize (c10d/base/settings.h's parseByteSize).
 // Returns false on anything else.
 bool parseSize(const std::string& text, size_t* bytes);
 
@@ -67,4 +69,5 @@ std::string usage(const std::string& program);
 int startPerfMain(int argc, char** argv, PerfOptions* options, std::string* program);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -7,10 +7,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "base/config.h"
-#include "base/error.h"
+#include "c10d/base/config.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -237,4 +239,5 @@ void JsonReport::write(const std::string& path) const {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "perf/common/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 // nccl-tests' getFloatStr: "%*.2f", falling back to fewer decimals / exponent to fit `width`.
@@ -76,4 +78,5 @@ class JsonReport {
 };
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,8 +1,10 @@
 #include "perf/common/synthetic_model.h"
 
 #include <chrono>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 float gradValue(int rank, size_t layer, size_t i) {
@@ -89,4 +91,5 @@ KernelSpeed measureKernels(size_t perLayer, double seconds) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -22,9 +22,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "layers/optim/flat_optimizer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 float gradValue(int rank, size_t layer, size_t i);
@@ -69,4 +71,5 @@ struct KernelSpeed {
 KernelSpeed measureKernels(size_t perLayer, double seconds);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 namespace {
@@ -99,4 +101,5 @@ std::shared_ptr<Work> TimedGroup::forward(OpType /*op*/, Issue issue) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

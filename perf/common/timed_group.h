@@ -18,7 +18,7 @@
 //   guarded by a mutex. collect() waits, bounded by `timeout`, for the callbacks of every recorded
 //   op: Work::wait() may return before its callbacks have run.
 //
-// Forwarding as core/forwarding_group.h: sub-groups are plain groups of the inner backend, not
+// Forwarding as c10d/core/forwarding_group.h: sub-groups are plain groups of the inner backend, not
 // timed; errors are the inner group's; an op is validated twice, which costs nothing measurable
 // next to a gradient bucket. An op the inner group refuses at issue is recorded as an empty
 // interval.
@@ -30,10 +30,12 @@
 #include <mutex>
 #include <vector>
 
-#include "base/thread_annotations.h"
-#include "core/forwarding_group.h"
+#include "c10d/base/thread_annotations.h"
+#include "c10d/core/forwarding_group.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 class TimedGroup : public ForwardingGroup {
@@ -74,4 +76,5 @@ class TimedGroup : public ForwardingGroup {
 };
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -6,13 +6,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/error.h"
-#include "base/launch_env.h"
-#include "bootstrap/init.h"
-#include "store/hash_store.h"
-#include "store/store.h"
+#include "c10d/base/error.h"
+#include "c10d/base/launch_env.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 std::string hostName() {
@@ -48,7 +50,7 @@ std::shared_ptr<ProcessGroup> createWorld(const LaunchInfo& launch, const PerfOp
   if (launch.launcher == "none") {
     init.store = std::make_shared<HashStore>(init.timeout);
   } else {
-    // MASTER_ADDR / MASTER_PORT, or what base/launch_env.h derives for mpirun and srun.
+    // MASTER_ADDR / MASTER_PORT, or what c10d/base/launch_env.h derives for mpirun and srun.
     init.initMethod = "env://";
   }
   return c10d::init(init);
@@ -119,4 +121,5 @@ int64_t RankExchange::sum(int64_t value) {
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -3,7 +3,7 @@
 // being measured.
 //
 // Launchers: c10drun / torchrun, mpirun (Open MPI) and srun (Slurm), read by
-// c10d::detectLaunchEnv (base/launch_env.h, shared with init()), which also says where rank 0's
+// c10d::detectLaunchEnv (c10d/base/launch_env.h, shared with init()), which also says where rank 0's
 // TCPStore is (MASTER_ADDR / MASTER_PORT, else the first Slurm host, or 127.0.0.1 for mpirun on
 // one host; port 29500). None of them: a single process (world size 1) with an in-process store.
 // Single-threaded use; every blocking call has the store's timeout.
@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
 #include "perf/common/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 
 class Store;
 
@@ -64,4 +66,5 @@ class RankExchange {
 };
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -18,7 +18,7 @@
 //                                       benchmark thread, over shm): Work, recorder, OpDesc,
 //                                       fingerprint, engine and shm signalling together
 //   shm/pingpong/<bytes>                one round trip over ShmTransport (2 threads, polling)
-//   store/tcp/set_get                   TCPStore set + get of 8 bytes against an in-process server
+//   c10d/store/tcp/set_get                   TCPStore set + get of 8 bytes against an in-process server
 //
 // R = 1: the flight recorder on (default), 0: C10D_FLIGHT_RECORDER_SIZE=0. Run with
 // --benchmark_counters_tabular=true; --benchmark_filter picks a subset. The groups, transports
@@ -40,22 +40,24 @@
 #include <thread>
 #include <vector>
 
-#include "backends/verbs/algorithms/reduce_kernels.h"
-#include "backends/verbs/config.h"
-#include "backends/verbs/fiber.h"
-#include "backends/verbs/transport/shm/shm_transport.h"
-#include "backends/verbs/transport/transport.h"
-#include "base/error.h"
-#include "bootstrap/registry.h"
-#include "core/backend_work.h"
-#include "core/flight_recorder.h"
-#include "core/op_desc.h"
-#include "core/process_group.h"
-#include "core/reduce_op.h"
-#include "store/hash_store.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/backends/verbs/algorithms/reduce_kernels.h"
+#include "c10d/backends/verbs/config.h"
+#include "c10d/backends/verbs/fiber.h"
+#include "c10d/backends/verbs/transport/shm/shm_transport.h"
+#include "c10d/backends/verbs/transport/transport.h"
+#include "c10d/base/error.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/core/backend_work.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/core/op_desc.h"
+#include "c10d/core/process_group.h"
+#include "c10d/core/reduce_op.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace micro {
 namespace {
 
@@ -449,6 +451,7 @@ void registerAll() {
 
 }  // namespace
 }  // namespace micro
+C10D_NAMESPACE_END
 }  // namespace c10d
 
 int main(int argc, char** argv) {

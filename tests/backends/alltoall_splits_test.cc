@@ -15,8 +15,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -219,4 +221,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AlltoallSplits);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

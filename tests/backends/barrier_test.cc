@@ -21,8 +21,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -117,4 +119,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Barrier);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

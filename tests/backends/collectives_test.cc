@@ -5,8 +5,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -56,4 +58,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Collectives);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

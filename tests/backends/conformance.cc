@@ -7,9 +7,10 @@
 #include <cstring>
 #include <sstream>
 
-#include "base/config.h"
-#include "bootstrap/registry.h"
-#include "store/file_store.h"
+#include "c10d/base/config.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/store/file_store.h"
+#include "c10d/base/abi.h"
 
 #if C10D_HAVE_NCCL
 #include <sys/wait.h>
@@ -17,10 +18,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "backends/nccl/register.h"
+#include "c10d/backends/nccl/register.h"
 #endif
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 std::string BackendParam::label() const {
@@ -559,4 +561,5 @@ void expectValues(const Buffer& buf, const std::function<double(size_t)>& want,
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

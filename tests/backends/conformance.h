@@ -30,9 +30,11 @@
 
 #include <gtest/gtest.h>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct BackendParam {
@@ -152,4 +154,5 @@ struct SweepOptions {
 void runSweep(ProcessGroup& pg, const BackendParam& p, const SweepOptions& opts);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

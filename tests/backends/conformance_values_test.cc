@@ -6,8 +6,10 @@
 #include <set>
 
 #include "tests/backends/conformance.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -151,4 +153,5 @@ TEST(ConformanceValues, ProductsVaryWithTheElement) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,17 +13,19 @@
 #include <sstream>
 #include <thread>
 
-#include "core/flight_recorder.h"
-#include "core/group_diagnostics.h"
-#include "store/file_store.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/core/group_diagnostics.h"
+#include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 #ifdef C10D_TRACE_PATH
 #include "tests/tools/trace_runner.h"
 #endif
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -260,4 +262,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, Diagnostics, ::testing::ValuesIn(conformanceB
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,13 +14,15 @@
 #include <fstream>
 #include <thread>
 
-#include "bootstrap/registry.h"
-#include "store/store.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/store/store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -419,4 +421,5 @@ TEST(FaultToleranceUnsupported, GlooNamesItself) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -6,7 +6,7 @@
 //   - NaN on one rank, +Inf on one rank, +Inf and -Inf, Inf and 0, -Inf everywhere, -0 everywhere,
 //     and values whose sum overflows the dtype,
 // against the IEEE / NumPy result computed here: NaN propagates through sum, product, min and max
-// (np.minimum / np.maximum, which is also what core/reduce_op.h documents for torch), Inf + -Inf
+// (np.minimum / np.maximum, which is also what c10d/core/reduce_op.h documents for torch), Inf + -Inf
 // and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too; f16/bf16 on a
 // backend that sums them in f32, verbs by default: the f32 sum / n, rounded once), PREMUL_SUM
 // scales each input first.
@@ -18,8 +18,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -311,4 +313,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FloatReduce);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,17 +14,19 @@
 
 #include <gloo/transport/tcp/address.h>
 
-#include "backends/gloo/config.h"
-#include "backends/gloo/socket_names.h"
-#include "backends/gloo/store_adapter.h"
-#include "base/fd.h"
-#include "bootstrap/registry.h"
-#include "store/file_store.h"
-#include "store/hash_store.h"
+#include "c10d/backends/gloo/config.h"
+#include "c10d/backends/gloo/socket_names.h"
+#include "c10d/backends/gloo/store_adapter.h"
+#include "c10d/base/fd.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -303,4 +305,5 @@ TEST(GlooBackend, ARankThatJoinsButNeverConnectsIsNamedByItsPeers) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,13 +15,15 @@
 
 #include <gtest/gtest.h>
 
-#include "bootstrap/registry.h"
-#include "core/broadcast_coalesced.h"
-#include "core/op_desc.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/core/broadcast_coalesced.h"
+#include "c10d/core/op_desc.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -555,4 +557,5 @@ TEST(OpDesc, PartsInWireAndMessage) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,20 +13,22 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/nccl/config.h"
-#include "backends/nccl/cuda_stream.h"
-#include "backends/nccl/nccl_types.h"
-#include "backends/nccl/pending_works.h"
-#include "backends/nccl/process_group_nccl.h"
-#include "backends/nccl/register.h"
-#include "backends/nccl/unique_id.h"
-#include "bootstrap/registry.h"
-#include "core/backend_work.h"
-#include "store/file_store.h"
-#include "store/hash_store.h"
+#include "c10d/backends/nccl/config.h"
+#include "c10d/backends/nccl/cuda_stream.h"
+#include "c10d/backends/nccl/nccl_types.h"
+#include "c10d/backends/nccl/pending_works.h"
+#include "c10d/backends/nccl/process_group_nccl.h"
+#include "c10d/backends/nccl/register.h"
+#include "c10d/backends/nccl/unique_id.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/core/backend_work.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace nccl {
 namespace {
 
@@ -507,4 +509,5 @@ TEST(NcclCurrentStream, ThreadLocalWithGuard) {
 
 }  // namespace
 }  // namespace nccl
+C10D_NAMESPACE_END
 }  // namespace c10d

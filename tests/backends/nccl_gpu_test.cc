@@ -9,14 +9,16 @@
 #include <chrono>
 #include <thread>
 
-#include "backends/nccl/cuda_stream.h"
-#include "backends/nccl/process_group_nccl.h"
-#include "bootstrap/registry.h"
-#include "store/file_store.h"
+#include "c10d/backends/nccl/cuda_stream.h"
+#include "c10d/backends/nccl/process_group_nccl.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -253,4 +255,5 @@ TEST(NcclGpu, RankThatNeverJoinsTimesOutOnTheOther) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

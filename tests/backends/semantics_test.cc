@@ -9,12 +9,14 @@
 #include <thread>
 #include <tuple>
 
-#include "bootstrap/init.h"
-#include "core/broadcast_coalesced.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/core/broadcast_coalesced.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -429,4 +431,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Semantics);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

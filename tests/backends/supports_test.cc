@@ -1,5 +1,5 @@
 // Conformance: a backend's supports(op, dtype, device) agrees with the reduce-op table
-// (core/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op on
+// (c10d/core/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op on
 // every dtype; docs/backends.md's table), every supported (op, dtype) pair runs correctly through
 // every reducing collective, and every unsupported one raises InvalidArgument naming the op, rank,
 // group, reduce op and dtype before anything is sent (the sequence number does not move and the
@@ -10,8 +10,10 @@
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -135,4 +137,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Supports);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

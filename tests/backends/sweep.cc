@@ -4,8 +4,10 @@
 #include <sstream>
 
 #include "tests/backends/conformance.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 namespace {
@@ -340,4 +342,5 @@ void runSweep(ProcessGroup& pg, const BackendParam& p, const SweepOptions& o) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,4 +1,4 @@
-// The verbs algorithm tables and their selector (backends/verbs/algorithms/algo_select.h): the
+// The verbs algorithm tables and their selector (c10d/backends/verbs/algorithms/algo_select.h): the
 // default rules, C10D_ALGO rules with ranges and fall-through, malformed rules, table consistency.
 // Pure logic: no processes.
 #include <algorithm>
@@ -9,11 +9,13 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/algorithms/algo_select.h"
-#include "backends/verbs/config.h"
-#include "base/error.h"
+#include "c10d/backends/verbs/algorithms/algo_select.h"
+#include "c10d/backends/verbs/config.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -175,4 +177,5 @@ TEST(VerbsAlgoSelect, TablesAreComplete) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

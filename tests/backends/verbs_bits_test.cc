@@ -20,11 +20,13 @@
 #include <tuple>
 #include <vector>
 
-#include "base/hash.h"
+#include "c10d/base/hash.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -209,4 +211,5 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, VerbsIdenticalBits, ::testing::ValuesIn(bit
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,8 +13,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct VerbsCase {
@@ -59,4 +61,5 @@ inline void runVerbsCase(
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -17,16 +17,18 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/collective_engine.h"
-#include "backends/verbs/fault_hooks.h"
-#include "backends/verbs/process_group_verbs.h"
-#include "core/backend_work.h"
-#include "core/group_diagnostics.h"
+#include "c10d/backends/verbs/collective_engine.h"
+#include "c10d/backends/verbs/fault_hooks.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/core/backend_work.h"
+#include "c10d/core/group_diagnostics.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -434,4 +436,5 @@ TEST(VerbsEngine, RanksSharingACpuMoveApart) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -16,8 +16,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -153,4 +155,5 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, VerbsHalfOneRounding, ::testing::ValuesIn(h
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,12 +15,14 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/process_group_verbs.h"
-#include "store/file_store.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -191,4 +193,5 @@ TEST(VerbsExit, FoldedRanksLeaveEarlyOverMixedHosts) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

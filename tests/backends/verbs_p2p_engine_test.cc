@@ -11,10 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "backends/verbs/p2p_engine.h"
-#include "base/error.h"
+#include "c10d/backends/verbs/p2p_engine.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -253,4 +255,5 @@ TEST(VerbsP2PEngine, WrongSizedRecvPostedWhileItsMessageArrivesFailsAtOnce) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

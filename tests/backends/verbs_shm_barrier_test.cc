@@ -11,12 +11,14 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/process_group_verbs.h"
-#include "backends/verbs/transport/transport.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/backends/verbs/transport/transport.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -83,4 +85,5 @@ TEST(VerbsShmBarrier, SmallSlotsWithRanksOutOfStep3) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

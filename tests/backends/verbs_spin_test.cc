@@ -1,4 +1,4 @@
-// The verbs engine's waits beside the application's compute (backends/verbs/spin_wait.h): a yield
+// The verbs engine's waits beside the application's compute (c10d/backends/verbs/spin_wait.h): a yield
 // that gives the CPU away to a thread of this process ends the spin, another process's load does
 // not, and the engine threads ask for a short scheduler slice.
 #include <dirent.h>
@@ -18,12 +18,14 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/process_group_verbs.h"
-#include "backends/verbs/spin_wait.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/backends/verbs/spin_wait.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -234,4 +236,5 @@ TEST(VerbsSpin, EngineThreadsAskForAShortSlice) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,7 +1,7 @@
 // TcpTransport setup (ranks as threads over one HashStore): a stray connection to a rank's
 // listener (one that sends nothing, or garbage) neither stalls nor fails the setup of the real
 // group, and without the real peer the setup ends in a clear TimeoutError; the connect backoff.
-#include "backends/verbs/transport/tcp/tcp_transport.h"
+#include "c10d/backends/verbs/transport/tcp/tcp_transport.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,12 +18,14 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/config.h"
-#include "base/error.h"
-#include "base/fd.h"
-#include "store/hash_store.h"
+#include "c10d/backends/verbs/config.h"
+#include "c10d/base/error.h"
+#include "c10d/base/fd.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 namespace {
 
@@ -160,4 +162,5 @@ TEST(VerbsTcpTransport, ConnectBackoffIsCapped) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

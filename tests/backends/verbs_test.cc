@@ -23,26 +23,28 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/verbs/algorithms/algo_select.h"
-#include "backends/verbs/collective_engine.h"
-#include "backends/verbs/config.h"
-#include "backends/verbs/fault_hooks.h"
-#include "backends/verbs/fiber.h"
-#include "backends/verbs/process_group_verbs.h"
-#include "backends/verbs/spin_wait.h"
-#include "backends/verbs/transport/ibverbs/ib_addr.h"
-#include "backends/verbs/transport/ibverbs/ib_transport.h"
-#include "backends/verbs/transport/ibverbs/mr_cache.h"
-#include "backends/verbs/transport/shm/shm_transport.h"
-#include "core/group_diagnostics.h"
-#include "store/file_store.h"
-#include "store/hash_store.h"
+#include "c10d/backends/verbs/algorithms/algo_select.h"
+#include "c10d/backends/verbs/collective_engine.h"
+#include "c10d/backends/verbs/config.h"
+#include "c10d/backends/verbs/fault_hooks.h"
+#include "c10d/backends/verbs/fiber.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/backends/verbs/spin_wait.h"
+#include "c10d/backends/verbs/transport/ibverbs/ib_addr.h"
+#include "c10d/backends/verbs/transport/ibverbs/ib_transport.h"
+#include "c10d/backends/verbs/transport/ibverbs/mr_cache.h"
+#include "c10d/backends/verbs/transport/shm/shm_transport.h"
+#include "c10d/core/group_diagnostics.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 
 using test::expectAllRanksOk;
@@ -780,4 +782,5 @@ TEST(VerbsFailure, PeerThatLeftCleanlyIsAPromptCommError) {
 
 }  // namespace
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

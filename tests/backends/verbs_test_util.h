@@ -7,9 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "backends/verbs/process_group_verbs.h"
+#include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace verbs {
 
 // A verbs group of `size` over a FileStore at `path`, with `config` as Options::config.
@@ -26,4 +28,5 @@ void sweepWith(int size, std::map<std::string, std::string> config, std::vector<
 std::thread::id currentThread();
 
 }  // namespace verbs
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 
 /* ---- errors ------------------------------------------------------------------------------- */
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 
 /* ---- one backend, start to end ------------------------------------------------------------ */
 

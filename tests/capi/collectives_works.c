@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 
 /* ---- works: callbacks, wait with timeout, test, abort ------------------------------------- */
 

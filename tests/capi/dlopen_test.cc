@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 #include "c10d/c_api.h"
 
 namespace {

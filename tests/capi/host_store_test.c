@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "c10d/c_api.h"
-#include "base/config.h"
+#include "c10d/base/config.h"
 #include "c_harness.h"
 
 /* ---- the directory store ------------------------------------------------------------------ */

@@ -4,14 +4,16 @@
 // garbage (elementSize, reduceInto), its messages would say "impostor" (toString) and its works
 // would call the impostor's virtual functions (the vtable and typeinfo of c10d::Work), which abort.
 //
-// The declarations mirror base/types.h, core/reduce_op.h and core/work.h only as far as the
+// The declarations mirror c10d/base/types.h, c10d/core/reduce_op.h and c10d/core/work.h only as far as the
 // mangled names need; nothing else about them matters.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 
 enum class DataType : uint8_t { kFloat32 = 0 };
 
@@ -61,4 +63,5 @@ void Work::impostor3() {
   trapped("c10d::Work virtual #3");
 }
 
+C10D_NAMESPACE_END
 }  // namespace c10d

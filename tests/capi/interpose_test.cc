@@ -16,14 +16,14 @@
 #include <cstring>
 #include <string>
 
-#include "base/config.h"
+#include "c10d/base/config.h"
 #include "c10d/c_api.h"
 
 namespace {
 
-constexpr const char* kElementSize = "_ZN4c10d11elementSizeENS_8DataTypeE";
-constexpr const char* kToString = "_ZN4c10d8toStringENS_8DataTypeE";
-constexpr const char* kWorkVtable = "_ZTVN4c10d4WorkE";
+constexpr const char* kElementSize = "_ZN4c10d2v111elementSizeENS0_8DataTypeE";
+constexpr const char* kToString = "_ZN4c10d2v18toStringENS0_8DataTypeE";
+constexpr const char* kWorkVtable = "_ZTVN4c10d2v14WorkE";
 
 int g_rank = -1;
 void* g_lib = nullptr;

@@ -1,13 +1,15 @@
-// For tests that play the backend: the backend side (core/backend_work.h) of a Work that a fake
+// For tests that play the backend: the backend side (c10d/core/backend_work.h) of a Work that a fake
 // backend made as a BackendWork, reached from the plain Work a ProcessGroup returned.
 #pragma once
 
 #include <memory>
 
-#include "base/error.h"
-#include "core/backend_work.h"
+#include "c10d/base/error.h"
+#include "c10d/core/backend_work.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 inline std::shared_ptr<BackendWork> backendSide(const std::shared_ptr<Work>& work) {
@@ -17,4 +19,5 @@ inline std::shared_ptr<BackendWork> backendSide(const std::shared_ptr<Work>& wor
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

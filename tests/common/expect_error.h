@@ -10,8 +10,10 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // Runs fn(). Adds a failure unless it throws an Exc whose what() contains every string in
@@ -43,4 +45,5 @@ inline bool contains(const std::string& msg, const std::string& part) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

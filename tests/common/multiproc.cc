@@ -19,8 +19,10 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 std::string RankResult::describe() const {
@@ -182,4 +184,5 @@ std::string uniqueTempPath(const std::string& tag) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -11,8 +11,10 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct RankResult {
@@ -53,4 +55,5 @@ void expectAllRanksOk(int size, const std::function<void(int rank, int size)>& f
 std::string uniqueTempPath(const std::string& tag);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -10,16 +10,18 @@
 
 #include <gtest/gtest.h>
 
-#include "base/rank_list.h"
-#include "core/flight_recorder.h"
-#include "core/group_diagnostics.h"
-#include "core/rendezvous_wait.h"
-#include "store/hash_store.h"
+#include "c10d/base/rank_list.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/core/group_diagnostics.h"
+#include "c10d/core/rendezvous_wait.h"
+#include "c10d/store/hash_store.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -372,4 +374,5 @@ TEST(DiagnosticsConfig, BadValuesNameTheSetting) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

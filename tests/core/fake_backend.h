@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/registry.h"
-#include "core/process_group.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/core/process_group.h"
 #include "tests/common/backend_side.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct FakeCall {
@@ -141,4 +143,5 @@ inline void registerFakeBackend() {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

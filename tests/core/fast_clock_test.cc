@@ -1,4 +1,4 @@
-// base/fast_clock.h: the TSC-derived clock stays with steady_clock, from one thread and several.
+// c10d/base/fast_clock.h: the TSC-derived clock stays with steady_clock, from one thread and several.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
-#include "base/fast_clock.h"
+#include "c10d/base/fast_clock.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 // Within this of steady_clock read around it: the scale's error over one anchor interval (10 ms)
@@ -62,4 +64,5 @@ TEST(FastClock, AdvancesLikeSteadyClockOverASleep) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

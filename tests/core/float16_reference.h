@@ -1,4 +1,4 @@
-// Reference f16/bf16 arithmetic for the tests, written independently of base/types.cc: values are
+// Reference f16/bf16 arithmetic for the tests, written independently of c10d/base/types.cc: values are
 // computed with ldexp from the bit fields, and rounding searches a table of every non-negative
 // value for the nearest one (ties to the even bit pattern). Slow and obviously right.
 #pragma once
@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // The real value of half bit pattern `h` (finite patterns only; 0x7c00 gives 65536, "inf").
@@ -73,4 +75,5 @@ inline uint16_t refRoundToBf16(double x) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,7 +1,7 @@
-// Tests for bootstrap/init.h: every init URL form (and malformed ones), environment variables, and
+// Tests for c10d/bootstrap/init.h: every init URL form (and malformed ones), environment variables, and
 // rendezvous / init over file://, tcp:// and env:// with 4 real processes.
-#include "bootstrap/init.h"
-#include "base/settings.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/base/settings.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -12,12 +12,14 @@
 #include <cstdlib>
 #include <thread>
 
-#include "store/hash_store.h"
-#include "store/store.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using std::chrono::milliseconds;
@@ -285,4 +287,5 @@ TEST(Rendezvous, EnvFourProcessesThroughInit) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,7 +1,7 @@
-// Tests for base/launch_env.h: the Slurm node list parser, which launcher's variables win, where
+// Tests for c10d/base/launch_env.h: the Slurm node list parser, which launcher's variables win, where
 // rank 0's store is said to be, and init() (env://) over Open MPI's and Slurm's variables with 3
 // real processes.
-#include "base/launch_env.h"
+#include "c10d/base/launch_env.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/init.h"
-#include "store/store.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using std::chrono::milliseconds;
@@ -243,4 +245,5 @@ TEST(LaunchEnv, InitFromSlurmVariables) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,17 +1,19 @@
 // Tests for ProcessGroup's non-virtual layer with a fake backend: argument validation (and that the
 // backend is NOT called when it fails), sequence numbers, timeout resolution, the broken state and
 // coalescing.
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <initializer_list>
 
-#include "store/hash_store.h"
+#include "c10d/store/hash_store.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using std::chrono::milliseconds;
@@ -375,4 +377,5 @@ TEST_F(ProcessGroupTest, Coalescing) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,6 +1,6 @@
-// Tests for core/reduce_op.h: names, isDefined, and the reference kernels (reduceInto, scale,
+// Tests for c10d/core/reduce_op.h: names, isDefined, and the reference kernels (reduceInto, scale,
 // divide) against straightforward per-element references for every dtype x op.
-#include "core/reduce_op.h"
+#include "c10d/core/reduce_op.h"
 
 #include <gtest/gtest.h>
 
@@ -13,10 +13,12 @@
 #include <random>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
 #include "tests/core/float16_reference.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 const DataType kAllTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
@@ -577,4 +579,5 @@ TEST(ReduceInto, SumThroughput) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,17 +1,19 @@
-// Tests for bootstrap/registry.h: registering, listing by priority, auto selection, unknown names
+// Tests for c10d/bootstrap/registry.h: registering, listing by priority, auto selection, unknown names
 // and concurrent use.
-#include "bootstrap/registry.h"
+#include "c10d/bootstrap/registry.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "base/config.h"
-#include "store/hash_store.h"
+#include "c10d/base/config.h"
+#include "c10d/store/hash_store.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 BackendFactory fakeFactory() {
@@ -89,7 +91,7 @@ TEST(Registry, PriorityOrderAndAutoSelection) {
 }
 
 TEST(Registry, BuiltinsRegistered) {
-#if C10D_HAVE_GLOO && __has_include("backends/gloo/register.h")
+#if C10D_HAVE_GLOO && __has_include("c10d/backends/gloo/register.h")
   EXPECT_TRUE(isBackendRegistered("gloo"));
 #else
   GTEST_SKIP() << "gloo backend not built";
@@ -112,4 +114,5 @@ TEST(Registry, ConcurrentUse) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

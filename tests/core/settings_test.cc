@@ -1,5 +1,5 @@
-// base/settings.h: the settings table every backend and the core's diagnostics use.
-#include "base/settings.h"
+// c10d/base/settings.h: the settings table every backend and the core's diagnostics use.
+#include "c10d/base/settings.h"
 
 #include <stdlib.h>
 
@@ -10,8 +10,10 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -176,4 +178,5 @@ TEST(Settings, PrintShowsValueDefaultVariableAndHelp) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

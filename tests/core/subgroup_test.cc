@@ -6,13 +6,15 @@
 #include <atomic>
 #include <thread>
 
-#include "store/file_store.h"
-#include "store/hash_store.h"
-#include "store/prefix_store.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/prefix_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using std::chrono::milliseconds;
@@ -269,4 +271,5 @@ TEST(MonitoredBarrier, ProcessesWithOneRankMissing) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

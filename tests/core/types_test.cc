@@ -1,6 +1,6 @@
-// Tests for base/types.h: element sizes, names, parsing, Tensor::slice and the f16/bf16
+// Tests for c10d/base/types.h: element sizes, names, parsing, Tensor::slice and the f16/bf16
 // conversions (checked exhaustively against a table-based reference rounding).
-#include "base/types.h"
+#include "c10d/base/types.h"
 
 #include <gtest/gtest.h>
 
@@ -8,11 +8,13 @@
 #include <cstring>
 #include <random>
 
-#include "base/error.h"
-#include "base/float16.h"
+#include "c10d/base/error.h"
+#include "c10d/base/float16.h"
 #include "tests/core/float16_reference.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 TEST(Types, ElementSizeAndNames) {
@@ -130,7 +132,7 @@ TEST(Types, RoundingMatchesReference) {
   EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
 }
 
-// The inline conversions the kernels use (base/float16.h) agree with the exported ones.
+// The inline conversions the kernels use (c10d/base/float16.h) agree with the exported ones.
 TEST(Types, InlineConversionsMatchExported) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const uint16_t v = static_cast<uint16_t>(h);
@@ -153,4 +155,5 @@ TEST(Types, InlineConversionsMatchExported) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

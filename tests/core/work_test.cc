@@ -1,6 +1,6 @@
-// Tests for core/work.h: states, finish() first-call-wins, callbacks exactly once under races,
+// Tests for c10d/core/work.h: states, finish() first-call-wins, callbacks exactly once under races,
 // wait() timeouts and messages, abort(), future() and composite Works.
-#include "core/work.h"
+#include "c10d/core/work.h"
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "base/error.h"
-#include "core/backend_work.h"
+#include "c10d/base/error.h"
+#include "c10d/core/backend_work.h"
 #include "tests/common/backend_side.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using std::chrono::milliseconds;
@@ -61,7 +63,7 @@ TEST(Work, BackendSideIsNotPublicToUsers) {
   EXPECT_FALSE(CanSetSourceRank<Work>::value);
   EXPECT_FALSE(CanSetDesc<Work>::value);
   EXPECT_FALSE(CanAttachDiagnostics<Work>::value);
-  // The backend's own (core/backend_work.h): ProcessGroup alone sets the description and links
+  // The backend's own (c10d/core/backend_work.h): ProcessGroup alone sets the description and links
   // the flight record.
   EXPECT_TRUE(CanFinish<BackendWork>::value);
   EXPECT_TRUE(CanFinishUnshared<BackendWork>::value);
@@ -346,4 +348,5 @@ TEST(Work, CompletedWork) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -51,7 +51,7 @@ TREE = {
         Back to [the top](../README.md#project) and [flags](#flags-a-b_c). `C10D_CHILD` is set for
         the children.
         """,
-    "core/reader.cc": """\
+    "c10d/core/reader.cc": """\
         #include <cstdlib>
         #define C10D_MACRO(x) (x)
         enum { C10D_STATUS_OK = 0 };
@@ -91,7 +91,7 @@ BROKEN = {
         [third setup](docs/guide.md#setup-and-use-2), [outside](../elsewhere.md).
         Gone: `C10D_GONE=1`, `-DC10D_NO_SUCH_OPTION=ON`, `build/bin/old_tool`.
         """,
-    "core/more.cc": 'const char* u = std::getenv("C10D_UNDOCUMENTED");\n',
+    "c10d/core/more.cc": 'const char* u = std::getenv("C10D_UNDOCUMENTED");\n',
     "docs/other.md": "[a bad anchor in the same file](#nowhere)\n",
 }
 # stale_tool: no CMakeLists.txt makes it (an older build's leftover): a note, not a failure.
@@ -159,7 +159,7 @@ class CheckDocsTest(unittest.TestCase):
             "README.md:15: link 'docs/guide.md#setup-and-use-2': no heading",
             "README.md:15: link '../elsewhere.md' points outside the repository",
             "docs/other.md:1: link '#nowhere': no heading in docs/other.md",
-            "core/more.cc:1: environment variable C10D_UNDOCUMENTED is read here but named in "
+            "c10d/core/more.cc:1: environment variable C10D_UNDOCUMENTED is read here but named in "
             "no markdown file",
             "README.md:16: C10D_GONE is documented but nothing reads it",
             "README.md:16: -DC10D_NO_SUCH_OPTION is documented but no CMake file names it",

@@ -22,10 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/registry.h"
+#include "c10d/bootstrap/registry.h"
 #include "tests/examples/train_mlp_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -215,4 +217,5 @@ TEST(TrainMlpEquivalenceSensitivity, SmallChangeBreaksTheTolerance) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "tests/examples/train_mlp_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -111,4 +113,5 @@ TEST(TrainMlpMemory, Zero2NeverHoldsEveryGradient) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

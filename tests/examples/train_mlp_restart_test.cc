@@ -18,8 +18,10 @@
 
 #include "tests/common/multiproc.h"
 #include "tests/examples/train_mlp_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -239,4 +241,5 @@ TEST(TrainMlpErrors, CrashWithoutRestartsFailsTheJob) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 namespace {
@@ -77,4 +79,5 @@ Training runTraining(int nproc, const std::vector<std::string>& args,
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

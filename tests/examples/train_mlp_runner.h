@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "tests/tools/launcher_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct Training {
@@ -35,4 +37,5 @@ Training runTraining(int nproc, const std::vector<std::string>& args,
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

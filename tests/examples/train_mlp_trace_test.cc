@@ -14,8 +14,10 @@
 
 #include "tests/common/multiproc.h"
 #include "tests/examples/train_mlp_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -98,4 +100,5 @@ INSTANTIATE_TEST_SUITE_P(, TrainMlpTrace,
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,14 +15,16 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace example {
 namespace {
 
@@ -339,4 +341,5 @@ TEST_F(TrainMlpCheckpoint, CorruptFilesAreNamed) {
 
 }  // namespace
 }  // namespace example
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -19,11 +19,13 @@
 #include <sstream>
 #include <thread>
 
-#include "store/tcp/tcp_store_server.h"
+#include "c10d/store/tcp/tcp_store_server.h"
 #include "tests/common/multiproc.h"
 #include "tests/faults/fault_shared.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 using detail::kDone;
@@ -499,4 +501,5 @@ std::string FaultTable::markdown() const {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -38,8 +38,10 @@
 
 #include "tests/backends/conformance.h"
 #include "tests/faults/fault_ops.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 enum class Fault { kSigkill, kSigstop, kStoreKill, kCloseConnection, kShmUnlink };
@@ -140,4 +142,5 @@ class FaultTable {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -2,8 +2,10 @@
 
 #include <functional>
 #include <sstream>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -234,4 +236,5 @@ std::string CollectiveRun::verify() const {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "core/process_group.h"
+#include "c10d/core/process_group.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 enum class Collective {
@@ -63,4 +65,5 @@ class CollectiveRun {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -8,13 +8,15 @@
 #include <string>
 #include <thread>
 
-#include "backends/verbs/fault_hooks.h"
-#include "base/error.h"
-#include "bootstrap/registry.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/backends/verbs/fault_hooks.h"
+#include "c10d/base/error.h"
+#include "c10d/bootstrap/registry.h"
+#include "c10d/store/tcp/tcp_store.h"
 #include "tests/faults/fault_shared.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace detail {
 namespace {
@@ -202,4 +204,5 @@ void rankMain(const Injection& inj, SharedPage& sh, int rank) {
 
 }  // namespace detail
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

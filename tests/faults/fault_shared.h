@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "tests/faults/fault_injection.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace detail {
 
@@ -71,4 +73,5 @@ int countFds();
 
 }  // namespace detail
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/faults/fault_injection.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -65,4 +67,5 @@ TEST(FaultsStress, RandomInjectionsOnEveryBackend) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,8 +14,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/faults/fault_injection.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -86,4 +88,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FaultsQuick);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

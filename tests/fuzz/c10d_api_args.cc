@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace fuzz {
 
 int32_t raw(c10d_status_t s) {
@@ -193,4 +195,5 @@ const c10d_op_options_t* opOptions(Script& in, OpOptions& o) {
 }
 
 }  // namespace fuzz
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -11,8 +11,10 @@
 
 #include "c10d/c_api.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace fuzz {
 
 // ---- the script ----------------------------------------------------------------------------
@@ -170,4 +172,5 @@ struct OpOptions {
 const c10d_op_options_t* opOptions(Script& in, OpOptions& o);
 
 }  // namespace fuzz
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,8 +13,10 @@
 
 #include "c10d/c_api.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace fuzz {
 
 // A value of a C enum type. Only values in the enum's range [0, 2^31) (its *_MAX_ENUM_ is
@@ -206,4 +208,5 @@ inline void hostDestroy(void* user) {
 #undef C10D_FUZZ_HOST_FAULT
 
 }  // namespace fuzz
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,4 +1,4 @@
-// Fuzzes what EtcdStore reads from etcd (store/etcd/etcd_reply.h, etcd_client.h): the HTTP reply
+// Fuzzes what EtcdStore reads from etcd (c10d/store/etcd/etcd_reply.h, etcd_client.h): the HTTP reply
 // of a unary call, the /v3/watch stream, and every field the store then reads from a reply, as an
 // etcd server, a proxy in front of it, or a truncated connection may deliver them.
 //
@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "store/etcd/etcd_client.h"
-#include "store/etcd/etcd_reply.h"
+#include "c10d/store/etcd/etcd_client.h"
+#include "c10d/store/etcd/etcd_reply.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes the FileStore log replay (store/file_store_log.h): a log file as another process, a
+// Fuzzes the FileStore log replay (c10d/store/file_store_log.h): a log file as another process, a
 // crash or a disk error may have left it, corrupt or truncated anywhere.
 //
 // Input: the log bytes. The harness replays them (detail::applyRecords) and requires either
@@ -18,10 +18,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "base/error.h"
-#include "base/fd.h"
-#include "store/file_store.h"
-#include "store/file_store_log.h"
+#include "c10d/base/error.h"
+#include "c10d/base/fd.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/file_store_log.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

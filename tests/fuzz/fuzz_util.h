@@ -13,10 +13,11 @@
 #include <exception>
 #include <string>
 
-#include "base/error.h"
-#include "base/hash.h"
-#include "store/tcp/tcp_store_auth.h"
-#include "store/tcp/tcp_store_config.h"
+#include "c10d/base/error.h"
+#include "c10d/base/hash.h"
+#include "c10d/store/tcp/tcp_store_auth.h"
+#include "c10d/store/tcp/tcp_store_config.h"
+#include "c10d/base/abi.h"
 
 // Aborts the process (a "crash" for libFuzzer) unless `cond`.
 #define FUZZ_CHECK(cond, what)                                                           \
@@ -28,6 +29,7 @@
   } while (0)
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace fuzz {
 
 // Writes `data` to $TMPDIR (or /tmp)/c10d-fuzz-<tag>-<pid> and returns the path (one per process,
@@ -107,4 +109,5 @@ inline tcpstore::ServerConfig tcpStoreFuzzConfig(uint8_t flags) {
 }
 
 }  // namespace fuzz
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/verbs/transport/tcp/tcp_transport.h"
-#include "core/flight_recorder.h"
-#include "layers/optim/optimizer_state.h"
-#include "store/file_store_log.h"
-#include "store/tcp/tcp_store_auth.h"
-#include "store/tcp/tcp_store_protocol.h"
+#include "c10d/backends/verbs/transport/tcp/tcp_transport.h"
+#include "c10d/core/flight_recorder.h"
+#include "c10d/layers/optim/optimizer_state.h"
+#include "c10d/store/file_store_log.h"
+#include "c10d/store/tcp/tcp_store_auth.h"
+#include "c10d/store/tcp/tcp_store_protocol.h"
 #include "tests/fuzz/fuzz_util.h"
 #ifdef C10D_FUZZ_CORPUS_TRAIN_MLP
 #include "examples/train_mlp/checkpoint.h"
@@ -269,7 +269,7 @@ void p2pHeader(Bytes& out, uint32_t magic, int32_t tag, uint64_t len) {
 
 void p2pSeeds() {
   const std::string t = "verbs_p2p";
-  constexpr uint32_t kMagic = 0xC10D5EEDu;  // backends/verbs/p2p_engine.cc
+  constexpr uint32_t kMagic = 0xC10D5EEDu;  // c10d/backends/verbs/p2p_engine.cc
   // Two recvs posted (tag 7 of 8 bytes from rank 0; tag 9 of 4 bytes from any source).
   Bytes s = {static_cast<uint8_t>(2 | (3 << 2)), 0, 7, 8, 0, 1, 9, 4, 0};
   p2pHeader(s, kMagic, 7, 8);

@@ -1,5 +1,5 @@
 // Fuzzes the optimizer state checkpoint reader (optim::OptimizerState::load,
-// layers/optim/optimizer_state.h): a file a crash, a full disk, another version or another program
+// c10d/layers/optim/optimizer_state.h): a file a crash, a full disk, another version or another program
 // may have left, corrupt or truncated anywhere.
 //
 // Input: byte 0 bit 0 repairs the file first (its length field and checksum, fuzz_util.h's
@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "base/hash.h"
-#include "layers/optim/optimizer_state.h"
+#include "c10d/base/error.h"
+#include "c10d/base/hash.h"
+#include "c10d/layers/optim/optimizer_state.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

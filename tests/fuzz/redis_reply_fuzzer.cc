@@ -1,4 +1,4 @@
-// Fuzzes what RedisStore reads from Redis (store/redis/redis_reply.h): bytes a server (or whatever
+// Fuzzes what RedisStore reads from Redis (c10d/store/redis/redis_reply.h): bytes a server (or whatever
 // answers on its port) sends are parsed by hiredis's reader, as redis::Connection's context does,
 // and every reply goes through each conversion the store applies to the reply of one of its
 // commands (error replies, GET, INCRBY / EXISTS / DEL, SCAN, MGET).
@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include "store/redis/redis_connection.h"
-#include "store/redis/redis_reply.h"
+#include "c10d/store/redis/redis_connection.h"
+#include "c10d/store/redis/redis_reply.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// Fuzzes the TCPStore server's protocol engine (store/tcp/tcp_store_server_core.h) in-process, with
+// Fuzzes the TCPStore server's protocol engine (c10d/store/tcp/tcp_store_server_core.h) in-process, with
 // no sockets: framing, the handshake (with and without a secret), every request, the limits,
 // parked requests and their wake-ups, connection close and handshake expiry.
 //
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "store/tcp/tcp_store_server_core.h"
+#include "c10d/store/tcp/tcp_store_server_core.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

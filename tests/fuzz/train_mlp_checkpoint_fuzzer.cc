@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "base/hash.h"
+#include "c10d/base/hash.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "tests/fuzz/fuzz_util.h"
 

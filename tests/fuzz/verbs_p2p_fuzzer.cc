@@ -1,4 +1,4 @@
-// Fuzzes how the verbs backend's p2p engine (backends/verbs/p2p_engine.h) reads a peer's stream:
+// Fuzzes how the verbs backend's p2p engine (c10d/backends/verbs/p2p_engine.h) reads a peer's stream:
 // the 16-byte headers (magic, tag, length), the length a header announces (believed for a posted
 // recv of exactly that size, else bounded by maxUnexpectedBytes), matching against posted recvs,
 // size mismatches (payload drained), unexpected messages and a corrupt stream.
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/verbs/p2p_engine.h"
-#include "backends/verbs/transport/transport.h"
+#include "c10d/backends/verbs/p2p_engine.h"
+#include "c10d/backends/verbs/transport/transport.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

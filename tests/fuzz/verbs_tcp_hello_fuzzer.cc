@@ -1,4 +1,4 @@
-// Fuzzes the verbs tcp transport's hello check (backends/verbs/transport/tcp/tcp_transport.h,
+// Fuzzes the verbs tcp transport's hello check (c10d/backends/verbs/transport/tcp/tcp_transport.h,
 // parseTcpHello): the 12 bytes {magic, rank, channel} a connection to a rank's listener must send
 // before it is given a slot. Input: byte 0 is the receiving rank (0-255); the rest is cut into
 // hellos of 12 bytes (the last one may be short). Each result is compared with the rule written out
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "backends/verbs/transport/tcp/tcp_transport.h"
+#include "c10d/backends/verbs/transport/tcp/tcp_transport.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,7 +13,14 @@ test -f "$work/prefix/include/c10d/base/config.h"
 test -f "$work/prefix/include/c10d/store/tcp/tcp_store.h"
 test -f "$work/prefix/include/c10d/layers/ddp/reducer.h"
 test -f "$work/prefix/include/c10d/layers/zero/sharded_optimizer.h"
+test -f "$work/prefix/include/c10d/c10d.h"
 libdir=$(ls -d "$work"/prefix/lib*/ | head -n1)
+# Consumers put <prefix>/include on their path, nothing below it (c10d's folders have generic
+# names: core/, base/, ...).
+pc_cflags=$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags-only-I c10d)
+case " $pc_cflags " in
+  *"/include/c10d "*) echo "install test: c10d.pc puts include/c10d on the path: $pc_cflags" >&2; exit 1 ;;
+esac
 
 # 1. CMake package.
 cmake -S "$src_dir/consumer" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$work/prefix" \
@@ -29,17 +36,17 @@ case " $cflags " in
   *" -std="*) echo "install test: c10d.pc Cflags pin a language standard: $cflags" >&2; exit 1 ;;
 esac
 # shellcheck disable=SC2046
-c++ "$src_dir/consumer/main.cc" -o "$work/consumer-pc" $(pkg-config --cflags --libs c10d)
+c++ -I"$src_dir/consumer" "$src_dir/consumer/main.cc" -o "$work/consumer-pc" $(pkg-config --cflags --libs c10d)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc"
 # shellcheck disable=SC2046
-c++ -std=c++20 -DC10D_CONSUMER_EXPECT_CXX20 "$src_dir/consumer/main.cc" -o "$work/consumer-pc20" \
+c++ -std=c++20 -DC10D_CONSUMER_EXPECT_CXX20 -I"$src_dir/consumer" "$src_dir/consumer/main.cc" -o "$work/consumer-pc20" \
   $(pkg-config --cflags --libs c10d)
 LD_LIBRARY_PATH="$libdir" "$work/consumer-pc20"
 
 # 3. The C ABI from a C program: the installed header compiles as strict C99 and the library
 # reports the ABI version the header was written for (SONAME libc10d.so.<ABI>).
-header="$work/prefix/include/c10d/c10d/c_api.h"
-test ! -e "$work/prefix/include/c10d/c10d/c_api_internal.h"  # the implementation's, not installed
+header="$work/prefix/include/c10d/c_api.h"
+test ! -e "$work/prefix/include/c10d/c_api_internal.h"  # the implementation's, not installed
 abi=$(sed -n 's/^#define C10D_ABI_VERSION \([0-9]*\)$/\1/p' "$header")
 test -e "$libdir/libc10d.so.$abi"
 cat > "$work/consumer.c" <<'CEOF'

@@ -1,7 +1,7 @@
 // Compiled as a file of the core room (tests/layering/CMakeLists.txt): the floors below it.
-#include "base/error.h"
-#include "core/process_group.h"
-#include "store/store.h"
+#include "c10d/base/error.h"
+#include "c10d/core/process_group.h"
+#include "c10d/store/store.h"
 
 int c10dLayeringProbeAllowed() {
   return 0;

@@ -28,24 +28,24 @@ def run_tree(files):
 
 failures = []
 rc, out = run_tree({
-    "core/a.cc": '#include "base/error.h"\n#include "store/store.h"\n#include "core/work.h"\n',
-    "layers/b.cc": '#include "bootstrap/registry.h"\n',
-    "tests/c.cc": '#include "backends/verbs/comm.h"\n',
+    "c10d/core/a.cc": '#include "c10d/base/error.h"\n#include "c10d/store/store.h"\n#include "c10d/core/work.h"\n',
+    "c10d/layers/b.cc": '#include "c10d/bootstrap/registry.h"\n',
+    "tests/c.cc": '#include "c10d/backends/verbs/comm.h"\n',
 })
 if rc != 0 or "0 not allowed" not in out:
     failures.append(f"allowed includes were refused (rc {rc}):\n{out}")
 
 rc, out = run_tree({
-    "core/a.cc": '// x\n#include "backends/nccl/cuda_stream.h"\n',
-    "base/b.h": '#include "store/store.h"\n',
-    "store/c.cc": '#include "store/etcd/etcd_store.h"\n',
-    "layers/d.cc": '#include "backends/gloo/config.h"\n',
+    "c10d/core/a.cc": '// x\n#include "c10d/backends/nccl/cuda_stream.h"\n',
+    "c10d/base/b.h": '#include "c10d/store/store.h"\n',
+    "c10d/store/c.cc": '#include "c10d/store/etcd/etcd_store.h"\n',
+    "c10d/layers/d.cc": '#include "c10d/backends/gloo/config.h"\n',
 })
 expected = [
-    "core/a.cc:2: includes backends/nccl/cuda_stream.h (room nccl)",
-    "base/b.h:1: includes store/store.h (room store), but room base stands on nothing",
-    "store/c.cc:1: includes store/etcd/etcd_store.h (room etcd_store)",
-    "layers/d.cc:1: includes backends/gloo/config.h (room gloo)",
+    "c10d/core/a.cc:2: includes c10d/backends/nccl/cuda_stream.h (room nccl)",
+    "c10d/base/b.h:1: includes c10d/store/store.h (room store), but room base stands on nothing",
+    "c10d/store/c.cc:1: includes c10d/store/etcd/etcd_store.h (room etcd_store)",
+    "c10d/layers/d.cc:1: includes c10d/backends/gloo/config.h (room gloo)",
     "4 not allowed",
 ]
 if rc != 1:

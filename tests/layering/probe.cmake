@@ -13,12 +13,12 @@ if(NOT rc EQUAL 0)
 endif()
 build(c10d_layering_probe_upward rc out)
 if(rc EQUAL 0)
-  message(FATAL_ERROR "a core file including backends/verbs/comm.h compiled: the rooms' include "
+  message(FATAL_ERROR "a core file including c10d/backends/verbs/comm.h compiled: the rooms' include "
                       "views do not enforce the floors (cmake/C10dRooms.cmake)")
 endif()
-# GCC: "backends/verbs/comm.h: No such file or directory"; clang: "'backends/verbs/comm.h' file
+# GCC: "c10d/backends/verbs/comm.h: No such file or directory"; clang: "'c10d/backends/verbs/comm.h' file
 # not found". Anything else failed for another reason.
-if(NOT out MATCHES "backends/verbs/comm.h'?:? (No such file or directory|file not found)")
+if(NOT out MATCHES "c10d/backends/verbs/comm.h'?:? (No such file or directory|file not found)")
   message(FATAL_ERROR "the upward include failed, but not for want of the header:\n${out}")
 endif()
 message(STATUS "a core file that includes a backend header does not compile, as designed")

@@ -1,11 +1,13 @@
 // assignBuckets against an assignment worked out by hand, and FlatBuffer's views.
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-#include "layers/common/bucket_assignment.h"
-#include "layers/common/flat_buffer.h"
+#include "c10d/base/error.h"
+#include "c10d/layers/common/bucket_assignment.h"
+#include "c10d/layers/common/flat_buffer.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace layers {
 namespace {
 
@@ -99,4 +101,5 @@ TEST(CpuDeviceOps, CopyZeroDivide) {
 
 }  // namespace
 }  // namespace layers
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -9,8 +9,8 @@
 #include <iostream>
 #include <string>
 
-#include "bootstrap/init.h"
-#include "layers/zero/grad_norm.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/layers/zero/grad_norm.h"
 
 int main() {
   const std::string path = "/tmp/c10d-clip-dump-" + std::to_string(getpid());

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <numeric>
 
-#include "base/error.h"
-#include "layers/data/distributed_sampler.h"
+#include "c10d/base/error.h"
+#include "c10d/layers/data/distributed_sampler.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace data {
 namespace {
 
@@ -108,4 +110,5 @@ TEST(DistributedSampler, RejectsABadRank) {
 
 }  // namespace
 }  // namespace data
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -39,11 +39,13 @@
 
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-#include "layers/common/memory.h"
-#include "layers/optim/flat_optimizer.h"
+#include "c10d/base/error.h"
+#include "c10d/layers/common/memory.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -144,7 +146,7 @@ std::vector<TorchCase> torchCases() {
 }
 
 // Construction allocates exactly its slots (Adam: two of numel floats), never a third copy
-// meanwhile. Counted (layers/common/memory.h).
+// meanwhile. Counted (c10d/layers/common/memory.h).
 TEST(FlatOptimizerTest, ConstructionAllocatesItsSlotsOnly) {
   OptimizerOptions o;
   o.algorithm = Algorithm::kAdam;
@@ -319,4 +321,5 @@ TEST(FlatOptimizerTest, ValidateNamesTheField) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

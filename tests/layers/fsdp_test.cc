@@ -15,14 +15,16 @@
 #include <numeric>
 #include <set>
 
-#include "core/backend_work.h"
-#include "core/forwarding_group.h"
-#include "layers/common/memory.h"
-#include "layers/zero/fully_sharded.h"
+#include "c10d/core/backend_work.h"
+#include "c10d/core/forwarding_group.h"
+#include "c10d/layers/common/memory.h"
+#include "c10d/layers/zero/fully_sharded.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -281,7 +283,7 @@ TEST_P(FsdpTest, LoadedStateAndParametersContinueTheRun) {
   });
 }
 
-// Memory, measured (layers/common/memory.h): construction allocates exactly the parameter and
+// Memory, measured (c10d/layers/common/memory.h): construction allocates exactly the parameter and
 // gradient shards and the state ((2 + k) * L floats, L = sum ceil(U_u / N)); a training step's peak
 // is within two units' full parameters and two units' full gradients above that, and reaches the
 // two units' parameters and two units' gradients (without prefetch it would stay at three;
@@ -443,7 +445,7 @@ TEST_P(FsdpTest, PrefetchedGatherIsInFlightWhileAUnitComputes) {
 // UnitInit constructor makes each unit's values in turn (rank 0's kept), holding one unit beyond
 // the shards and state; forEachUnit shows every unit's full parameters in order, holding at most
 // two units (one without prefetch) and nothing after; consolidateUnitState, unit after unit, is
-// consolidateState. The layers' own allocations, counted (layers/common/memory.h); train_mlp's
+// consolidateState. The layers' own allocations, counted (c10d/layers/common/memory.h); train_mlp's
 // TrainMlpMemory test measures the processes' RSS.
 TEST_P(FsdpTest, UnitByUnitStartUpVisitsAndState) {
   const BackendParam bp = p();
@@ -605,4 +607,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsdpTest);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,5 +1,5 @@
 // zero::clipCoefficient and clipGradNorm against torch.nn.utils.clip_grad_norm_'s bits.
-#include "layers/zero/grad_norm.h"
+#include "c10d/layers/zero/grad_norm.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,9 +7,11 @@
 #include <cmath>
 #include <string>
 
-#include "bootstrap/init.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 // (one fp32 gradient g, max_norm, torch's clip_coef, torch's g after clip_grad_norm_([g], max)),
@@ -58,4 +60,5 @@ TEST(GradNorm, ClipGradNormScalesAsTorch) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

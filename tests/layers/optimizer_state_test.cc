@@ -13,12 +13,14 @@
 
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-#include "layers/optim/optimizer_state.h"
+#include "c10d/base/error.h"
+#include "c10d/layers/optim/optimizer_state.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -327,4 +329,5 @@ TEST(OptimizerStateTest, SaveErrorsNameThePath) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

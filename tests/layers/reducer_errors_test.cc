@@ -3,8 +3,10 @@
 // broadcast, and every misuse error with its message. Every CPU backend, world sizes 1-4.
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -177,4 +179,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReducerErrorsTest);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -2,9 +2,11 @@
 
 #include <cmath>
 
-#include "base/float16.h"
+#include "c10d/base/float16.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 TestModel::TestModel(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
@@ -119,4 +121,5 @@ std::string caseName(const ::testing::TestParamInfo<std::tuple<BackendParam, int
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

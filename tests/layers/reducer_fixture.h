@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/ddp/reducer.h"
+#include "c10d/layers/ddp/reducer.h"
 #include "tests/backends/conformance.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct ParamSpec {
@@ -87,4 +89,5 @@ void expectThrowWith(F&& f, const std::vector<std::string>& parts, const std::st
 std::string caseName(const ::testing::TestParamInfo<std::tuple<BackendParam, int>>& info);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -17,12 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include "core/forwarding_group.h"
-#include "store/file_store.h"
+#include "c10d/core/forwarding_group.h"
+#include "c10d/store/file_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -258,4 +260,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, ReducerOverlap, ::testing::ValuesIn(conforman
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/init.h"
-#include "layers/ddp/reducer.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/layers/ddp/reducer.h"
 
 namespace {
 

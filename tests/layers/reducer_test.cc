@@ -8,12 +8,14 @@
 #include <numeric>
 #include <thread>
 
-#include "layers/common/bucket_assignment.h"
-#include "layers/common/memory.h"
+#include "c10d/layers/common/bucket_assignment.h"
+#include "c10d/layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -284,7 +286,7 @@ TEST_P(ReducerTest, RebuildsBucketsFromRankZerosReadyOrder) {
 
 // The rebuild after the first iteration compares rank 0's order's layout with the buckets it has
 // before it allocates anything: an unchanged layout keeps its buckets, and the iteration never
-// holds a second set of buckets (every gradient twice). Counted (layers/common/memory.h).
+// holds a second set of buckets (every gradient twice). Counted (c10d/layers/common/memory.h).
 TEST_P(ReducerTest, AnUnchangedLayoutIsKeptWithoutASecondSetOfBuckets) {
   const BackendParam bp = p();
   const std::string path = uniqueTempPath("ddp-keep");
@@ -572,4 +574,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReducerTest);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

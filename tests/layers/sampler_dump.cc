@@ -11,7 +11,7 @@
 #include <iostream>
 #include <vector>
 
-#include "layers/data/distributed_sampler.h"
+#include "c10d/layers/data/distributed_sampler.h"
 
 static_assert(sizeof(size_t) == sizeof(uint64_t), "--binary writes size_t as uint64");
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/init.h"
-#include "layers/norm/sync_batch_norm.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/layers/norm/sync_batch_norm.h"
 
 namespace {
 

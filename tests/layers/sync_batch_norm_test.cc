@@ -12,13 +12,15 @@
 
 #include <gtest/gtest.h>
 
-#include "base/float16.h"
-#include "layers/norm/sync_batch_norm.h"
+#include "c10d/base/float16.h"
+#include "c10d/layers/norm/sync_batch_norm.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"  // getValue / setValue
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -387,4 +389,5 @@ INSTANTIATE_TEST_SUITE_P(Backends, SyncBatchNormTest,
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

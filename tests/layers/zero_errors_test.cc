@@ -10,8 +10,10 @@
 
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -276,4 +278,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZeroErrorsTest);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

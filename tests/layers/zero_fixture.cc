@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 float initialValue(int rank, size_t p, size_t e) {
@@ -160,4 +162,5 @@ std::string zeroCaseName(const ::testing::TestParamInfo<std::tuple<BackendParam,
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,12 +15,14 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/optim/flat_optimizer.h"
-#include "layers/optim/optimizer_state.h"
-#include "layers/zero/sharded_optimizer.h"
+#include "c10d/layers/optim/flat_optimizer.h"
+#include "c10d/layers/optim/optimizer_state.h"
+#include "c10d/layers/zero/sharded_optimizer.h"
 #include "tests/backends/conformance.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 class ZeroModel {
@@ -108,4 +110,5 @@ class ZeroTest : public ::testing::TestWithParam<std::tuple<BackendParam, int>> 
 std::string zeroCaseName(const ::testing::TestParamInfo<std::tuple<BackendParam, int>>& info);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

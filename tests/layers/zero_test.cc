@@ -13,11 +13,13 @@
 #include <numeric>
 #include <thread>
 
-#include "layers/common/memory.h"
+#include "c10d/layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -419,7 +421,7 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
   return buffers * staging * sizeof(float);
 }
 
-// Memory, measured: what the optimizer allocates (layers/common/memory.h counts every buffer of
+// Memory, measured: what the optimizer allocates (c10d/layers/common/memory.h counts every buffer of
 // the layers) is exactly this rank's shards of gradients and parameters (S_r floats each, not the
 // largest shard's, and a zero tail of at most R; expectedShardBytes), the staging this rank needs
 // (expectedStagingBytes) and the state of its own
@@ -605,4 +607,5 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ZeroTest);
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,8 +14,10 @@
 
 #include "tests/common/multiproc.h"
 #include "tests/netns/netns_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -115,4 +117,5 @@ TEST(NetnsC10drun, LauncherKilledOnOneHostFailsTheOtherWithoutHanging) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

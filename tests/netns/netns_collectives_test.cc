@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/netns/netns_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -106,4 +108,5 @@ TEST(NetnsCollectives, GlooTwoHostsOfTwoRanks) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -18,8 +18,10 @@
 
 #include "tests/common/multiproc.h"
 #include "tests/netns/netns_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -177,4 +179,5 @@ TEST(NetnsElastic, EtcdJobLosesOneOfThreeHostsAndFinishesOnTwo) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,8 +1,10 @@
 #include "tests/netns/netns_test_util.h"
 
 #include <gtest/gtest.h>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 std::vector<HostCommand> workerRanks(const std::vector<int>& hostOf,
@@ -37,4 +39,5 @@ void expectAllOk(const std::vector<HostResult>& results) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "tests/netns/virtual_hosts.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // Port of rank 0's TCPStore on host0: fixed, since every test's hosts have a network of their own.
@@ -23,4 +25,5 @@ std::vector<HostCommand> workerRanks(const std::vector<int>& hostOf,
 void expectAllOk(const std::vector<HostResult>& results);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

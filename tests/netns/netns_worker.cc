@@ -34,8 +34,8 @@
 
 #include <gtest/gtest.h>
 
-#include "base/error.h"
-#include "bootstrap/init.h"
+#include "c10d/base/error.h"
+#include "c10d/bootstrap/init.h"
 #include "tests/backends/conformance.h"
 
 namespace {

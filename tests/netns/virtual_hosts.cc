@@ -22,8 +22,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 namespace {
@@ -618,4 +620,5 @@ void VirtualHosts::teardown() {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

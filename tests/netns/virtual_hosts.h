@@ -37,8 +37,10 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // Why virtual hosts cannot be made on this machine (a missing capability: not root, no `ip`,
@@ -141,4 +143,5 @@ class VirtualHosts {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,8 +14,10 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -178,4 +180,5 @@ TEST(VirtualHosts, CommandsEndAtTheirDeadline) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

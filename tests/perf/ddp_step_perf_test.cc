@@ -15,11 +15,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "bootstrap/registry.h"
+#include "c10d/bootstrap/registry.h"
 #include "perf/common/ddp_step.h"
 #include "tests/perf/perf_process.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -473,4 +475,5 @@ TEST(DdpStepRunChecker, SingleProcessAndBadFlags) {
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

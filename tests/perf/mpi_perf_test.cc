@@ -15,8 +15,10 @@
 #include "perf/common/collectives.h"
 #include "perf/common/report.h"
 #include "tests/perf/perf_process.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -127,4 +129,5 @@ TEST(MpiPerfSkips, HalfAndAvgAreSkippedWithALine) {
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

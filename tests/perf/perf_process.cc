@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 std::string readFile(const std::string& path) {
@@ -166,4 +168,5 @@ RunResult runMpiPerf(const std::string& binary, int n, const std::vector<std::st
 }
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

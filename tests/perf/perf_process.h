@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 
 struct RunResult {
@@ -42,4 +44,5 @@ RunResult runMpiPerf(const std::string& binary, int n, const std::vector<std::st
 std::string readFile(const std::string& path);
 
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

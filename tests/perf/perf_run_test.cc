@@ -14,11 +14,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "bootstrap/registry.h"
+#include "c10d/bootstrap/registry.h"
 #include "perf/common/report.h"
 #include "tests/perf/perf_process.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -252,4 +254,5 @@ INSTANTIATE_TEST_SUITE_P(Perf, PerfEveryCollective,
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

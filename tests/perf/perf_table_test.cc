@@ -13,8 +13,10 @@
 #include "perf/common/data.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace perf {
 namespace {
 
@@ -149,7 +151,7 @@ TEST(PerfOptions, SizesAndFlags) {
   EXPECT_EQ(b, 123u);
   EXPECT_FALSE(parseSize("12Q", &b));
   EXPECT_FALSE(parseSize("x", &b));
-  // The spellings every byte-size setting takes (base/settings.h's parseByteSize).
+  // The spellings every byte-size setting takes (c10d/base/settings.h's parseByteSize).
   EXPECT_TRUE(parseSize("4KiB", &b));
   EXPECT_EQ(b, 4096u);
   EXPECT_TRUE(parseSize("2gib", &b));
@@ -308,4 +310,5 @@ TEST(PerfData, InputsDependOnRankIndexAndSeed) {
 
 }  // namespace
 }  // namespace perf
+C10D_NAMESPACE_END
 }  // namespace c10d

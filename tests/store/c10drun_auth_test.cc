@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/store/tcp_store_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using test::ScopedEnv;
@@ -104,4 +106,5 @@ TEST(C10drunAuthTest, UserSecretIsPassedThroughAndEmptyTurnsItOff) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

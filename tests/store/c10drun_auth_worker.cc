@@ -13,9 +13,9 @@
 #include <exception>
 #include <string>
 
-#include "base/error.h"
-#include "bootstrap/init.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/base/error.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/tcp/tcp_store.h"
 
 int main(int argc, char** argv) {
   using namespace c10d;

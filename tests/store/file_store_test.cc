@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
-#include "store/file_store.h"
+#include "c10d/store/file_store.h"
 #include "tests/common/multiproc.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -149,4 +151,5 @@ TEST(FileStoreTest, ThreadsShareFileStores) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "store/hash_store.h"
-#include "store/prefix_store.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/prefix_store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -60,4 +62,5 @@ TEST(PrefixStoreTest, NullStoreIsInvalid) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include "bootstrap/init.h"
-#include "store/redis/redis_store.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/redis/redis_store.h"
 #include "tests/store/server_store_checks.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -127,4 +129,5 @@ TEST(RedisStore, InitUrlRendezvous) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -12,11 +12,13 @@
 
 #include <gtest/gtest.h>
 
-#include "store/store.h"
+#include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/store_servers.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 using MakeStore = std::function<std::shared_ptr<Store>(Milliseconds timeout)>;
@@ -105,4 +107,5 @@ inline void expectServerLossIsNamed(ServerProcess& server, const MakeStore& make
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -8,8 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/store/store_fixtures.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -158,4 +160,5 @@ TEST_P(StoreConformanceTest, ConcurrentAppendKeepsEveryChunk) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
-#include "store/prefix_store.h"
+#include "c10d/store/prefix_store.h"
 #include "tests/store/store_fixtures.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -199,4 +201,5 @@ INSTANTIATE_TEST_SUITE_P(AllStores, StoreConformanceTest, ::testing::ValuesIn(al
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

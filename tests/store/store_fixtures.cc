@@ -14,20 +14,22 @@
 
 #include <gtest/gtest.h>
 
-#include "store/file_store.h"
-#include "store/hash_store.h"
-#include "store/prefix_store.h"
-#include "store/tcp/tcp_store.h"
+#include "c10d/store/file_store.h"
+#include "c10d/store/hash_store.h"
+#include "c10d/store/prefix_store.h"
+#include "c10d/store/tcp/tcp_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/store_servers.h"
+#include "c10d/base/abi.h"
 #ifdef C10D_TEST_ETCD_STORE
-#include "store/etcd/etcd_store.h"
+#include "c10d/store/etcd/etcd_store.h"
 #endif
 #ifdef C10D_TEST_REDIS_STORE
-#include "store/redis/redis_store.h"
+#include "c10d/store/redis/redis_store.h"
 #endif
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -241,4 +243,5 @@ void runParallel(StoreFixture& fixture, int size, const std::function<void(int, 
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -10,10 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include "base/types.h"
-#include "store/store.h"
+#include "c10d/base/types.h"
+#include "c10d/store/store.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // Default timeout of the stores the fixtures make: long enough for 8 contending processes under
@@ -76,4 +78,5 @@ class StoreConformanceTest : public ::testing::TestWithParam<StoreKind> {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -20,8 +20,10 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -223,4 +225,5 @@ ServerProcess::~ServerProcess() {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 class ServerProcess {
@@ -49,4 +51,5 @@ class ServerProcess {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -2,11 +2,13 @@
 // libraries (libc10d_store_<scheme>.so.<ABI>, found beside libc10d) on first use.
 #include <gtest/gtest.h>
 
-#include "bootstrap/init.h"
-#include "store/store_registry.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/store_registry.h"
 #include "tests/store/store_servers.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -52,4 +54,5 @@ TEST(StoreUrl, EtcdLoadsItsLibrary) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,12 +13,14 @@
 
 #include <gtest/gtest.h>
 
-#include "store/tcp/tcp_store.h"
-#include "store/tcp/tcp_store_auth.h"
-#include "store/tcp/tcp_store_config.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store_auth.h"
+#include "c10d/store/tcp/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using test::clientOptions;
@@ -412,4 +414,5 @@ TEST(TCPStoreAuthTest, NoncesInAForkedChildWhileAnotherThreadMakesThem) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

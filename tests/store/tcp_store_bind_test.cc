@@ -13,13 +13,15 @@
 
 #include <gtest/gtest.h>
 
-#include "base/socket.h"
-#include "bootstrap/init.h"
-#include "store/tcp/tcp_store.h"
-#include "store/tcp/tcp_store_config.h"
+#include "c10d/base/socket.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using test::ScopedEnv;
@@ -245,4 +247,5 @@ TEST(TCPStoreBindTest, MasterAddrInterfaceOnly) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -8,13 +8,15 @@
 
 #include <gtest/gtest.h>
 
-#include "base/settings.h"
-#include "store/tcp/tcp_store.h"
-#include "store/tcp/tcp_store_config.h"
-#include "store/tcp/tcp_store_server_core.h"
+#include "c10d/base/settings.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store_config.h"
+#include "c10d/store/tcp/tcp_store_server_core.h"
 #include "tests/store/tcp_store_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using test::clientOptions;
@@ -218,7 +220,7 @@ TEST(TCPStoreLimitsTest, SettingsFromOptionsEnvironmentAndDefaults) {
     expectMentions(msg, {"C10D_STORE_MAX_CONNECTIONS='lots'", "not an integer"});
   }
   {
-    // The byte spellings of every other setting (base/settings.h): KiB, MiB, GiB, any case.
+    // The byte spellings of every other setting (c10d/base/settings.h): KiB, MiB, GiB, any case.
     ScopedEnv kib("C10D_STORE_MAX_VALUE_BYTES", "3KiB");
     ScopedEnv mib("C10D_STORE_MAX_TOTAL_BYTES", "5mib");
     const tcpstore::ServerConfig c = tcpstore::resolveServerConfig({});
@@ -259,7 +261,7 @@ TEST(TCPStoreLimitsTest, ByteCounts) {
                         {"9223372036854775807", true, INT64_MAX},
                         {"9223372036854775808", false, 0},
                         {"9007199254740992G", false, 0}};
-  for (const auto& c : cases) {  // as the TCPStore reads its byte limits (base/settings.h)
+  for (const auto& c : cases) {  // as the TCPStore reads its byte limits (c10d/base/settings.h)
     unsigned long long v = 0;
     EXPECT_EQ(parseByteSize(c.text, INT64_MAX, &v), c.ok) << c.text;
     if (c.ok) {
@@ -269,4 +271,5 @@ TEST(TCPStoreLimitsTest, ByteCounts) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

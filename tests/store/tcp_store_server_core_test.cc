@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "store/tcp/tcp_store_protocol.h"
-#include "store/tcp/tcp_store_server_core.h"
+#include "c10d/store/tcp/tcp_store_protocol.h"
+#include "c10d/store/tcp/tcp_store_server_core.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace tcpstore {
 namespace {
 
@@ -117,4 +119,5 @@ TEST_F(ServerCoreTest, AMultiGetMovesFromTheEmptyKeysWaiterListToTheNextMissingK
 
 }  // namespace
 }  // namespace tcpstore
+C10D_NAMESPACE_END
 }  // namespace c10d

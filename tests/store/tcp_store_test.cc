@@ -1,7 +1,7 @@
 // TCPStore-specific behaviour: ports and bind errors, connect retry and timeouts, pushed wakeups,
 // malformed requests, server death, many clients, large values and the batched ops. The generic
 // Store semantics are covered by store_conformance_test.
-#include "store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -21,13 +21,15 @@
 
 #include <gtest/gtest.h>
 
-#include "base/socket.h"
-#include "store/tcp/tcp_store_auth.h"
-#include "store/tcp/tcp_store_protocol.h"
+#include "c10d/base/socket.h"
+#include "c10d/store/tcp/tcp_store_auth.h"
+#include "c10d/store/tcp/tcp_store_protocol.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/tcp_store_test_util.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -594,4 +596,5 @@ TEST(TCPStoreTest, ResolvesHostnamesAndIPv6) {
 }
 
 }  // namespace
+C10D_NAMESPACE_END
 }  // namespace c10d

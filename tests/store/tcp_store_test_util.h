@@ -14,12 +14,14 @@
 
 #include <gtest/gtest.h>
 
-#include "base/socket.h"
-#include "store/tcp/tcp_store.h"
-#include "store/tcp/tcp_store_auth.h"
-#include "store/tcp/tcp_store_protocol.h"
+#include "c10d/base/socket.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store_auth.h"
+#include "c10d/store/tcp/tcp_store_protocol.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 // The exception's message when fn throws Exc; a test failure (and "") otherwise.
@@ -165,4 +167,5 @@ class RawClient {
 };
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/tools/trace_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -196,4 +198,5 @@ TEST_F(TraceTest, DuplicateRanksMissingFilesAndEmptyDirectories) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

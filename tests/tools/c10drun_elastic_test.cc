@@ -22,8 +22,10 @@
 
 #include "tests/store/store_servers.h"
 #include "tests/tools/launcher_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -463,4 +465,5 @@ TEST(C10drunElastic, BadRendezvousOptionsAreUsageErrors) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

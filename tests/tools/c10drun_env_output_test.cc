@@ -11,8 +11,10 @@
 #include <sstream>
 
 #include "tests/tools/launcher_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -243,4 +245,5 @@ TEST(C10drunOptions, BadOptionsExitTwoWithMessage) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

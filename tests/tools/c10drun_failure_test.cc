@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "tests/tools/launcher_runner.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 namespace {
 
@@ -189,4 +191,5 @@ TEST(C10drunLifetime, StragglersOfAnExitedWorkerNeitherHangNorSurvive) {
 
 }  // namespace
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "bootstrap/init.h"
-#include "core/work.h"
-#include "store/store.h"
+#include "c10d/bootstrap/init.h"
+#include "c10d/core/work.h"
+#include "c10d/store/store.h"
 
 namespace {
 

@@ -12,8 +12,10 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 std::string LauncherRun::describe() const {
@@ -175,4 +177,5 @@ int countOf(const std::string& haystack, const std::string& needle) {
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -12,8 +12,10 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct LauncherRun {
@@ -55,4 +57,5 @@ bool parsePrefixed(const std::string& line, int* rank, std::string* rest);
 int countOf(const std::string& haystack, const std::string& needle);
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,6 +1,6 @@
 #!/bin/sh
 # init() (env://) and a perf binary under Open MPI's mpirun, 3 ranks on this host: the ranks come
-# from OMPI_COMM_WORLD_* (base/launch_env.h), rank 0's store from 127.0.0.1 and MASTER_PORT.
+# from OMPI_COMM_WORLD_* (c10d/base/launch_env.h), rank 0's store from 127.0.0.1 and MASTER_PORT.
 # Usage: mpirun_test.sh BIN_DIR. Exit 77 (skipped) when mpirun is absent.
 set -eu
 BIN=$1

@@ -9,8 +9,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace test {
 
 struct TraceRun {
@@ -41,4 +43,5 @@ inline TraceRun runTrace(const std::vector<std::string>& args, const std::string
 }
 
 }  // namespace test
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -9,8 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace trace {
 
 namespace {
@@ -390,4 +392,5 @@ std::vector<Report> analyze(const std::vector<Dump>& dumps) {
 }
 
 }  // namespace trace
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -1,5 +1,5 @@
 // c10d_trace: reads the flight recorder dumps of every rank of a job (GroupDiagnostics writes one
-// JSON file per rank and group: core/flight_recorder.h has the format) and says where the ranks
+// JSON file per rank and group: c10d/core/flight_recorder.h has the format) and says where the ranks
 // part ways: the first op where they diverge (a different op, dtype, count, root or reduce op at
 // the same sequence number), or the op some ranks wait in that others never reached (or left no
 // dump: stopped or dead).
@@ -14,8 +14,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace trace {
 
 class TraceError : public std::runtime_error {
@@ -67,4 +69,5 @@ struct Report {
 std::vector<Report> analyze(const std::vector<Dump>& dumps);
 
 }  // namespace trace
+C10D_NAMESPACE_END
 }  // namespace c10d

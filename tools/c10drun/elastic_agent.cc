@@ -11,8 +11,10 @@
 #include "tools/c10drun/rdzv_backend.h"
 #include "tools/c10drun/rendezvous.h"
 #include "tools/c10drun/supervisor.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 namespace {
 
@@ -206,4 +208,5 @@ int runElastic(const Options& options, SignalEvents& signals, int outFd, int err
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

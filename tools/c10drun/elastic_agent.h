@@ -21,12 +21,15 @@
 
 #include "tools/c10drun/options.h"
 #include "tools/c10drun/signals.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 // Runs the elastic job described by `options` (options.elastic()); returns the exit code.
 int runElastic(const Options& options, SignalEvents& signals, int outFd = 1, int errFd = 2);
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

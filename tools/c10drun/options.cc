@@ -14,9 +14,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "base/settings.h"
+#include "c10d/base/settings.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 namespace {
 
@@ -408,4 +410,5 @@ ParseResult parseOptions(int argc, const char* const* argv) {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,9 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 // Exit code for bad usage (as argparse / torchrun).
@@ -94,4 +96,5 @@ std::string resolveProgram(const std::string& program);
 std::string usageText();
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

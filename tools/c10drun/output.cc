@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 bool writeAll(int fd, const char* data, size_t n) {
@@ -70,4 +72,5 @@ void LinePrefixer::finish() {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

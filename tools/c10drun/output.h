@@ -14,8 +14,10 @@
 
 #include <cstddef>
 #include <string>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 class LinePrefixer {
@@ -43,4 +45,5 @@ class LinePrefixer {
 bool writeAll(int fd, const char* data, size_t n);
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -11,10 +11,12 @@
 #include <cstring>
 
 #include "tools/c10drun/signals.h"
+#include "c10d/base/abi.h"
 
 extern char** environ;
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 void throwSystemError(const std::string& what, int err) {
@@ -179,4 +181,5 @@ int findFreePort() {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -12,7 +12,7 @@
 // Nothing here blocks except spawnWorker() waiting for the child's exec (bounded by execve).
 #pragma once
 
-#include "base/fd.h"
+#include "c10d/base/fd.h"
 
 #include <signal.h>
 #include <sys/types.h>
@@ -20,9 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 // Throws c10d::Error "<what> failed: <strerror> (ENAME, errno N)" (c10d::detail::errnoString).
@@ -81,4 +83,5 @@ std::vector<std::string> mergedEnvironment(const std::vector<std::string>& overr
 int findFreePort();
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

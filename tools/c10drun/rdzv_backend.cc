@@ -7,13 +7,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "base/fd.h"
-#include "base/settings.h"
-#include "store/store_registry.h"
-#include "store/tcp/tcp_store.h"
-#include "store/tcp/tcp_store_config.h"
+#include "c10d/base/fd.h"
+#include "c10d/base/settings.h"
+#include "c10d/store/store_registry.h"
+#include "c10d/store/tcp/tcp_store.h"
+#include "c10d/store/tcp/tcp_store_config.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 std::pair<std::string, int> parseEndpoint(const std::string& endpoint, int defaultPort) {
@@ -69,7 +71,7 @@ bool isLocalAddress(const std::string& host) {
 
 RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::string& runId,
                                         const RendezvousConf& conf) {
-  // etcd://HOST:PORT[,HOST:PORT...]/c10drun/<run id>: the EtcdStore library (store/etcd/), found
+  // etcd://HOST:PORT[,HOST:PORT...]/c10drun/<run id>: the EtcdStore library (c10d/store/etcd/), found
   // by its URL scheme. Its keys hang on a lease that the store keeps alive while this launcher
   // lives, so a job whose launchers all died leaves nothing behind (ttl 60 s).
   if (endpoint.empty()) throw UsageError("--rdzv-backend etcd needs --rdzv-endpoint HOST:PORT");
@@ -136,4 +138,5 @@ RendezvousStore openRendezvousStore(const Options& options,
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

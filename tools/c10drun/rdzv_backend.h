@@ -7,7 +7,7 @@
 //         join_timeout). --rdzv-conf is_host=true|false forces either. The store lives as long as
 //         its host launcher: that node must outlive the job (as with torchrun's c10d backend).
 //         The secret is C10D_STORE_SECRET, as for every TCPStore.
-//   etcd  an EtcdStore (store/etcd/) at --rdzv-endpoint HOST:PORT[,HOST:PORT...] (an etcd v3
+//   etcd  an EtcdStore (c10d/store/etcd/) at --rdzv-endpoint HOST:PORT[,HOST:PORT...] (an etcd v3
 //         server or cluster; port 2379 when left out), keys under c10drun/<run id>/ on a lease the
 //         launcher keeps alive (they expire 60 s after the last launcher of the job is gone).
 //         No launcher hosts anything: the job outlives any one node.
@@ -20,10 +20,12 @@
 #include <memory>
 #include <string>
 
-#include "store/store.h"
+#include "c10d/store/store.h"
 #include "tools/c10drun/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 constexpr int kDefaultRdzvPort = 29400;
@@ -50,4 +52,5 @@ std::pair<std::string, int> parseEndpoint(const std::string& endpoint, int defau
 bool isLocalAddress(const std::string& host);
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

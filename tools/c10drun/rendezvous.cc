@@ -5,9 +5,11 @@
 #include <limits>
 #include <sstream>
 
-#include "base/settings.h"
+#include "c10d/base/settings.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 namespace {
 
@@ -318,4 +320,5 @@ bool ElasticRendezvous::allDone() {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -37,11 +37,13 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "store/store.h"
+#include "c10d/base/error.h"
+#include "c10d/store/store.h"
 #include "tools/c10drun/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 // The rendezvous cannot go on (join timeout, no restarts left, a member's record missing).
@@ -139,4 +141,5 @@ class ElasticRendezvous {
 };
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#include "base/error.h"
+#include "c10d/base/error.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 std::string randomHex(size_t bytes) {
@@ -54,4 +56,5 @@ JobSecret decideJobSecret(const Options& options) {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -13,8 +13,10 @@
 #include <string>
 
 #include "tools/c10drun/options.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 constexpr const char* kStoreSecretEnv = "C10D_STORE_SECRET";
@@ -31,4 +33,5 @@ JobSecret decideJobSecret(const Options& options);
 std::string randomHex(size_t bytes);
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

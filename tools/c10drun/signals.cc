@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 namespace {
@@ -74,4 +76,5 @@ std::string signalName(int sig) {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "tools/c10drun/process.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 class SignalEvents {
@@ -48,4 +50,5 @@ class SignalEvents {
 std::string signalName(int sig);
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

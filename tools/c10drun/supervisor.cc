@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 namespace {
 
@@ -309,4 +311,5 @@ int Supervisor::run() {
 }
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -26,8 +26,10 @@
 #include "tools/c10drun/process.h"
 #include "tools/c10drun/secret.h"
 #include "tools/c10drun/signals.h"
+#include "c10d/base/abi.h"
 
 namespace c10d {
+C10D_NAMESPACE_BEGIN
 namespace run {
 
 // Where one attempt of the local group sits in the job: from the options (static rendezvous) or
@@ -101,4 +103,5 @@ class Supervisor {
 };
 
 }  // namespace run
+C10D_NAMESPACE_END
 }  // namespace c10d

@@ -15,7 +15,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "base/thread_annotations.h"
+#include "c10d/base/thread_annotations.h"
 #include "capi.h"
 #include "process_group.h"
 

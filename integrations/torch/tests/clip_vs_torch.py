@@ -1,4 +1,4 @@
-"""zero::clipGradNorm (layers/zero/grad_norm.h) against torch.nn.utils.clip_grad_norm_, bit for
+"""zero::clipGradNorm (c10d/layers/zero/grad_norm.h) against torch.nn.utils.clip_grad_norm_, bit for
 bit, on one-element fp32 gradients (whose norm is the element itself in both), for many norms and
 max norms. torch's clip_coef is reciprocal(total_norm + 1e-6) * max_norm in fp32; the test also
 checks that its cases tell that apart from the quotient computed in double, so it can fail.

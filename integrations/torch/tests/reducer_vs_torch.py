@@ -1,4 +1,4 @@
-"""The DDP Reducer (layers/ddp) against torch's DistributedDataParallel itself, byte for byte: the
+"""The DDP Reducer (c10d/layers/ddp) against torch's DistributedDataParallel itself, byte for byte: the
 averaged gradient after each of several steps, world sizes 2-4, float32 and float64, gradients
 copied into buckets and as bucket views (zero_grad in place, and set_to_none), with and without
 gradient accumulation (no_sync). torch averages a gradient it copies into its bucket by

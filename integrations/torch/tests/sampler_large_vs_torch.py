@@ -1,4 +1,4 @@
-"""DistributedSampler (layers/data) against torch at the dataset sizes where torch.randperm changes
+"""DistributedSampler (c10d/layers/data) against torch at the dataset sizes where torch.randperm changes
 form: n = (2^32 - 1) // 20 - 1 (the last n of the swap form) and from (2^32 - 1) // 20 on (the
 inside-out form of torch >= 2.6; torch < 2.6 keeps swapping), every index of every rank compared.
 The sampler follows the form of the torch that runs this (Options::randperm: 2.6 from torch 2.6

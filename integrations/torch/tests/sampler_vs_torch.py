@@ -1,4 +1,4 @@
-"""DistributedSampler (layers/data) against torch.utils.data.distributed.DistributedSampler: the
+"""DistributedSampler (c10d/layers/data) against torch.utils.data.distributed.DistributedSampler: the
 same indices, element for element, for every rank of many (n, replicas, seed, epoch, shuffle,
 drop_last), edge cases included (empty, fewer samples than ranks, seeds past 32 bits).
 

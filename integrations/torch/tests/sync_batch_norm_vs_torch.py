@@ -1,4 +1,4 @@
-"""norm::SyncBatchNorm (layers/norm) against torch's own module: torch.nn.BatchNorm1d over the
+"""norm::SyncBatchNorm (c10d/layers/norm) against torch's own module: torch.nn.BatchNorm1d over the
 concatenated global batch, which is what SyncBatchNorm computes (torch's SyncBatchNorm itself
 refuses CPU tensors). Each rank runs our layer on its share under c10drun
 (tests/layers/sync_batch_norm_replay.cc), world sizes 2-4 with uneven shares (a rank with none

@@ -1,11 +1,16 @@
 // Links against an installed c10d: uses a store, the registry, a Tensor view and a layer (the
-// sampler; the Reducer and ZeRO headers must compile from the install tree too).
-#include <base/config.h>
+// sampler; the Reducer and ZeRO headers must compile from the install tree too). Its own
+// core/options.h and base/error.h come first on the include path: c10d's headers must not pick
+// them up, nor they c10d's.
+#include "base/error.h"
+#include "core/options.h"
+
+#include <c10d/base/config.h>
 #include <c10d/c10d.h>
-#include <layers/data/distributed_sampler.h>
-#include <layers/ddp/reducer.h>
-#include <layers/zero/sharded_optimizer.h>
-#include <store/hash_store.h>
+#include <c10d/layers/data/distributed_sampler.h>
+#include <c10d/layers/ddp/reducer.h>
+#include <c10d/layers/zero/sharded_optimizer.h>
+#include <c10d/store/hash_store.h>
 
 #include <cstdio>
 
@@ -26,5 +31,6 @@ int main() {
   std::printf("\n");
   c10d::data::DistributedSampler sampler(10, 3, 1, {/*shuffle=*/false, 0, false});
   if (sampler.indices() != std::vector<size_t>({1, 4, 7, 0})) return 1;
+  if (consumer::optionsMarker() != 7 || consumer::errorMarker() != 11) return 1;
   return t.nbytes() == 16 ? 0 : 1;
 }
