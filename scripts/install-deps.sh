@@ -14,6 +14,7 @@ packages=(
   python3 python3-matplotlib                   # perf/plot
   python3-torch libtorch-dev python3-dev pybind11-dev  # integrations/torch (the c10d_torch plugin)
   python3-setuptools                           # torch 2.x (Debian 13) imports it
+  abigail-tools                                # scripts/abi-check.py: the C ABI against abi/libc10d.abi
   iproute2                                     # the netns tests' virtual hosts (ip netns, veth)
   clang-format
   clang libclang-rt-dev                        # the fuzz build (libFuzzer; scripts/fuzz.sh)
