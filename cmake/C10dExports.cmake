@@ -38,3 +38,13 @@ set(C10D_EXPORTS_MAP ${CMAKE_SOURCE_DIR}/cmake/c10d_exports.map)
 target_link_options(c10d PRIVATE "LINKER:--version-script=${C10D_EXPORTS_MAP}" "LINKER:-Bsymbolic")
 set_property(TARGET c10d APPEND PROPERTY LINK_DEPENDS ${C10D_EXPORTS_MAP})
 target_compile_options(c10d PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+
+# c10d_store_library_exports(TARGET): a store library (etcd, redis) exports its c10d:: names only
+# (cmake/c10d_store_exports.map) and binds its own references as libc10d does.
+set(C10D_STORE_EXPORTS_MAP ${CMAKE_SOURCE_DIR}/cmake/c10d_store_exports.map)
+function(c10d_store_library_exports target)
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${C10D_STORE_EXPORTS_MAP}"
+                      "LINKER:-Bsymbolic")
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${C10D_STORE_EXPORTS_MAP})
+  target_compile_options(${target} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+endfunction()

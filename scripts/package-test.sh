@@ -92,7 +92,7 @@ build_commands() {
 mkdir -p $build
 cmake -S $srcdir -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_INSTALL_PREFIX=/usr -DC10D_BUILD_TESTS=OFF -DC10D_BUILD_EXAMPLES=OFF \
-  -DC10D_WITH_NCCL=OFF -DC10D_PERF_WITH_CUDA=OFF -DC10D_TORCH_BUILD_TREE_LIBC10D=OFF \
+  -DC10D_WITH_NCCL=OFF -DC10D_PERF_WITH_CUDA=OFF \
   -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache > $build/deb-configure.log
 cmake --build $build -j 2 > $build/deb-build.log
 rm -rf $build/packages

@@ -8,7 +8,7 @@
 #   (cmake --build ASAN_BUILD_DIR --target c10d).
 # Debian's python and torch are not instrumented, so the sanitizer runtimes are preloaded into every
 # process of the run (ctest, c10drun and the Python ranks); the plugin loads the sanitized libc10d
-# through C10D_TORCH_LIBRARY (integrations/torch/src/capi.h). Leak detection is off: CPython and
+# (its DT_NEEDED libc10d.so.<ABI>) through LD_LIBRARY_PATH, which comes before the RUNPATH. Leak detection is off: CPython and
 # torch keep their allocations to exit. Any ASan or UBSan report fails the test that made it.
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
@@ -38,7 +38,7 @@ for rt in libasan.so libubsan.so; do
 done
 
 export LD_PRELOAD="${runtimes# }"
-export C10D_TORCH_LIBRARY="$lib"
+export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 echo "torch_asan: libc10d $lib; preloading $LD_PRELOAD" >&2

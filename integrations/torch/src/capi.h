@@ -1,22 +1,14 @@
-// The C ABI of libc10d as the torch plugin reaches it: a table of function pointers filled by
-// dlopen(RTLD_LOCAL) + dlsym.
+// The C ABI of libc10d as the torch plugin calls it: a table of the c10d_* functions, bound once.
 //
-// Why not link libc10d: libtorch and libc10d both define C++ symbols in namespace c10d (c10d::Work,
-// c10d::ProcessGroup, c10d::Store, their vtables and typeinfo). Had the plugin libc10d as a
-// DT_NEEDED dependency, libc10d's exported c10d:: names would sit in the plugin's lookup scope next
-// to libtorch's, and a plugin reference meant for torch's c10d::Work could bind to ours. Loaded
-// with RTLD_LOCAL, libc10d's symbols are visible only through dlsym, and the plugin names nothing
-// of ours but the c10d_* C functions; libc10d itself is linked -Bsymbolic, so its own references
-// never bind to libtorch's either (cmake/C10dExports.cmake).
+// The plugin links libc10d (DT_NEEDED libc10d.so.<C10D_ABI_VERSION>, found through its RUNPATH or
+// LD_LIBRARY_PATH; scripts/torch_asan.sh points the latter at a sanitized build). It calls only
+// the c10d_* C functions: the C++ API's names are c10d::v1::..., never libtorch's c10d::...
+// (c10d/base/abi.h), and libc10d binds its own references at link time (-Bsymbolic,
+// cmake/C10dExports.cmake), so neither library can take over the other's symbols. capi() checks
+// that the library's c10d_abi_version() is the one of the header compiled here.
 //
-// Which library: $C10D_TORCH_LIBRARY if set, else the libc10d this plugin was built with (its
-// absolute path, compiled in; the default, C10D_TORCH_BUILD_TREE_LIBC10D=ON), else (built with it
-// OFF, as the python3-c10d-torch package is) "libc10d.so.<C10D_ABI_VERSION>" through the loader's
-// search.
-// Its c10d_abi_version() must equal the C10D_ABI_VERSION of the header compiled here.
-//
-// Threads: capi() loads once (std::call_once); the table is immutable afterwards and may be read
-// from any thread. Errors: capi() throws std::runtime_error naming the path tried and dlerror().
+// Threads: capi() binds once (std::call_once); the table is immutable afterwards and may be read
+// from any thread. Errors: capi() throws std::runtime_error naming the library's path.
 #ifndef C10D_INTEGRATIONS_TORCH_CAPI_H_
 #define C10D_INTEGRATIONS_TORCH_CAPI_H_
 
