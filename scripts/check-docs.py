@@ -109,8 +109,9 @@ def list_files(root):
         pass
     files = []
     for dirpath, dirnames, filenames in os.walk(root):
+        # .ci/ holds code (.ci/run reads variables); other dot-dirs and build dirs do not.
         dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not d.startswith("build"))
+                             if (d == ".ci" or not d.startswith(".")) and not d.startswith("build"))
         rel = os.path.relpath(dirpath, root)
         for name in sorted(filenames):
             files.append(name if rel == "." else os.path.join(rel, name).replace(os.sep, "/"))

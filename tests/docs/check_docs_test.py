@@ -49,7 +49,7 @@ TREE = {
         ### Flags (a, b_c)
 
         Back to [the top](../README.md#project) and [flags](#flags-a-b_c). `C10D_CHILD` is set for
-        the children.
+        the children. CI reads `C10D_CI_ONLY`.
         """,
     "c10d/core/reader.cc": """\
         #include <cstdlib>
@@ -60,6 +60,10 @@ TREE = {
         const char* b = "C10D_READ rule: a message, not a variable";
         const char* c = "C10D_CHILD=1";
         int d = 1'000'000; const char* e = "x";
+        """,
+    ".ci/run": """\
+        #!/bin/sh
+        [ "${C10D_CI_ONLY:-0}" = 1 ] && echo packages
         """,
     "scripts/run.sh": """\
         #!/bin/sh
