@@ -13,10 +13,11 @@
 # object files, linked without the list.
 #
 # Binding: -Bsymbolic. The library's references to its own definitions are bound at link time,
-# so another library in the process that defines the same c10d:: names (libtorch does: c10d::Work,
-# c10d::ProcessGroup, c10d::Store, ...) can never take them over, whatever the load order and
-# RTLD_GLOBAL. -Bsymbolic-functions would not do: vtables and typeinfo are data, and a c10d::Work
-# built here with libtorch's vtable for c10d::Work would call into libtorch. The price of
+# so another library in the process that defines the same names can never take them over,
+# whatever the load order and RTLD_GLOBAL. (libtorch's c10d::Work, c10d::ProcessGroup, ... no
+# longer share our mangled names, which say c10d::v1 (c10d/base/abi.h); tests/capi/interpose_test
+# loads an impostor that does.) -Bsymbolic-functions would not do: vtables and typeinfo are data,
+# and a Work built here with an impostor's vtable would call into the impostor. The price of
 # -Bsymbolic is that an executable that copy-relocates an exported *mutable* variable would get
 # its own copy, which the library does not see; so the library exports no mutable data (its
 # exported objects are vtables, typeinfo and constant tables), and tests/capi/symbols_test checks
