@@ -3,9 +3,9 @@
 #include <map>
 #include <new>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/c_api_internal.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,11 +1,11 @@
 /* c10d C ABI: process groups, works and stores for C and for frameworks that embed c10d.
  *
  * What it is
- *   A stable, versioned C99 interface over the C++ API (c10d/core/process_group.h, c10d/core/work.h,
- *   c10d/store/store.h): every collective of ProcessGroup, async works with wait/test/callbacks,
- *   sub-groups, and stores, including a store whose operations are callbacks into the host
- *   framework (so the framework keeps its own rendezvous, as torch does with its Store). No
- *   C++ type and no C++ exception ever crosses it. Every name is prefixed c10d_ / C10D_.
+ *   A stable, versioned C99 interface over the C++ API (c10d/core/process_group.h,
+ * c10d/core/work.h, c10d/store/store.h): every collective of ProcessGroup, async works with
+ * wait/test/callbacks, sub-groups, and stores, including a store whose operations are callbacks
+ * into the host framework (so the framework keeps its own rendezvous, as torch does with its
+ * Store). No C++ type and no C++ exception ever crosses it. Every name is prefixed c10d_ / C10D_.
  *
  * Versions
  *   C10D_ABI_VERSION changes whenever a declaration here changes incompatibly; it is the SONAME of
@@ -23,8 +23,8 @@
  *   read with c10d_last_error(): for errors raised by the C++ core it is the exception's text (the
  *   same words a C++ caller sees: rank, op, sequence number, group, sizes); errors found by this
  *   layer name the function and the parameter. The string is valid until the same thread's next
- *   failing c10d call. Statuses mirror the C++ exception kinds (c10d/base/error.h): InvalidArgument ->
- *   C10D_STATUS_INVALID_ARGUMENT, TimeoutError -> C10D_STATUS_TIMEOUT, CommError ->
+ *   failing c10d call. Statuses mirror the C++ exception kinds (c10d/base/error.h): InvalidArgument
+ * -> C10D_STATUS_INVALID_ARGUMENT, TimeoutError -> C10D_STATUS_TIMEOUT, CommError ->
  *   C10D_STATUS_COMM_ERROR, any other c10d::Error -> C10D_STATUS_ERROR. Store failures are these
  *   same kinds (a store that lost its server is COMM_ERROR, a key that never came is TIMEOUT).
  *
@@ -264,10 +264,10 @@ struct c10d_sink {
 
 /* ---- stores -------------------------------------------------------------------------------- */
 
-/* TCPStore (c10d/store/tcp/tcp_store.h). is_server: this process runs the server on a thread (as rank 0
- * does); port 0 with is_server picks a free port (c10d_store_tcp_port says which). Clients connect
- * with retry and backoff until the timeout. num_workers: the number of clients expected (-1:
- * unknown); with is_server and num_workers > 0 the constructor waits until that many have
+/* TCPStore (c10d/store/tcp/tcp_store.h). is_server: this process runs the server on a thread (as
+ * rank 0 does); port 0 with is_server picks a free port (c10d_store_tcp_port says which). Clients
+ * connect with retry and backoff until the timeout. num_workers: the number of clients expected
+ * (-1: unknown); with is_server and num_workers > 0 the constructor waits until that many have
  * connected. options: required (ABI check). Thread-safety: any thread. */
 C10D_CAPI c10d_status_t c10d_store_tcp_create(const char* host, uint16_t port, int is_server,
                                               int num_workers, const c10d_store_options_t* options,
@@ -275,8 +275,8 @@ C10D_CAPI c10d_status_t c10d_store_tcp_create(const char* host, uint16_t port, i
 /* The port a TCP store's server listens on (the chosen one for port 0). INVALID_ARGUMENT for other
  * stores. Any thread. */
 C10D_CAPI c10d_status_t c10d_store_tcp_port(c10d_store_t* store, uint16_t* port);
-/* FileStore (c10d/store/file_store.h): one file shared by processes on a host or over NFS; removed by
- * the last of num_users users (num_users < 0: never). A forked child must create its own. */
+/* FileStore (c10d/store/file_store.h): one file shared by processes on a host or over NFS; removed
+ * by the last of num_users users (num_users < 0: never). A forked child must create its own. */
 C10D_CAPI c10d_status_t c10d_store_file_create(const char* path, int num_users,
                                                const c10d_store_options_t* options,
                                                c10d_store_t** out);
@@ -349,8 +349,8 @@ C10D_CAPI c10d_status_t c10d_store_from_callbacks(const c10d_store_callbacks_t* 
                                                   const c10d_store_options_t* options,
                                                   c10d_store_t** out);
 
-/* Store operations (c10d/store/store.h semantics), for any store, from any thread. get and wait block
- * at most the store's timeout / timeout_ms and then fail with TIMEOUT naming the key(s). */
+/* Store operations (c10d/store/store.h semantics), for any store, from any thread. get and wait
+ * block at most the store's timeout / timeout_ms and then fail with TIMEOUT naming the key(s). */
 C10D_CAPI c10d_status_t c10d_store_set(c10d_store_t* store, const char* key, const void* value,
                                        size_t size);
 C10D_CAPI c10d_status_t c10d_store_get(c10d_store_t* store, const char* key, c10d_sink_t* value);
@@ -563,9 +563,9 @@ C10D_CAPI c10d_status_t c10d_end_coalescing(c10d_pg_t* pg, c10d_work_t** out);
 /* ---- CUDA streams (the nccl backend) ------------------------------------------------------- *
  * The nccl backend runs each op on a stream of its own, ordered after the calling thread's
  * "current stream" of the tensor's device; c10d_work_synchronize makes that current stream wait
- * for the op (c10d/backends/nccl/cuda_stream.h). A framework sets the current stream to its own (torch:
- * the current torch stream) around the calls. Streams are cudaStream_t passed as void*; NULL is
- * CUDA's legacy default stream. In a library built without a CUDA backend these fail with
+ * for the op (c10d/backends/nccl/cuda_stream.h). A framework sets the current stream to its own
+ * (torch: the current torch stream) around the calls. Streams are cudaStream_t passed as void*;
+ * NULL is CUDA's legacy default stream. In a library built without a CUDA backend these fail with
  * INVALID_ARGUMENT. Thread-safety: any thread; the setting is per thread. */
 C10D_CAPI c10d_status_t c10d_cuda_set_current_stream(int device, void* stream);
 C10D_CAPI c10d_status_t c10d_cuda_current_stream(int device, void** stream);

@@ -1,8 +1,8 @@
 // C ABI: the collectives. Each converts its arguments (checked, see c_api_internal.h), calls the
 // ProcessGroup method of the same name (which validates the rest before communicating) and hands
 // back the Work.
-#include "c10d/c_api_internal.h"
 #include "c10d/base/abi.h"
+#include "c10d/c_api_internal.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

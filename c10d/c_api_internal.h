@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/c_api.h"
 #include "c10d/core/process_group.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 // The handles. A handle owns one reference; release/destroy deletes it.
 struct c10d_pg {

@@ -1,7 +1,7 @@
 // C ABI: process groups (creation, accessors, sub-groups, shutdown).
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/c_api_internal.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -3,12 +3,12 @@
 // rendezvouses through the framework's own store.
 #include <new>
 
+#include "c10d/base/abi.h"
 #include "c10d/c_api_internal.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/prefix_store.h"
 #include "c10d/store/tcp/tcp_store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

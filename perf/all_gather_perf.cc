@@ -1,9 +1,9 @@
 // all_gather_perf: every rank ends with every rank's buffer, in rank order.
 // Size = the gathered (output) bytes; count = elements per rank. Bus bandwidth: (n-1)/n x algbw
 // (each rank must receive the n-1 parts it does not have; see docs/performance.md).
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,9 +1,9 @@
 // all_reduce_perf: every rank ends with the reduction of every rank's buffer.
 // Bus bandwidth: 2(n-1)/n x algbw (each element crosses n-1 links to be reduced and n-1 more to
 // be spread back; see docs/performance.md).
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -2,9 +2,9 @@
 // Size = the bytes of each rank's buffer (n parts); count = elements per part. Bus bandwidth:
 // (n-1)/n x algbw (n-1 of the n parts cross a link; see docs/performance.md). As in nccl-tests the
 // in-place half runs but is not checked ("N/A").
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

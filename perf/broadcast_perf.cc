@@ -1,9 +1,9 @@
 // broadcast_perf: every rank ends with the root's buffer.
 // Bus bandwidth: 1 x algbw (all data must leave the root through its one link; see
 // docs/performance.md).
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -52,16 +52,16 @@
 // includes its wait for the earlier ones).
 //
 // Memory: `peak` and `live` (MiB, largest rank) are the bytes the layers allocate for the mode,
-// as layers::layerMemory() counts them (c10d/layers/common/memory.h): the DDP Reducer's buckets (which
-// hold the gradients in ddp-view), flat's buffer, ddp+opt's optimizer state, ShardedOptimizer's
-// shards, staging and state, FullyShardedModel's shards, state and gathered units. `live` is
-// held between steps (after the last timed one), `peak` the most during a timed step. Not
-// counted: the model's own parameter and gradient arrays (the framework's tensors, printed once
-// as `# model arrays`: add them for every mode but zero3, which needs neither, and ddp-view, whose
-// gradients are its buckets), the backends' internal buffers, and the benchmark's own copies
-// (zero3's gathered check). One process holds every mode's objects, so a mode's figures are its
-// own: its objects' bytes (measured as they are built, plus what its steps leave allocated) plus
-// a step's rise over the bytes live before it (resetLayerMemoryPeak() before each step;
+// as layers::layerMemory() counts them (c10d/layers/common/memory.h): the DDP Reducer's buckets
+// (which hold the gradients in ddp-view), flat's buffer, ddp+opt's optimizer state,
+// ShardedOptimizer's shards, staging and state, FullyShardedModel's shards, state and gathered
+// units. `live` is held between steps (after the last timed one), `peak` the most during a timed
+// step. Not counted: the model's own parameter and gradient arrays (the framework's tensors,
+// printed once as `# model arrays`: add them for every mode but zero3, which needs neither, and
+// ddp-view, whose gradients are its buckets), the backends' internal buffers, and the benchmark's
+// own copies (zero3's gathered check). One process holds every mode's objects, so a mode's figures
+// are its own: its objects' bytes (measured as they are built, plus what its steps leave allocated)
+// plus a step's rise over the bytes live before it (resetLayerMemoryPeak() before each step;
 // FullyShardedModel::step() resets the peak itself, so zero3's comes from FsdpStepStats).
 //
 // Process memory (RSS, /proc/self; c10d/layers/common/process_memory.h): what the kernel counts, so
@@ -101,6 +101,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/base/error.h"
 #include "perf/common/buffer.h"
@@ -108,7 +109,6 @@
 #include "perf/common/ddp_step_bench.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

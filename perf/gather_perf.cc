@@ -3,9 +3,9 @@
 // nccl-tests (n-1 of the n parts cross a link; see docs/performance.md).
 #include <cstring>
 
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

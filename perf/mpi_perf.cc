@@ -20,10 +20,10 @@
 #include <cstring>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "perf/common/collectives.h"
 #include "perf/common/mpi_driver.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -21,14 +21,14 @@
 
 #include "c10d/backends/nccl/nccl_types.h"
 #include "c10d/backends/nccl/unique_id.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/bootstrap/init.h"
+#include "c10d/store/store.h"
 #include "perf/common/data.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
-#include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 #define BASE_CUDA(call)                                                                          \
   do {                                                                                           \

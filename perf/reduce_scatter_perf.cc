@@ -1,9 +1,9 @@
 // reduce_scatter_perf: rank r ends with the reduction over ranks of everyone's r-th part.
 // Size = the input bytes (n parts); count = elements per rank. Bus bandwidth: (n-1)/n x algbw
 // (each rank must receive n-1 contributions to its part; see docs/performance.md).
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

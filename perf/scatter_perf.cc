@@ -1,9 +1,9 @@
 // scatter_perf: rank r ends with the root's r-th part.
 // Size = the root's (scattered) bytes; count = elements per rank. Bus bandwidth: (n-1)/n x
 // algbw, as nccl-tests (n-1 of the n parts cross a link; see docs/performance.md).
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

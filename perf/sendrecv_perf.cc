@@ -1,9 +1,9 @@
 // sendrecv_perf: every rank sends its buffer to the next rank and receives the previous one's
 // (a ring of point-to-point transfers). Bus bandwidth: 1 x algbw (one transfer per link; see
 // docs/performance.md). As in nccl-tests the in-place half runs but is not checked ("N/A").
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -10,9 +10,9 @@
 // (listing the ones it does). print() writes the table for --print-config: key, value in effect,
 // default, variable, help.
 //
-// Used by c10d/backends/verbs/config.cc, c10d/backends/gloo/config.cc, c10d/backends/nccl/config.cc,
-// c10d/core/diagnostics_config.cc and c10d/store/tcp/tcp_store_config.cc. Pure data; no threads; load()
-// reads the environment (getenv).
+// Used by c10d/backends/verbs/config.cc, c10d/backends/gloo/config.cc,
+// c10d/backends/nccl/config.cc, c10d/core/diagnostics_config.cc and
+// c10d/store/tcp/tcp_store_config.cc. Pure data; no threads; load() reads the environment (getenv).
 #pragma once
 
 #include <cstddef>
@@ -25,8 +25,8 @@
 #include <utility>
 #include <vector>
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -16,8 +16,8 @@
 #include <atomic>
 #include <thread>
 
-#include "c10d/base/thread_annotations.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/thread_annotations.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/launch_env.h"
 #include "c10d/base/settings.h"
 #include "c10d/bootstrap/registry.h"
@@ -12,7 +13,6 @@
 #include "c10d/store/store_registry.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "c10d/store/tcp/tcp_store_config.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -6,8 +6,8 @@
 #include <map>
 #include <mutex>
 
-#include "c10d/base/thread_annotations.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/thread_annotations.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

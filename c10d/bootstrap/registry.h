@@ -1,7 +1,7 @@
 // Backend registry: backends register a factory by name ("gloo", "nccl", "verbs", ...).
 //
-// The backends built into libc10d (chosen at configure time, see c10d/base/config.h) are registered on
-// first use of the registry; programs may register more at any time. Thread-safe.
+// The backends built into libc10d (chosen at configure time, see c10d/base/config.h) are registered
+// on first use of the registry; programs may register more at any time. Thread-safe.
 #pragma once
 
 #include <functional>
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/backend.h"
 #include "c10d/core/process_group.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,14 +1,14 @@
 // What a backend is to the rest of c10d: a description and a factory of groups. Backends define
-// one (backends/<name>/register.h); the registry above them (c10d/bootstrap/registry.h) holds them by
-// name.
+// one (backends/<name>/register.h); the registry above them (c10d/bootstrap/registry.h) holds them
+// by name.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 
-#include "c10d/core/process_group.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -35,8 +35,8 @@ struct BackendInfo {
   std::function<void*(int device)> currentStream;
 };
 
-// What a backend provides: the registry (c10d/bootstrap/registry.h) registers each built-in backend's
-// definition, so no backend includes the registry.
+// What a backend provides: the registry (c10d/bootstrap/registry.h) registers each built-in
+// backend's definition, so no backend includes the registry.
 struct BackendDefinition {
   BackendInfo info;
   BackendFactory factory;

@@ -6,8 +6,8 @@
 // torch's Work, whose finish() is protected.
 #pragma once
 
-#include "c10d/core/work.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/work.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

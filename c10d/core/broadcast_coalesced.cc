@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "c10d/core/backend_work.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/backend_work.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

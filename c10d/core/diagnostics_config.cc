@@ -1,7 +1,7 @@
 #include "c10d/core/diagnostics_config.h"
 
-#include "c10d/base/settings.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/settings.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

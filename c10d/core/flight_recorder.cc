@@ -11,9 +11,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/fast_clock.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

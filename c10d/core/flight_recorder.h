@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/spin_lock.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/op_desc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/core/process_group.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -26,11 +26,11 @@
 #include <mutex>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
 #include "c10d/core/diagnostics_config.h"
 #include "c10d/core/flight_recorder.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

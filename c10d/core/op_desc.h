@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/types.h"
 #include "c10d/core/reduce_op.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

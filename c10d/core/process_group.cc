@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
@@ -60,7 +61,6 @@
 #include "c10d/core/options.h"
 #include "c10d/core/reduce_op.h"
 #include "c10d/core/work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

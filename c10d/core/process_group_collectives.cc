@@ -7,8 +7,8 @@
 #include <limits>
 #include <ostream>
 
-#include "c10d/core/process_group.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -2,11 +2,11 @@
 // hook backends call and the straggler summary at shutdown (group_diagnostics.h).
 #include <cstdio>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/core/process_group.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,9 +8,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
 #include "c10d/store/prefix_store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

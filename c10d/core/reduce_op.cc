@@ -20,9 +20,9 @@
 #include <immintrin.h>
 #endif
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/float16.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

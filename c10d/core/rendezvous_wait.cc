@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/rank_list.h"
 #include "c10d/core/diagnostics_config.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

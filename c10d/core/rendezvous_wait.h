@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/base/types.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/types.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

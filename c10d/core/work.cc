@@ -2,11 +2,11 @@
 
 #include <cstdio>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/group_diagnostics.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

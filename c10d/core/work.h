@@ -45,10 +45,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
 #include "c10d/core/op_desc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -104,8 +104,8 @@ class Work : public std::enable_shared_from_this<Work> {
  protected:
   // ---- the backend side ----
   // Only whoever runs the op calls these (as torch's Work keeps finish() protected): a backend's
-  // own subclass of Work, or BackendWork (c10d/core/backend_work.h), which makes them public. A caller
-  // gets a plain Work and only waits on it.
+  // own subclass of Work, or BackendWork (c10d/core/backend_work.h), which makes them public. A
+  // caller gets a plain Work and only waits on it.
 
   // Completes the Work; the first call wins, later ones are ignored. Returns whether this call
   // completed it. Runs callbacks on the calling thread after releasing the lock.

@@ -12,10 +12,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/store/file_store_log.h"
 #include "c10d/store/store_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -10,8 +10,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "c10d/store/store.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/store.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

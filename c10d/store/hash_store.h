@@ -7,9 +7,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "c10d/store/store.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/store.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

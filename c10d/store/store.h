@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/types.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

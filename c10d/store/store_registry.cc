@@ -6,10 +6,10 @@
 #include <mutex>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/base/error.h"
 #include "c10d/base/thread_annotations.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/fd.h"
 #include "c10d/base/hash.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

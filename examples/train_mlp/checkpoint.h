@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/fd.h"
 #include "c10d/base/hash.h"
-#include "examples/train_mlp/model.h"
 #include "c10d/layers/optim/optimizer_state.h"
-#include "c10d/base/abi.h"
+#include "examples/train_mlp/model.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "examples/train_mlp/random.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -26,8 +26,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "c10d/layers/data/distributed_sampler.h"
 #include "c10d/base/abi.h"
+#include "c10d/layers/data/distributed_sampler.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

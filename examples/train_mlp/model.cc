@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/hash.h"
 #include "c10d/core/flight_recorder.h"
 #include "examples/train_mlp/random.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

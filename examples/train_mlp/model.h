@@ -41,11 +41,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
-#include "examples/train_mlp/random.h"
 #include "c10d/layers/common/parameter.h"
 #include "c10d/layers/norm/sync_batch_norm.h"
-#include "c10d/base/abi.h"
+#include "examples/train_mlp/random.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

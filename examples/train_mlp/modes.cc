@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/hash.h"
 #include "c10d/layers/common/memory.h"
@@ -10,7 +11,6 @@
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/zero/fully_sharded.h"
 #include "c10d/layers/zero/sharded_optimizer.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -22,13 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
+#include "c10d/layers/common/comm_event.h"
+#include "c10d/layers/optim/optimizer_state.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/options.h"
-#include "c10d/layers/common/comm_event.h"
-#include "c10d/layers/optim/optimizer_state.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
-#include "examples/train_mlp/model.h"
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/zero/sharded_optimizer.h"
-#include "c10d/base/abi.h"
+#include "examples/train_mlp/model.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <utility>
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

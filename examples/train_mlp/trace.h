@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "c10d/core/process_group.h"
-#include "examples/train_mlp/model.h"
-#include "c10d/layers/common/comm_event.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
+#include "c10d/layers/common/comm_event.h"
+#include "examples/train_mlp/model.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,18 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/settings.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/process_group.h"
+#include "c10d/layers/common/process_memory.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"
 #include "examples/train_mlp/modes.h"
 #include "examples/train_mlp/trace.h"
-#include "c10d/layers/common/process_memory.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

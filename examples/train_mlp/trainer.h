@@ -36,8 +36,8 @@
 // Threads: the calling thread only (plus the backend's own).
 #pragma once
 
-#include "examples/train_mlp/options.h"
 #include "c10d/base/abi.h"
+#include "examples/train_mlp/options.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,8 +5,8 @@
 #include <new>
 #include <utility>
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 #if C10D_PERF_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <string>
 
-#include "c10d/base/types.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/types.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

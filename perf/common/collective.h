@@ -13,11 +13,11 @@
 #include <cstddef>
 #include <memory>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/core/process_group.h"
 #include "c10d/core/reduce_op.h"
 #include "c10d/core/work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -2,8 +2,8 @@
 // their sizes and bandwidth factors without running them).
 #pragma once
 
-#include "perf/common/collective.h"
 #include "c10d/base/abi.h"
+#include "perf/common/collective.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/layers/common/memory.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,8 +11,8 @@
 // ddp, ddp-view: the Reducer's buckets; ddp+opt: the full optimizer state; zero, zero-owner: a
 // parameter copy, ZeRO's shards, staging and state; zero3: FullyShardedModel's shards and state,
 // and during its steps up to two units' full parameters and gradients), allocated by setUp().
-// Each mode's share of the layers' counted memory (c10d/layers/common/memory.h) is tracked per object,
-// as the process holds every mode's objects at once (ddp_step_perf.cc says how).
+// Each mode's share of the layers' counted memory (c10d/layers/common/memory.h) is tracked per
+// object, as the process holds every mode's objects at once (ddp_step_perf.cc says how).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/device_ops.h"
 #include "c10d/layers/common/flat_buffer.h"
@@ -33,7 +34,6 @@
 #include "perf/common/synthetic_model.h"
 #include "perf/common/timed_group.h"
 #include "perf/common/world.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

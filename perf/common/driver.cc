@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/base/error.h"
 #include "perf/common/buffer.h"
@@ -32,7 +33,6 @@
 #include "perf/common/driver.h"
 #include "perf/common/report.h"
 #include "perf/common/world.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/base/error.h"
 #include "perf/common/driver.h"
 #include "perf/common/options.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

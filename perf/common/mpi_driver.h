@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "perf/common/collective.h"
 #include "c10d/base/abi.h"
+#include "perf/common/collective.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

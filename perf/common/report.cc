@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/base/error.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "perf/common/options.h"
 #include "c10d/base/abi.h"
+#include "perf/common/options.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/base/abi.h"
+#include "c10d/layers/optim/flat_optimizer.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

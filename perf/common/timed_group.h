@@ -30,9 +30,9 @@
 #include <mutex>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/forwarding_group.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

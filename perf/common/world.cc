@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/launch_env.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -3,8 +3,8 @@
 // being measured.
 //
 // Launchers: c10drun / torchrun, mpirun (Open MPI) and srun (Slurm), read by
-// c10d::detectLaunchEnv (c10d/base/launch_env.h, shared with init()), which also says where rank 0's
-// TCPStore is (MASTER_ADDR / MASTER_PORT, else the first Slurm host, or 127.0.0.1 for mpirun on
+// c10d::detectLaunchEnv (c10d/base/launch_env.h, shared with init()), which also says where rank
+// 0's TCPStore is (MASTER_ADDR / MASTER_PORT, else the first Slurm host, or 127.0.0.1 for mpirun on
 // one host; port 29500). None of them: a single process (world size 1) with an in-process store.
 // Single-threaded use; every blocking call has the store's timeout.
 #pragma once
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
 #include "perf/common/options.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

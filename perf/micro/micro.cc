@@ -18,7 +18,8 @@
 //                                       benchmark thread, over shm): Work, recorder, OpDesc,
 //                                       fingerprint, engine and shm signalling together
 //   shm/pingpong/<bytes>                one round trip over ShmTransport (2 threads, polling)
-//   c10d/store/tcp/set_get                   TCPStore set + get of 8 bytes against an in-process server
+//   c10d/store/tcp/set_get                   TCPStore set + get of 8 bytes against an in-process
+//   server
 //
 // R = 1: the flight recorder on (default), 0: C10D_FLIGHT_RECORDER_SIZE=0. Run with
 // --benchmark_counters_tabular=true; --benchmark_filter picks a subset. The groups, transports
@@ -45,6 +46,7 @@
 #include "c10d/backends/verbs/fiber.h"
 #include "c10d/backends/verbs/transport/shm/shm_transport.h"
 #include "c10d/backends/verbs/transport/transport.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/core/backend_work.h"
@@ -54,7 +56,6 @@
 #include "c10d/core/reduce_op.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/tcp/tcp_store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

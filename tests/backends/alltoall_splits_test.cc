@@ -13,9 +13,9 @@
 #include <tuple>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -3,9 +3,9 @@
 // The full sweep at 1,000,003 elements is sweep_test.cc (ctest label "sweep").
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/store/file_store.h"
-#include "c10d/base/abi.h"
 
 #if C10D_HAVE_NCCL
 #include <sys/wait.h>

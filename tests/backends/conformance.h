@@ -30,8 +30,8 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/core/process_group.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

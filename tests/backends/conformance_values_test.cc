@@ -5,8 +5,8 @@
 #include <limits>
 #include <set>
 
-#include "tests/backends/conformance.h"
 #include "c10d/base/abi.h"
+#include "tests/backends/conformance.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,13 +13,13 @@
 #include <sstream>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 #ifdef C10D_TRACE_PATH
 #include "tests/tools/trace_runner.h"
 #endif

@@ -15,12 +15,12 @@
 #include <fstream>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/store/store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -6,9 +6,9 @@
 //   - NaN on one rank, +Inf on one rank, +Inf and -Inf, Inf and 0, -Inf everywhere, -0 everywhere,
 //     and values whose sum overflows the dtype,
 // against the IEEE / NumPy result computed here: NaN propagates through sum, product, min and max
-// (np.minimum / np.maximum, which is also what c10d/core/reduce_op.h documents for torch), Inf + -Inf
-// and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too; f16/bf16 on a
-// backend that sums them in f32, verbs by default: the f32 sum / n, rounded once), PREMUL_SUM
+// (np.minimum / np.maximum, which is also what c10d/core/reduce_op.h documents for torch), Inf +
+// -Inf and Inf * 0 are NaN, an overflowing sum is Inf, AVG is SUM / n (so Inf / NaN too; f16/bf16
+// on a backend that sums them in f32, verbs by default: the f32 sum / n, rounded once), PREMUL_SUM
 // scales each input first.
 #include <cmath>
 #include <cstdlib>
@@ -16,9 +16,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -17,13 +17,13 @@
 #include "c10d/backends/gloo/config.h"
 #include "c10d/backends/gloo/socket_names.h"
 #include "c10d/backends/gloo/store_adapter.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/fd.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

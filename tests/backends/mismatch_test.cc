@@ -15,12 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/core/broadcast_coalesced.h"
 #include "c10d/core/op_desc.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

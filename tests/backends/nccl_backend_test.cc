@@ -20,12 +20,12 @@
 #include "c10d/backends/nccl/process_group_nccl.h"
 #include "c10d/backends/nccl/register.h"
 #include "c10d/backends/nccl/unique_id.h"
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

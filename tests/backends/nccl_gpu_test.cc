@@ -11,11 +11,11 @@
 
 #include "c10d/backends/nccl/cuda_stream.h"
 #include "c10d/backends/nccl/process_group_nccl.h"
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

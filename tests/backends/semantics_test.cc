@@ -9,11 +9,11 @@
 #include <thread>
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/core/broadcast_coalesced.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,16 +1,16 @@
 // Conformance: a backend's supports(op, dtype, device) agrees with the reduce-op table
-// (c10d/core/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op on
-// every dtype; docs/backends.md's table), every supported (op, dtype) pair runs correctly through
-// every reducing collective, and every unsupported one raises InvalidArgument naming the op, rank,
-// group, reduce op and dtype before anything is sent (the sequence number does not move and the
-// group stays usable). The sweep only runs what supports() reports, so a backend that claimed too
-// little, or too much, passed it.
+// (c10d/core/reduce_op.h isDefined(): bitwise ops on integer and bool tensors only, every other op
+// on every dtype; docs/backends.md's table), every supported (op, dtype) pair runs correctly
+// through every reducing collective, and every unsupported one raises InvalidArgument naming the
+// op, rank, group, reduce op and dtype before anything is sent (the sequence number does not move
+// and the group stays usable). The sweep only runs what supports() reports, so a backend that
+// claimed too little, or too much, passed it.
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

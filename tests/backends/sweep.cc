@@ -3,8 +3,8 @@
 #include <set>
 #include <sstream>
 
-#include "tests/backends/conformance.h"
 #include "c10d/base/abi.h"
+#include "tests/backends/conformance.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -2,9 +2,9 @@
 // elements, per backend and world size. Slow (minutes); ctest label "sweep".
 #include <tuple>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,8 +11,8 @@
 
 #include "c10d/backends/verbs/algorithms/algo_select.h"
 #include "c10d/backends/verbs/config.h"
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -20,10 +20,10 @@
 #include <tuple>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/hash.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

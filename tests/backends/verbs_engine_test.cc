@@ -20,12 +20,12 @@
 #include "c10d/backends/verbs/collective_engine.h"
 #include "c10d/backends/verbs/fault_hooks.h"
 #include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/base/abi.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/core/group_diagnostics.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -14,9 +14,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/backends/verbs_case.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -16,10 +16,10 @@
 #include <gtest/gtest.h>
 
 #include "c10d/backends/verbs/process_group_verbs.h"
+#include "c10d/base/abi.h"
 #include "c10d/store/file_store.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

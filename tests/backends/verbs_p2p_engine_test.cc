@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "c10d/backends/verbs/p2p_engine.h"
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,9 +13,9 @@
 
 #include "c10d/backends/verbs/process_group_verbs.h"
 #include "c10d/backends/verbs/transport/transport.h"
+#include "c10d/base/abi.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,6 +1,6 @@
-// The verbs engine's waits beside the application's compute (c10d/backends/verbs/spin_wait.h): a yield
-// that gives the CPU away to a thread of this process ends the spin, another process's load does
-// not, and the engine threads ask for a short scheduler slice.
+// The verbs engine's waits beside the application's compute (c10d/backends/verbs/spin_wait.h): a
+// yield that gives the CPU away to a thread of this process ends the spin, another process's load
+// does not, and the engine threads ask for a short scheduler slice.
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
@@ -20,9 +20,9 @@
 
 #include "c10d/backends/verbs/process_group_verbs.h"
 #include "c10d/backends/verbs/spin_wait.h"
+#include "c10d/base/abi.h"
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -19,10 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "c10d/backends/verbs/config.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/fd.h"
 #include "c10d/store/hash_store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

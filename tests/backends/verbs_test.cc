@@ -34,6 +34,7 @@
 #include "c10d/backends/verbs/transport/ibverbs/ib_transport.h"
 #include "c10d/backends/verbs/transport/ibverbs/mr_cache.h"
 #include "c10d/backends/verbs/transport/shm/shm_transport.h"
+#include "c10d/base/abi.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
@@ -41,7 +42,6 @@
 #include "tests/backends/verbs_test_util.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -61,7 +61,8 @@ static void remove_temp_dir(void) {
   DIR* d;
   struct dirent* e;
   char path[512];
-  if (g_temp_dir_owner != getpid()) return; /* a rank's exit() must not remove its siblings' files */
+  if (g_temp_dir_owner != getpid())
+    return; /* a rank's exit() must not remove its siblings' files */
   d = opendir(g_temp_dir);
   if (d == NULL) return;
   while ((e = readdir(d)) != NULL) {

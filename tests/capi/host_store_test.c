@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "c10d/c_api.h"
 #include "c10d/base/config.h"
+#include "c10d/c_api.h"
 #include "c_harness.h"
 
 /* ---- the directory store ------------------------------------------------------------------ */

@@ -4,8 +4,8 @@
 // garbage (elementSize, reduceInto), its messages would say "impostor" (toString) and its works
 // would call the impostor's virtual functions (the vtable and typeinfo of c10d::Work), which abort.
 //
-// The declarations mirror c10d/base/types.h, c10d/core/reduce_op.h and c10d/core/work.h only as far as the
-// mangled names need; nothing else about them matters.
+// The declarations mirror c10d/base/types.h, c10d/core/reduce_op.h and c10d/core/work.h only as far
+// as the mangled names need; nothing else about them matters.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

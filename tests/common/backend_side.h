@@ -1,12 +1,12 @@
-// For tests that play the backend: the backend side (c10d/core/backend_work.h) of a Work that a fake
-// backend made as a BackendWork, reached from the plain Work a ProcessGroup returned.
+// For tests that play the backend: the backend side (c10d/core/backend_work.h) of a Work that a
+// fake backend made as a BackendWork, reached from the plain Work a ProcessGroup returned.
 #pragma once
 
 #include <memory>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/backend_work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

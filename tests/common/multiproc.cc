@@ -56,8 +56,8 @@ double testTimeoutScale() {
 }
 
 std::chrono::milliseconds scaledTimeout(std::chrono::milliseconds t) {
-  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(t.count()) *
-                                                        testTimeoutScale()));
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(static_cast<double>(t.count()) * testTimeoutScale()));
 }
 
 std::vector<RankResult> runRanks(int size, const std::function<void(int, int)>& fn,

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/rank_list.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/group_diagnostics.h"
@@ -18,7 +19,6 @@
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/core/process_group.h"
 #include "tests/common/backend_side.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

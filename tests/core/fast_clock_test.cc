@@ -1,4 +1,5 @@
-// c10d/base/fast_clock.h: the TSC-derived clock stays with steady_clock, from one thread and several.
+// c10d/base/fast_clock.h: the TSC-derived clock stays with steady_clock, from one thread and
+// several.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -8,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "c10d/base/fast_clock.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/fast_clock.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

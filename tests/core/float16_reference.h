@@ -1,5 +1,5 @@
-// Reference f16/bf16 arithmetic for the tests, written independently of c10d/base/types.cc: values are
-// computed with ldexp from the bit fields, and rounding searches a table of every non-negative
+// Reference f16/bf16 arithmetic for the tests, written independently of c10d/base/types.cc: values
+// are computed with ldexp from the bit fields, and rounding searches a table of every non-negative
 // value for the nearest one (ties to the even bit pattern). Slow and obviously right.
 #pragma once
 

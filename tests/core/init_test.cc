@@ -1,5 +1,5 @@
-// Tests for c10d/bootstrap/init.h: every init URL form (and malformed ones), environment variables, and
-// rendezvous / init over file://, tcp:// and env:// with 4 real processes.
+// Tests for c10d/bootstrap/init.h: every init URL form (and malformed ones), environment variables,
+// and rendezvous / init over file://, tcp:// and env:// with 4 real processes.
 #include "c10d/bootstrap/init.h"
 #include "c10d/base/settings.h"
 
@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,6 +1,6 @@
-// Tests for c10d/base/launch_env.h: the Slurm node list parser, which launcher's variables win, where
-// rank 0's store is said to be, and init() (env://) over Open MPI's and Slurm's variables with 3
-// real processes.
+// Tests for c10d/base/launch_env.h: the Slurm node list parser, which launcher's variables win,
+// where rank 0's store is said to be, and init() (env://) over Open MPI's and Slurm's variables
+// with 3 real processes.
 #include "c10d/base/launch_env.h"
 
 #include <arpa/inet.h>
@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

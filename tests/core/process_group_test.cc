@@ -8,9 +8,9 @@
 #include <functional>
 #include <initializer_list>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/hash_store.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,9 +13,9 @@
 #include <random>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "tests/core/float16_reference.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

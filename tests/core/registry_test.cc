@@ -1,5 +1,5 @@
-// Tests for c10d/bootstrap/registry.h: registering, listing by priority, auto selection, unknown names
-// and concurrent use.
+// Tests for c10d/bootstrap/registry.h: registering, listing by priority, auto selection, unknown
+// names and concurrent use.
 #include "c10d/bootstrap/registry.h"
 
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/config.h"
 #include "c10d/store/hash_store.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

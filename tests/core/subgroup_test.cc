@@ -6,12 +6,12 @@
 #include <atomic>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/prefix_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/core/fake_backend.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <random>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/float16.h"
 #include "tests/core/float16_reference.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -10,10 +10,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/backend_work.h"
 #include "tests/common/backend_side.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

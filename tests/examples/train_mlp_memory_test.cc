@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/examples/train_mlp_runner.h"
 #include "c10d/base/abi.h"
+#include "tests/examples/train_mlp_runner.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "tests/common/multiproc.h"
 #include "tests/examples/train_mlp_runner.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

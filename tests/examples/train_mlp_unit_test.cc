@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "examples/train_mlp/checkpoint.h"
 #include "examples/train_mlp/dataset.h"
 #include "examples/train_mlp/model.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -19,10 +19,10 @@
 #include <sstream>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/tcp/tcp_store_server.h"
 #include "tests/common/multiproc.h"
 #include "tests/faults/fault_shared.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -36,9 +36,9 @@
 #include <utility>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "tests/backends/conformance.h"
 #include "tests/faults/fault_ops.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

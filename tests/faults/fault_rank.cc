@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "c10d/backends/verbs/fault_hooks.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/bootstrap/registry.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "tests/faults/fault_shared.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <thread>
 
-#include "tests/faults/fault_injection.h"
 #include "c10d/base/abi.h"
+#include "tests/faults/fault_injection.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

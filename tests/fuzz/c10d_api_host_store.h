@@ -11,9 +11,9 @@
 #include <mutex>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/c_api.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,6 +1,6 @@
-// Fuzzes what EtcdStore reads from etcd (c10d/store/etcd/etcd_reply.h, etcd_client.h): the HTTP reply
-// of a unary call, the /v3/watch stream, and every field the store then reads from a reply, as an
-// etcd server, a proxy in front of it, or a truncated connection may deliver them.
+// Fuzzes what EtcdStore reads from etcd (c10d/store/etcd/etcd_reply.h, etcd_client.h): the HTTP
+// reply of a unary call, the /v3/watch stream, and every field the store then reads from a reply,
+// as an etcd server, a proxy in front of it, or a truncated connection may deliver them.
 //
 // Input: byte 0 picks the path.
 //   'W'  a watch stream: byte 1 is the size of the pieces it arrives in (0: one piece), the rest

@@ -13,11 +13,11 @@
 #include <exception>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/hash.h"
 #include "c10d/store/tcp/tcp_store_auth.h"
 #include "c10d/store/tcp/tcp_store_config.h"
-#include "c10d/base/abi.h"
 
 // Aborts the process (a "crash" for libFuzzer) unless `cond`.
 #define FUZZ_CHECK(cond, what)                                                           \

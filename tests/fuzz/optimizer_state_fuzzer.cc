@@ -1,6 +1,6 @@
 // Fuzzes the optimizer state checkpoint reader (optim::OptimizerState::load,
-// c10d/layers/optim/optimizer_state.h): a file a crash, a full disk, another version or another program
-// may have left, corrupt or truncated anywhere.
+// c10d/layers/optim/optimizer_state.h): a file a crash, a full disk, another version or another
+// program may have left, corrupt or truncated anywhere.
 //
 // Input: byte 0 bit 0 repairs the file first (its length field and checksum, fuzz_util.h's
 // repairFrame), so that most inputs get past the checksum to the fields behind it; the rest is the
@@ -46,9 +46,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             std::vector<float> got(st.slots[p][k].size());
             file->read(p, k, 0, got.size(), got.data());
             // (memcmp takes no null pointer, even for no bytes: an empty slot's data() may be one)
-            FUZZ_CHECK(got.empty() ||
-                           std::memcmp(got.data(), st.slots[p][k].data(), got.size() * 4) == 0,
-                       "OptimizerStateFile read other values");
+            FUZZ_CHECK(
+                got.empty() || std::memcmp(got.data(), st.slots[p][k].data(), got.size() * 4) == 0,
+                "OptimizerStateFile read other values");
           }
         }
         FUZZ_CHECK(st.slotNames == st.options.slotNames(), "slot names of another algorithm");

@@ -1,7 +1,7 @@
-// Fuzzes what RedisStore reads from Redis (c10d/store/redis/redis_reply.h): bytes a server (or whatever
-// answers on its port) sends are parsed by hiredis's reader, as redis::Connection's context does,
-// and every reply goes through each conversion the store applies to the reply of one of its
-// commands (error replies, GET, INCRBY / EXISTS / DEL, SCAN, MGET).
+// Fuzzes what RedisStore reads from Redis (c10d/store/redis/redis_reply.h): bytes a server (or
+// whatever answers on its port) sends are parsed by hiredis's reader, as redis::Connection's
+// context does, and every reply goes through each conversion the store applies to the reply of one
+// of its commands (error replies, GET, INCRBY / EXISTS / DEL, SCAN, MGET).
 //
 // Input: byte 0 is the size of the pieces the bytes arrive in (0: one piece), byte 1 the key count
 // of the MGET the replies are read as (0-7), the rest the bytes. Every failure must be a

@@ -1,5 +1,5 @@
-// Fuzzes the TCPStore server's protocol engine (c10d/store/tcp/tcp_store_server_core.h) in-process, with
-// no sockets: framing, the handshake (with and without a secret), every request, the limits,
+// Fuzzes the TCPStore server's protocol engine (c10d/store/tcp/tcp_store_server_core.h) in-process,
+// with no sockets: framing, the handshake (with and without a secret), every request, the limits,
 // parked requests and their wake-ups, connection close and handshake expiry.
 //
 // Input: byte 0 configures the server, the rest is a script of records for up to 4 connections.

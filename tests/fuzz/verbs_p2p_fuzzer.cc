@@ -1,7 +1,7 @@
-// Fuzzes how the verbs backend's p2p engine (c10d/backends/verbs/p2p_engine.h) reads a peer's stream:
-// the 16-byte headers (magic, tag, length), the length a header announces (believed for a posted
-// recv of exactly that size, else bounded by maxUnexpectedBytes), matching against posted recvs,
-// size mismatches (payload drained), unexpected messages and a corrupt stream.
+// Fuzzes how the verbs backend's p2p engine (c10d/backends/verbs/p2p_engine.h) reads a peer's
+// stream: the 16-byte headers (magic, tag, length), the length a header announces (believed for a
+// posted recv of exactly that size, else bounded by maxUnexpectedBytes), matching against posted
+// recvs, size mismatches (payload drained), unexpected messages and a corrupt stream.
 //
 // The engine's own code runs over FakeTransport, as rank 1 of 2 whose channel-1 stream from rank 0
 // is the fuzz input, handed out in chunks of a size the input picks. The engine is driven on this

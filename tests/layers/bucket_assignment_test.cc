@@ -1,10 +1,10 @@
 // assignBuckets against an assignment worked out by hand, and FlatBuffer's views.
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/layers/common/bucket_assignment.h"
 #include "c10d/layers/common/flat_buffer.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/layers/data/distributed_sampler.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -39,10 +39,10 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/layers/common/memory.h"
 #include "c10d/layers/optim/flat_optimizer.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -15,13 +15,13 @@
 #include <numeric>
 #include <set>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/core/forwarding_group.h"
 #include "c10d/layers/common/memory.h"
 #include "c10d/layers/zero/fully_sharded.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

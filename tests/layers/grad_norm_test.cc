@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "c10d/bootstrap/init.h"
 #include "c10d/base/abi.h"
+#include "c10d/bootstrap/init.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,11 +13,11 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/layers/optim/optimizer_state.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,9 +1,9 @@
 // Reducer: the start-up comparison across ranks (count, numel, dtype differing on one rank is an
 // InvalidArgument on every rank naming that rank and the index), the start-up and per-step buffer
 // broadcast, and every misuse error with its message. Every CPU backend, world sizes 1-4.
+#include "c10d/base/abi.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

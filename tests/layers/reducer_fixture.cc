@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "c10d/base/float16.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/float16.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

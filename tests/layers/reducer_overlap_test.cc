@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/forwarding_group.h"
 #include "c10d/store/file_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

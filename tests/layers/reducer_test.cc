@@ -8,11 +8,11 @@
 #include <numeric>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/layers/common/bucket_assignment.h"
 #include "c10d/layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

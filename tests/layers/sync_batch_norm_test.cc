@@ -12,12 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/float16.h"
 #include "c10d/layers/norm/sync_batch_norm.h"
 #include "tests/backends/conformance.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/reducer_fixture.h"  // getValue / setValue
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,9 +8,9 @@
 #include <cmath>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -15,11 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/optim/optimizer_state.h"
 #include "c10d/layers/zero/sharded_optimizer.h"
 #include "tests/backends/conformance.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,10 +13,10 @@
 #include <numeric>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "c10d/layers/common/memory.h"
 #include "tests/common/multiproc.h"
 #include "tests/layers/zero_fixture.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -421,13 +421,13 @@ size_t expectedStagingBytes(const ShardedOptimizer& opt, const std::vector<size_
   return buffers * staging * sizeof(float);
 }
 
-// Memory, measured: what the optimizer allocates (c10d/layers/common/memory.h counts every buffer of
-// the layers) is exactly this rank's shards of gradients and parameters (S_r floats each, not the
-// largest shard's, and a zero tail of at most R; expectedShardBytes), the staging this rank needs
-// (expectedStagingBytes) and the state of its own
-// shard: ZeRO-2's P / N + two buckets, whatever the model's size. A stray full-size allocation (a
-// flat gradient buffer, a state of every parameter, a shard-sized buffer on a rank that owns
-// little) fails, and so does a step that allocates.
+// Memory, measured: what the optimizer allocates (c10d/layers/common/memory.h counts every buffer
+// of the layers) is exactly this rank's shards of gradients and parameters (S_r floats each, not
+// the largest shard's, and a zero tail of at most R; expectedShardBytes), the staging this rank
+// needs (expectedStagingBytes) and the state of its own shard: ZeRO-2's P / N + two buckets,
+// whatever the model's size. A stray full-size allocation (a flat gradient buffer, a state of every
+// parameter, a shard-sized buffer on a rank that owns little) fails, and so does a step that
+// allocates.
 TEST_P(ZeroTest, CountedMemoryIsTheShardsOwn) {
   const BackendParam bp = p();
   // 436 KB of parameters against 16 KiB buckets, the largest parameter 4 KB; and a model whose

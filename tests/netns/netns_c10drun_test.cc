@@ -12,9 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "tests/common/multiproc.h"
 #include "tests/netns/netns_test_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/netns/netns_test_util.h"
 #include "c10d/base/abi.h"
+#include "tests/netns/netns_test_util.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

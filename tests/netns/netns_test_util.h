@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/netns/virtual_hosts.h"
 #include "c10d/base/abi.h"
+#include "tests/netns/virtual_hosts.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -15,10 +15,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/registry.h"
 #include "perf/common/ddp_step.h"
 #include "tests/perf/perf_process.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

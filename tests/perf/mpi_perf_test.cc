@@ -12,10 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/report.h"
 #include "tests/perf/perf_process.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

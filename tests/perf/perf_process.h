@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "tests/common/multiproc.h"
 #include "c10d/base/abi.h"
+#include "tests/common/multiproc.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

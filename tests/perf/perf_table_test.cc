@@ -9,11 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "perf/common/collectives.h"
 #include "perf/common/data.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

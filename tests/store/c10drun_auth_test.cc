@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/store/tcp_store_test_util.h"
 #include "c10d/base/abi.h"
+#include "tests/store/tcp_store_test_util.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/file_store.h"
 #include "tests/common/multiproc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

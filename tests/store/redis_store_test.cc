@@ -5,10 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/store/redis/redis_store.h"
 #include "tests/store/server_store_checks.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -12,10 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/store.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/store_servers.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -81,18 +81,16 @@ inline void expectServerLossIsNamed(ServerProcess& server, const MakeStore& make
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   server.kill();
   waiter.join();
-  const auto waitMs = std::chrono::duration_cast<Milliseconds>(std::chrono::steady_clock::now() -
-                                                               start);
+  const auto waitMs =
+      std::chrono::duration_cast<Milliseconds>(std::chrono::steady_clock::now() - start);
   EXPECT_TRUE(waitThrewComm) << waitError;
   EXPECT_NE(waitError.find(server.endpoint()), std::string::npos) << waitError;
   EXPECT_LT(waitMs.count(), kTimeout.count() / 2) << "the blocked wait noticed late: " << waitError;
 
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& op : std::vector<std::function<void()>>{
-           [&] { store->set("after", std::string("y")); },
-           [&] { store->get("before"); },
-           [&] { store->add("counter", 1); },
-           [&] { store->check({"before"}); }}) {
+           [&] { store->set("after", std::string("y")); }, [&] { store->get("before"); },
+           [&] { store->add("counter", 1); }, [&] { store->check({"before"}); }}) {
     try {
       op();
       ADD_FAILURE() << "a call succeeded with the server gone";

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/store/store_fixtures.h"
 #include "c10d/base/abi.h"
+#include "tests/store/store_fixtures.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

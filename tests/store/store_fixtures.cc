@@ -14,13 +14,13 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/file_store.h"
 #include "c10d/store/hash_store.h"
 #include "c10d/store/prefix_store.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "tests/common/multiproc.h"
 #include "tests/store/store_servers.h"
-#include "c10d/base/abi.h"
 #ifdef C10D_TEST_ETCD_STORE
 #include "c10d/store/etcd/etcd_store.h"
 #endif

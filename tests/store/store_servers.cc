@@ -191,9 +191,8 @@ void ServerProcess::start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   kill();
-  throw std::runtime_error(std::string(binaryName(kind_)) + " on port " +
-                           std::to_string(port_) + " did not answer within 30 s; its log:\n" +
-                           log());
+  throw std::runtime_error(std::string(binaryName(kind_)) + " on port " + std::to_string(port_) +
+                           " did not answer within 30 s; its log:\n" + log());
 }
 
 bool ServerProcess::ready() {

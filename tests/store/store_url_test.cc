@@ -2,10 +2,10 @@
 // libraries (libc10d_store_<scheme>.so.<ABI>, found beside libc10d) on first use.
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/store/store_registry.h"
 #include "tests/store/store_servers.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,12 +13,12 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/socket.h"
 #include "c10d/bootstrap/init.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "c10d/store/tcp/tcp_store_config.h"
 #include "tests/store/tcp_store_test_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

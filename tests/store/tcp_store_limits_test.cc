@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/settings.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "c10d/store/tcp/tcp_store_config.h"
 #include "c10d/store/tcp/tcp_store_server_core.h"
 #include "tests/store/tcp_store_test_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

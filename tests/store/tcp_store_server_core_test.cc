@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
 #include "c10d/store/tcp/tcp_store_server_core.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -14,11 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/socket.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "c10d/store/tcp/tcp_store_auth.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -9,8 +9,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/tools/trace_runner.h"
 #include "c10d/base/abi.h"
+#include "tests/tools/trace_runner.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -20,9 +20,9 @@
 #include <sstream>
 #include <thread>
 
+#include "c10d/base/abi.h"
 #include "tests/store/store_servers.h"
 #include "tests/tools/launcher_runner.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "tests/tools/launcher_runner.h"
 #include "c10d/base/abi.h"
+#include "tests/tools/launcher_runner.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

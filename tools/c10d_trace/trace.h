@@ -1,7 +1,7 @@
 // c10d_trace: reads the flight recorder dumps of every rank of a job (GroupDiagnostics writes one
-// JSON file per rank and group: c10d/core/flight_recorder.h has the format) and says where the ranks
-// part ways: the first op where they diverge (a different op, dtype, count, root or reduce op at
-// the same sequence number), or the op some ranks wait in that others never reached (or left no
+// JSON file per rank and group: c10d/core/flight_recorder.h has the format) and says where the
+// ranks part ways: the first op where they diverge (a different op, dtype, count, root or reduce op
+// at the same sequence number), or the op some ranks wait in that others never reached (or left no
 // dump: stopped or dead).
 //
 // Standalone: no libc10d (a dump can be read where the job's library is not installed). Errors in

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "tools/c10drun/rdzv_backend.h"
 #include "tools/c10drun/rendezvous.h"
 #include "tools/c10drun/supervisor.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -19,9 +19,9 @@
 // bounded by the rendezvous timeouts, the grace period, or the store's read_timeout.
 #pragma once
 
+#include "c10d/base/abi.h"
 #include "tools/c10drun/options.h"
 #include "tools/c10drun/signals.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tools/c10drun/signals.h"
 #include "c10d/base/abi.h"
+#include "tools/c10drun/signals.h"
 
 extern char** environ;
 

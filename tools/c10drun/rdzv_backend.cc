@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/fd.h"
 #include "c10d/base/settings.h"
 #include "c10d/store/store_registry.h"
 #include "c10d/store/tcp/tcp_store.h"
 #include "c10d/store/tcp/tcp_store_config.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -71,9 +71,9 @@ bool isLocalAddress(const std::string& host) {
 
 RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::string& runId,
                                         const RendezvousConf& conf) {
-  // etcd://HOST:PORT[,HOST:PORT...]/c10drun/<run id>: the EtcdStore library (c10d/store/etcd/), found
-  // by its URL scheme. Its keys hang on a lease that the store keeps alive while this launcher
-  // lives, so a job whose launchers all died leaves nothing behind (ttl 60 s).
+  // etcd://HOST:PORT[,HOST:PORT...]/c10drun/<run id>: the EtcdStore library (c10d/store/etcd/),
+  // found by its URL scheme. Its keys hang on a lease that the store keeps alive while this
+  // launcher lives, so a job whose launchers all died leaves nothing behind (ttl 60 s).
   if (endpoint.empty()) throw UsageError("--rdzv-backend etcd needs --rdzv-endpoint HOST:PORT");
   if (runId.find_first_of("?&#") != std::string::npos) {
     throw UsageError("--rdzv-id '" + runId +

@@ -20,9 +20,9 @@
 #include <memory>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/store.h"
 #include "tools/c10drun/options.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
@@ -41,7 +41,8 @@ RendezvousStore openRendezvousStore(const Options& options,
                                     const std::function<void(const std::string&)>& log);
 
 // --rdzv-backend etcd: connect an EtcdStore to `endpoint` (HOST:PORT of an etcd v3 server), its
-// keys under a prefix of `runId`, requests bounded by conf.readTimeout. The one place to plug it in.
+// keys under a prefix of `runId`, requests bounded by conf.readTimeout. The one place to plug it
+// in.
 RendezvousStore openEtcdRendezvousStore(const std::string& endpoint, const std::string& runId,
                                         const RendezvousConf& conf);
 

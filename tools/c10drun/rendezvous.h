@@ -37,10 +37,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/store.h"
 #include "tools/c10drun/options.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "tools/c10drun/options.h"
 #include "c10d/base/abi.h"
+#include "tools/c10drun/options.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/c10drun/process.h"
 #include "c10d/base/abi.h"
+#include "tools/c10drun/process.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "tools/c10drun/options.h"
 #include "tools/c10drun/output.h"
 #include "tools/c10drun/process.h"
 #include "tools/c10drun/secret.h"
 #include "tools/c10drun/signals.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/settings.h"
 #include "c10d/base/socket.h"
 #include "c10d/core/diagnostics_config.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

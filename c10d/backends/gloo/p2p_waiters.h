@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "c10d/base/thread_annotations.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/thread_annotations.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

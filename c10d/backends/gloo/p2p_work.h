@@ -10,9 +10,9 @@
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/backend_work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

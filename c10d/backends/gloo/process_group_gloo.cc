@@ -21,12 +21,12 @@
 #include "c10d/backends/gloo/p2p_work.h"
 #include "c10d/backends/gloo/socket_names.h"
 #include "c10d/backends/gloo/store_adapter.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/rank_list.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/core/rendezvous_wait.h"
 #include "c10d/store/prefix_store.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

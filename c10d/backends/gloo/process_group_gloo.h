@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "c10d/backends/gloo/config.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/core/process_group.h"
-#include "c10d/base/abi.h"
 
 namespace gloo {
 class Context;

@@ -2,8 +2,8 @@
 
 #include "c10d/backends/gloo/config.h"
 #include "c10d/backends/gloo/process_group_gloo.h"
-#include "c10d/core/backend.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/backend.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -14,9 +14,9 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "c10d/backends/nccl/unique_id.h"
-#include "c10d/base/types.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/types.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

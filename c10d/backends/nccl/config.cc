@@ -2,8 +2,8 @@
 
 #include <sstream>
 
-#include "c10d/base/settings.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/settings.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

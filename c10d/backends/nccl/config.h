@@ -28,8 +28,8 @@
 #include <map>
 #include <string>
 
-#include "c10d/base/settings.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/settings.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

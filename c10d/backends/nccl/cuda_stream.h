@@ -15,7 +15,6 @@
 #pragma once
 #include "c10d/base/abi.h"
 
-
 struct CUstream_st;
 typedef struct CUstream_st* cudaStream_t;  // NOLINT: identical to CUDA's own typedef
 

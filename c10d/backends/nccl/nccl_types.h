@@ -18,9 +18,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/core/reduce_op.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -28,9 +28,9 @@
 #include <vector>
 
 #include "c10d/backends/nccl/device_state.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/backend_work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -17,8 +17,8 @@
 #include "c10d/backends/nccl/nccl_work.h"
 #include "c10d/backends/nccl/pending_works.h"
 #include "c10d/backends/nccl/unique_id.h"
-#include "c10d/store/store.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/store.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

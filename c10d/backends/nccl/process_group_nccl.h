@@ -48,9 +48,9 @@
 #include <vector>
 
 #include "c10d/backends/nccl/config.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/process_group.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

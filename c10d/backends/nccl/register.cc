@@ -7,8 +7,8 @@
 #include "c10d/backends/nccl/cuda_stream.h"
 #include "c10d/backends/nccl/device_state.h"
 #include "c10d/backends/nccl/process_group_nccl.h"
-#include "c10d/core/backend.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/backend.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,5 +1,5 @@
-// The "nccl" backend's definition, which the registry (c10d/bootstrap/registry.h) registers on first
-// use when the build has NCCL (the list cmake/C10dBackends.cmake generates). It provides the
+// The "nccl" backend's definition, which the registry (c10d/bootstrap/registry.h) registers on
+// first use when the build has NCCL (the list cmake/C10dBackends.cmake generates). It provides the
 // CUDA stream hooks the C ABI's c10d_cuda_*_stream call (c10d/core/backend.h).
 //
 // Priority 5, below every CPU backend (gloo 10, verbs 20): "auto" / defaultBackend() never picks

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/rendezvous_wait.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

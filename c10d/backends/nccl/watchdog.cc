@@ -27,8 +27,8 @@ namespace {
 // How soon the watchdog polls after it wakes for a new op and after a poll that completed ops
 // (with nothing completed the sleep doubles up to watchdog_poll_us). Not faster than 200 us:
 // cudaEventQuery on this thread contends with the launches on the caller's, so faster polling
-// slows every small op (c10d/backends/nccl/README.md). So a Work's callbacks and isCompleted() see an
-// op done up to ~200 us after its kernel ended; Work::wait() with blocking_wait polls its event
+// slows every small op (c10d/backends/nccl/README.md). So a Work's callbacks and isCompleted() see
+// an op done up to ~200 us after its kernel ended; Work::wait() with blocking_wait polls its event
 // itself, and stream waits need no host at all.
 constexpr std::chrono::microseconds kFastPoll{200};
 // How long the watchdog keeps polling after the last op completed before it sleeps until the next

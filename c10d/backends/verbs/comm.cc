@@ -6,8 +6,8 @@
 
 #include "c10d/backends/verbs/collective_engine.h"
 #include "c10d/backends/verbs/transport/shm/shm_transport.h"
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

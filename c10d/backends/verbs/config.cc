@@ -4,9 +4,9 @@
 #include <string>
 
 #include "c10d/backends/verbs/algorithms/algo_select.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/settings.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

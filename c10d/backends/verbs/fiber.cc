@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define C10D_FIBER_ASAN 1

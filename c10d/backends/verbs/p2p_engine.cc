@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -36,10 +36,10 @@
 
 #include "c10d/backends/verbs/spin_wait.h"
 #include "c10d/backends/verbs/transport/transport.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
 #include "c10d/core/backend_work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

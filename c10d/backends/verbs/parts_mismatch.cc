@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "c10d/backends/verbs/process_group_verbs.h"
-#include "c10d/store/store.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/store.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -13,10 +13,10 @@
 #include "c10d/backends/verbs/p2p_engine.h"
 #include "c10d/backends/verbs/transport/shm/shm_transport.h"
 #include "c10d/backends/verbs/transport/transport_setup.h"
+#include "c10d/base/abi.h"
 #include "c10d/core/group_diagnostics.h"
 #include "c10d/core/rendezvous_wait.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

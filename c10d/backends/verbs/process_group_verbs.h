@@ -44,8 +44,8 @@
 #include "c10d/backends/verbs/algorithms/algo_select.h"
 #include "c10d/backends/verbs/comm.h"
 #include "c10d/backends/verbs/config.h"
-#include "c10d/core/process_group.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/process_group.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -4,8 +4,8 @@
 
 #include "c10d/backends/verbs/config.h"
 #include "c10d/backends/verbs/process_group_verbs.h"
-#include "c10d/core/backend.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/backend.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -2,8 +2,8 @@
 // the registry registers on first use (the list cmake/C10dBackends.cmake generates).
 #pragma once
 
-#include "c10d/core/backend.h"
 #include "c10d/base/abi.h"
+#include "c10d/core/backend.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/flight_recorder.h"
 #include "c10d/core/work.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

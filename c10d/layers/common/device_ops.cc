@@ -3,11 +3,11 @@
 #include <cstring>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/float16.h"
 #include "c10d/core/reduce_op.h"
 #include "c10d/layers/common/memory.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/layers/common/parameter.h"
 #include "c10d/base/abi.h"
+#include "c10d/layers/common/parameter.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/layers/common/device_ops.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/float16.h"
 #include "c10d/core/backend_work.h"
 #include "c10d/core/reduce_op.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -16,8 +16,8 @@
 //   Gradients are packed into buckets, each a contiguous buffer of one (dtype, device), assigned in
 //   reverse parameter order (the last layers' gradients are ready first in backward) with the first
 //   bucket of each (dtype, device) closed at firstBucketBytes and the rest at bucketCapBytes
-//   (c10d/layers/common/bucket_assignment.h). markReady(i) copies grad i into its bucket slot (or, with
-//   gradientAsBucketView, the grad already is that slot: gradView(i)); when a bucket's last
+//   (c10d/layers/common/bucket_assignment.h). markReady(i) copies grad i into its bucket slot (or,
+//   with gradientAsBucketView, the grad already is that slot: gradView(i)); when a bucket's last
 //   parameter is marked, the bucket's allreduce (or comm hook) starts at once, asynchronously, so
 //   it overlaps the rest of the caller's backward. Buckets are launched in index order on every
 //   rank: a bucket that fills before an earlier one waits for it (torch's next_bucket rule), so the
@@ -93,6 +93,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/bucket_assignment.h"
@@ -102,13 +103,13 @@
 #include "c10d/layers/common/flat_buffer.h"
 #include "c10d/layers/common/parameter.h"
 #include "c10d/layers/ddp/comm_hooks.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
 namespace ddp {
 
-// A model parameter as the Reducer sees it (shared with the ZeRO layer: c10d/layers/common/parameter.h).
+// A model parameter as the Reducer sees it (shared with the ZeRO layer:
+// c10d/layers/common/parameter.h).
 using Parameter = layers::Parameter;
 
 // A module buffer (running statistics, ...): broadcast from rank 0, never reduced.

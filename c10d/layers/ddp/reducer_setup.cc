@@ -2,11 +2,11 @@
 // broadcast), bucket building and the one-time rebuild, and the small metadata collectives.
 #include <algorithm>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/broadcast_coalesced.h"
 #include "c10d/layers/common/bucket_assignment.h"
 #include "c10d/layers/ddp/reducer.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

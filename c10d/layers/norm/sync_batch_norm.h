@@ -41,10 +41,10 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/parameter.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "c10d/layers/common/memory.h"
 #include "c10d/base/abi.h"
+#include "c10d/layers/common/memory.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

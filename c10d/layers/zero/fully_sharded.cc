@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/hash.h"
 #include "c10d/core/broadcast_coalesced.h"
 #include "c10d/layers/zero/start_up.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

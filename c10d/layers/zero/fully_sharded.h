@@ -89,6 +89,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/comm_event.h"
@@ -99,7 +100,6 @@
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/optim/optimizer_state.h"
 #include "c10d/layers/zero/grad_norm.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -119,9 +119,9 @@
 //   layers::KeepAlive until it completes, and dropped as soon as it has been waited for, so a
 //   destroyed optimizer frees them at once, or at the completion of a collective still in flight
 //   (after a failure, or destroyed in the middle of backward): never while the backend uses them.
-//   Every buffer and the state are counted (c10d/layers/common/memory.h; ZeroStepStats::layerBytes):
-//   measured, the optimizer holds exactly the staging, its shards and its state, and a step
-//   allocates nothing (tests/layers/zero_test.cc).
+//   Every buffer and the state are counted (c10d/layers/common/memory.h;
+//   ZeroStepStats::layerBytes): measured, the optimizer holds exactly the staging, its shards and
+//   its state, and a step allocates nothing (tests/layers/zero_test.cc).
 //
 // Not supported (InvalidArgument at construction, or documented): parameters other than fp32 on
 //   the CPU (no mixed-precision master weights, no GPU DeviceOps: the optimizer's arithmetic runs
@@ -136,6 +136,7 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/comm_event.h"
@@ -146,7 +147,6 @@
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/optim/optimizer_state.h"
 #include "c10d/layers/zero/grad_norm.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

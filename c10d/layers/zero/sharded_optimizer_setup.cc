@@ -4,11 +4,11 @@
 #include <cstring>
 #include <numeric>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/core/broadcast_coalesced.h"
 #include "c10d/layers/zero/sharded_optimizer.h"
 #include "c10d/layers/zero/start_up.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/core/process_group.h"
 #include "c10d/layers/common/parameter.h"
 #include "c10d/layers/optim/flat_optimizer.h"
 #include "c10d/layers/zero/grad_norm.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

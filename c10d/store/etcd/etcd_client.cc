@@ -9,8 +9,8 @@
 #include <exception>
 #include <mutex>
 
-#include "c10d/store/etcd/etcd_reply.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/etcd/etcd_reply.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -26,10 +26,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

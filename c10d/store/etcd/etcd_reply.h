@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "c10d/store/etcd/etcd_client.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/etcd/etcd_client.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

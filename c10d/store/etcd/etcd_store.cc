@@ -9,10 +9,10 @@
 #include <random>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/settings.h"
 #include "c10d/store/etcd/etcd_reply.h"
 #include "c10d/store/store_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

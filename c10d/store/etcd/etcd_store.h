@@ -38,11 +38,11 @@
 #include <thread>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/store/etcd/etcd_client.h"
 #include "c10d/store/etcd/etcd_reply.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "c10d/store/redis/redis_reply.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/redis/redis_reply.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

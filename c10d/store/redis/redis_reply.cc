@@ -1,7 +1,7 @@
 #include "c10d/store/redis/redis_reply.h"
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,7 +1,8 @@
-// Registers redis:// with the store registry (c10d/store/store_registry.h) when the library is loaded.
+// Registers redis:// with the store registry (c10d/store/store_registry.h) when the library is
+// loaded.
+#include "c10d/base/abi.h"
 #include "c10d/store/redis/redis_store.h"
 #include "c10d/store/store_registry.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/settings.h"
 #include "c10d/store/redis/redis_connection.h"
 #include "c10d/store/redis/redis_reply.h"
 #include "c10d/store/store_util.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

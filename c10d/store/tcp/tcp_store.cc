@@ -4,12 +4,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/store/store_util.h"
 #include "c10d/store/tcp/tcp_store_client.h"
 #include "c10d/store/tcp/tcp_store_config.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,7 +5,8 @@
 // serves every client; `wait` and `get` on a missing key are answered by the server when the key
 // is set (pushed, never polled). Clients connect with retry and exponential backoff (10 ms
 // doubling to 1 s; ECONNREFUSED while the server starts is normal) until their timeout, then throw
-// TimeoutError naming host, port and the last errno. Wire format: c10d/store/tcp/tcp_store_protocol.h.
+// TimeoutError naming host, port and the last errno. Wire format:
+// c10d/store/tcp/tcp_store_protocol.h.
 //
 // Threads: the server owns one thread ("c10d-tcpstore"); a client owns none. Each client object
 // holds one connection, used under a mutex (so it is safe from several threads, one request at a
@@ -33,9 +34,9 @@
 #include <optional>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/store/store.h"
 #include "c10d/store/tcp/tcp_store_server.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

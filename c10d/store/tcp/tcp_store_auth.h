@@ -8,7 +8,8 @@
 // recorded proof useless on a later connection. Proofs are compared in constant time.
 //
 // The random bytes come from the kernel (getrandom: no lock a fork could inherit held), the HMAC
-// from OpenSSL's libcrypto; nothing here keeps state, starts threads or blocks. The secret never appears in an error message.
+// from OpenSSL's libcrypto; nothing here keeps state, starts threads or blocks. The secret never
+// appears in an error message.
 #pragma once
 
 #include <array>
@@ -16,8 +17,8 @@
 #include <cstdint>
 #include <string>
 
-#include "c10d/store/tcp/tcp_store_protocol.h"
 #include "c10d/base/abi.h"
+#include "c10d/store/tcp/tcp_store_protocol.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -5,9 +5,9 @@
 
 #include <cerrno>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/tcp/tcp_store_auth.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

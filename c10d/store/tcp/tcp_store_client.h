@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/socket.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/base/types.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

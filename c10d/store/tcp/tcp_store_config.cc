@@ -9,11 +9,11 @@
 #include <map>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/settings.h"
 #include "c10d/base/socket.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -1,20 +1,20 @@
 // TCPStore settings resolved once: options first, then the environment, then the defaults
 // (internal to store/; the public knobs are TCPStoreServerOptions and TCPStoreOptions).
 //
-// Every setting is declared once, in the settings table (c10d/base/settings.h) of tcp_store_config.cc
-// (name, environment variable, bounds, description; the defaults are ServerConfig's);
-// describeServerConfig() prints it. Values from the environment are validated there: a malformed
-// or out-of-range one is an InvalidArgument naming the variable, never a silent default. Nothing
-// here blocks or starts threads.
+// Every setting is declared once, in the settings table (c10d/base/settings.h) of
+// tcp_store_config.cc (name, environment variable, bounds, description; the defaults are
+// ServerConfig's); describeServerConfig() prints it. Values from the environment are validated
+// there: a malformed or out-of-range one is an InvalidArgument naming the variable, never a silent
+// default. Nothing here blocks or starts threads.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/store/tcp/tcp_store_server.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

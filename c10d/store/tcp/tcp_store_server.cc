@@ -16,11 +16,11 @@
 #include <thread>
 #include <utility>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/socket.h"
 #include "c10d/store/tcp/tcp_store_config.h"
 #include "c10d/store/tcp/tcp_store_server_core.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -36,12 +36,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/fd.h"
 #include "c10d/base/thread_annotations.h"
 #include "c10d/store/tcp/tcp_store_auth.h"
 #include "c10d/store/tcp/tcp_store_config.h"
 #include "c10d/store/tcp/tcp_store_protocol.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -4,9 +4,9 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/tcp/tcp_store_server_core.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -31,7 +31,9 @@ int main() {
     return 1;
   }
   pg->barrier()->wait();
-  std::printf("rank %d of %d: allreduce of a torch tensor through libc10d: ok; torch's and our "
-              "HashStore side by side: ok\n", pg->rank(), ws);
+  std::printf(
+      "rank %d of %d: allreduce of a torch tensor through libc10d: ok; torch's and our "
+      "HashStore side by side: ok\n",
+      pg->rank(), ws);
   return 0;
 }

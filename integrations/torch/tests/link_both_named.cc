@@ -14,8 +14,8 @@ static_assert(!std::is_same_v<c10d::HashStore, c10d::v1::HashStore>,
               "torch's c10d::HashStore and ours are different types");
 
 std::string storesBothWork() {
-  c10d::HashStore theirs;     // torch's
-  c10d::v1::HashStore ours;   // ours
+  c10d::HashStore theirs;    // torch's
+  c10d::v1::HashStore ours;  // ours
   const std::vector<uint8_t> a{1, 2, 3}, b{4, 5};
   theirs.set("k", a);
   ours.set("k", b);

@@ -4,9 +4,9 @@
 
 #include "c10d/backends/verbs/comm.h"
 #include "c10d/backends/verbs/config.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/settings.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -9,8 +9,8 @@
 #include "c10d/backends/verbs/algorithms/algo_select.h"
 #include "c10d/backends/verbs/algorithms/algorithms.h"
 #include "c10d/backends/verbs/algorithms/reduce_kernels.h"
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

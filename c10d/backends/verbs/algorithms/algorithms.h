@@ -13,9 +13,9 @@
 
 #include "c10d/backends/verbs/algorithms/algo_select.h"
 #include "c10d/backends/verbs/comm.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/core/reduce_op.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

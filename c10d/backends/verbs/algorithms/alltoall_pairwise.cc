@@ -13,8 +13,8 @@
 #include <string>
 
 #include "c10d/backends/verbs/algorithms/algorithms.h"
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "c10d/backends/verbs/spin_wait.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/types.h"
 #include "c10d/core/op_desc.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

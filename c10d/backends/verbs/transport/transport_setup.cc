@@ -13,9 +13,9 @@
 #include "c10d/backends/verbs/transport/mixed_transport.h"
 #include "c10d/backends/verbs/transport/shm/shm_transport.h"
 #include "c10d/backends/verbs/transport/tcp/tcp_transport.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/prefix_store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

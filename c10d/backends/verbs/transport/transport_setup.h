@@ -5,8 +5,8 @@
 // (ibverbs where a device is usable, tcp otherwise).
 //
 // Blocks until every rank arrived and connected, or throws: TimeoutError naming the ranks that
-// never published (c10d/core/rendezvous_wait.h), InvalidArgument for a transport that cannot run here
-// (C10D_TRANSPORT=shm across hosts), CommError / Error from the transports' own setup.
+// never published (c10d/core/rendezvous_wait.h), InvalidArgument for a transport that cannot run
+// here (C10D_TRANSPORT=shm across hosts), CommError / Error from the transports' own setup.
 #pragma once
 
 #include <memory>
@@ -16,9 +16,9 @@
 #include "c10d/backends/verbs/comm.h"
 #include "c10d/backends/verbs/config.h"
 #include "c10d/backends/verbs/transport/transport.h"
+#include "c10d/base/abi.h"
 #include "c10d/core/rendezvous_wait.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

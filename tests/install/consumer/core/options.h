@@ -3,5 +3,7 @@
 // the other, whatever the order of the include directories.
 #pragma once
 namespace consumer {
-inline int optionsMarker() { return 7; }
+inline int optionsMarker() {
+  return 7;
+}
 }  // namespace consumer

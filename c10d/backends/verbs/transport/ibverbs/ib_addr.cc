@@ -6,9 +6,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

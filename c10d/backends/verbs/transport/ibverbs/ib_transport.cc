@@ -31,10 +31,10 @@
 #include "c10d/backends/verbs/transport/ibverbs/ib_addr.h"
 #include "c10d/backends/verbs/transport/ibverbs/ibv_wrap.h"
 #include "c10d/backends/verbs/transport/ibverbs/mr_cache.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/fd.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

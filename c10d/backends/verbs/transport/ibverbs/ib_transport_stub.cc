@@ -1,8 +1,8 @@
 // Built when libibverbs' headers are absent: the ibverbs transport does not exist here.
 #include "c10d/backends/verbs/transport/ibverbs/ib_transport.h"
 
-#include "c10d/base/error.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/error.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

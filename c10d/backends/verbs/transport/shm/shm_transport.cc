@@ -19,9 +19,9 @@
 #include <fstream>
 #include <random>
 
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -48,8 +48,8 @@
 #include "c10d/backends/verbs/config.h"
 #include "c10d/backends/verbs/spin_wait.h"
 #include "c10d/backends/verbs/transport/transport.h"
-#include "c10d/base/fd.h"
 #include "c10d/base/abi.h"
+#include "c10d/base/fd.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN

@@ -18,10 +18,10 @@
 #include <thread>
 
 #include "c10d/backends/verbs/spin_wait.h"
+#include "c10d/base/abi.h"
 #include "c10d/base/error.h"
 #include "c10d/base/socket.h"
 #include "c10d/store/store.h"
-#include "c10d/base/abi.h"
 
 namespace c10d {
 C10D_NAMESPACE_BEGIN
